@@ -1,0 +1,109 @@
+/*
+ * entry.S — i386 trap entry and exit, and setjmp/longjmp.
+ *
+ * Every vector gets a stub that makes the stack look the same: the CPU's
+ * EIP/CS/EFLAGS (no ESP/SS: all our code runs in ring 0, so the CPU never
+ * switches stacks), an error code (the CPU's, or a 0 we push), the vector
+ * number. trap_common then saves the segment and general registers, which
+ * completes a struct trapframe (trapframe.h), and calls trap_dispatch with
+ * a pointer to it. Everything trap_dispatch changes in the frame — EIP for
+ * a trap_try landing, later the tracer's emulation — takes effect at iret.
+ *
+ * The stubs are generated from EXCEPTION_VECTORS (vectors.h), the same list
+ * that names the vectors in C, so the two cannot drift apart.
+ */
+#include "vectors.h"
+
+	.macro EXC_STUB n, err
+	.global exception_stub_\n
+exception_stub_\n:
+	.if \err == 0
+	pushl	$0
+	.endif
+	pushl	$\n
+	jmp	trap_common
+	.endm
+
+	.macro IRQ_STUB n
+irq_stub_\n:
+	pushl	$0
+	pushl	$\n
+	jmp	trap_common
+	.endm
+
+	.text
+#define STUB(n, mnemonic, description, err) EXC_STUB n, err ;
+	EXCEPTION_VECTORS(STUB)
+	.irp	n, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
+	IRQ_STUB \n
+	.endr
+
+trap_common:
+	pushal
+	pushl	%ds
+	pushl	%es
+	pushl	%fs
+	pushl	%gs
+	movl	$SEL_KERNEL_DS, %eax
+	movl	%eax, %ds
+	movl	%eax, %es
+	cld
+	pushl	%esp
+	call	trap_dispatch
+	addl	$4, %esp
+	popl	%gs
+	popl	%fs
+	popl	%es
+	popl	%ds
+	popal
+	addl	$8, %esp            /* vector, error code */
+	iret
+
+	.section .rodata
+	.align 4
+	.global trap_stub_table
+trap_stub_table:
+#define STUB_ADDRESS(n, mnemonic, description, err) .long exception_stub_##n ;
+	EXCEPTION_VECTORS(STUB_ADDRESS)
+	.irp	n, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
+	.long	irq_stub_\n
+	.endr
+
+/*
+ * arch_setjmp(buf) saves ebx esi edi ebp, the caller's esp and return
+ * address, and EFLAGS (so IF comes back as it was, whatever the trap path
+ * left). arch_longjmp(buf, v) restores them and returns v (1 if v == 0)
+ * from the arch_setjmp call.
+ */
+	.text
+	.global arch_setjmp, arch_longjmp
+arch_setjmp:
+	movl	4(%esp), %eax
+	movl	%ebx, 0(%eax)
+	movl	%esi, 4(%eax)
+	movl	%edi, 8(%eax)
+	movl	%ebp, 12(%eax)
+	leal	4(%esp), %ecx
+	movl	%ecx, 16(%eax)
+	movl	(%esp), %ecx
+	movl	%ecx, 20(%eax)
+	pushfl
+	popl	%ecx
+	movl	%ecx, 24(%eax)
+	xorl	%eax, %eax
+	ret
+
+arch_longjmp:
+	movl	4(%esp), %edx
+	movl	8(%esp), %eax
+	testl	%eax, %eax
+	jnz	1f
+	incl	%eax
+1:	movl	0(%edx), %ebx
+	movl	4(%edx), %esi
+	movl	8(%edx), %edi
+	movl	12(%edx), %ebp
+	movl	16(%edx), %esp
+	pushl	24(%edx)
+	popfl
+	jmp	*20(%edx)

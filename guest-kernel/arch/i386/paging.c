@@ -1,0 +1,102 @@
+/*
+ * paging.c — i386 page tables built by the kernel, and writable aliases.
+ *
+ * Two-level tables with 4 KiB pages. The first MAPPED_MB of physical memory
+ * is identity-mapped, except page 0 (so a NULL dereference faults) and the
+ * kernel's text/rodata, mapped without W. CR0.WP makes ring 0 honour that,
+ * so a stray store into code faults instead of silently patching it.
+ *
+ * Writable aliases live in a 4 MiB window at ALIAS_BASE with one page table
+ * of its own: mm_alias_writable() maps the physical page behind an address
+ * into a free slot of that window. The tracer arms probes through it, as
+ * DProbes does ("aliasing a physical page with a private writeable virtual
+ * address"). Releasing flushes this CPU's TLB entry; with more than one CPU
+ * the caller must also have every other CPU flush (threads/SMP add that).
+ */
+#include "arch_i386.h"
+#include "mm.h"
+#include "x86.h"
+
+#define PTE_P      0x001
+#define PTE_W      0x002
+#define PAGE       4096u
+#define MAPPED_MB  64
+#define ALIAS_BASE 0xc0000000u
+#define ALIAS_SLOTS 1024
+
+const unsigned mm_page_size = PAGE;
+const uintptr_t mm_unmapped_probe_addr = 0xb0000000u;
+
+static uint32_t page_dir[1024] __attribute__((aligned(PAGE)));
+static uint32_t identity_tables[MAPPED_MB / 4][1024] __attribute__((aligned(PAGE)));
+static uint32_t alias_table[ALIAS_SLOTS] __attribute__((aligned(PAGE)));
+static uint32_t alias_used[ALIAS_SLOTS / 32];
+
+void paging_init(void)
+{
+	uint32_t text_lo = (uint32_t)__text_start & ~(PAGE - 1);
+	uint32_t text_hi = (uint32_t)__text_end;
+
+	for (uint32_t t = 0; t < MAPPED_MB / 4; t++) {
+		for (uint32_t i = 0; i < 1024; i++) {
+			uint32_t addr = (t << 22) | (i << 12);
+			uint32_t flags = PTE_P | PTE_W;
+			if (addr >= text_lo && addr < text_hi)
+				flags = PTE_P;
+			identity_tables[t][i] = addr == 0 ? 0 : addr | flags;
+		}
+		page_dir[t] = (uint32_t)identity_tables[t] | PTE_P | PTE_W;
+	}
+	page_dir[ALIAS_BASE >> 22] = (uint32_t)alias_table | PTE_P | PTE_W;
+
+	write_cr3((uint32_t)page_dir);
+	write_cr0(read_cr0() | CR0_PG | CR0_WP);
+}
+
+uintptr_t mm_virt_to_phys(const void *va)
+{
+	uint32_t v = (uint32_t)va;
+	uint32_t pde = page_dir[v >> 22];
+	if (!(pde & PTE_P))
+		return (uintptr_t)-1;
+	const uint32_t *table = (const uint32_t *)(pde & ~(PAGE - 1));
+	uint32_t pte = table[(v >> 12) & 1023];
+	if (!(pte & PTE_P))
+		return (uintptr_t)-1;
+	return (pte & ~(PAGE - 1)) | (v & (PAGE - 1));
+}
+
+void *mm_alias_writable(const void *va)
+{
+	uintptr_t phys = mm_virt_to_phys(va);
+	if (phys == (uintptr_t)-1)
+		return 0;
+
+	irqflags_t flags = arch_irq_save();
+	for (unsigned slot = 0; slot < ALIAS_SLOTS; slot++) {
+		if (alias_used[slot / 32] & (1u << (slot % 32)))
+			continue;
+		alias_used[slot / 32] |= 1u << (slot % 32);
+		alias_table[slot] = (phys & ~(PAGE - 1)) | PTE_P | PTE_W;
+		uint8_t *alias = (uint8_t *)(ALIAS_BASE + slot * PAGE);
+		invlpg(alias);
+		arch_irq_restore(flags);
+		return alias + (phys & (PAGE - 1));
+	}
+	arch_irq_restore(flags);
+	return 0;
+}
+
+void mm_alias_release(void *alias)
+{
+	uint32_t a = (uint32_t)alias;
+	if (a < ALIAS_BASE || a >= ALIAS_BASE + ALIAS_SLOTS * PAGE)
+		return;
+	unsigned slot = (a - ALIAS_BASE) / PAGE;
+
+	irqflags_t flags = arch_irq_save();
+	alias_table[slot] = 0;
+	invlpg((void *)(a & ~(PAGE - 1)));
+	alias_used[slot / 32] &= ~(1u << (slot % 32));
+	arch_irq_restore(flags);
+}

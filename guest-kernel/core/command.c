@@ -1,0 +1,328 @@
+/*
+ * command.c — the command loop on the serial line.
+ *
+ * The host writes one line per command; the guest answers each line with
+ * exactly one REPLY frame (wire.h), after whatever TEXT or RESULT frames the
+ * command produced — except `exit`, answered by the EXIT frame. Bad input never stops the loop: a line that is too long
+ * is discarded up to its '\n' and answered TOO_LONG; a control byte, too
+ * many arguments, an unknown command or a bad argument is answered with a
+ * status and a message saying what was wrong, and nothing runs.
+ *
+ * While no input waits, the CPU sleeps until the next interrupt (the UART's
+ * receive interrupt or the timer), so an idle guest costs the host little.
+ */
+#include "command.h"
+#include "arch.h"
+#include "console.h"
+#include "exit.h"
+#include "kstring.h"
+#include "link.h"
+#include "selftest.h"
+#include "serial.h"
+#include "timer.h"
+#include "wire.h"
+#include "workload.h"
+
+struct command {
+	const char *name;
+	const char *usage;
+	int (*run)(int argc, char **argv, const char *rest, struct command_reply *r);
+};
+
+static const struct command commands[];
+
+static int reply_msg(struct command_reply *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int reply_msg(struct command_reply *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	kvsnprintf(r->msg, r->size, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+static int cmd_help(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argv, (void)rest;
+	if (argc != 1)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: help");
+	for (const struct command *c = commands; c->name; c++)
+		kprintf("%-10s %s\n", c->name, c->usage);
+	return WIRE_REPLY_OK;
+}
+
+static int cmd_echo(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argc, (void)argv;
+	return reply_msg(r, WIRE_REPLY_OK, "%s", rest);
+}
+
+static int cmd_exit(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	uint64_t status;
+	(void)rest;
+	if (argc != 2 || !parse_u64(argv[1], &status) || status > EXIT_USER_MAX)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+				 "usage: exit N, with N from 0 to %d", EXIT_USER_MAX);
+	/* Answered by the EXIT frame instead of a REPLY. */
+	kernel_exit((unsigned)status);
+}
+
+static int cmd_selftest(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	if (argc > 2)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: selftest [area]");
+	unsigned failed = selftest_run(argc == 2 ? argv[1] : "");
+	if (failed)
+		return reply_msg(r, WIRE_REPLY_FAILED, "%u self-tests failed", failed);
+	return reply_msg(r, WIRE_REPLY_OK, "all self-tests passed");
+}
+
+static const struct workload *find_workload(const char *name)
+{
+	for (const struct workload *w = __workloads_start; w < __workloads_end; w++)
+		if (strcmp(w->name, name) == 0)
+			return w;
+	return 0;
+}
+
+static int cmd_workloads(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argv, (void)rest;
+	if (argc != 1)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: workloads");
+	for (const struct workload *w = __workloads_start; w < __workloads_end; w++) {
+		kprintf("%s: %s\n", w->name, w->help);
+		for (const struct workload_param *p = w->params; p && p->name; p++)
+			kprintf("  %s=%llu (%llu..%llu) %s\n", p->name,
+				(unsigned long long)p->def, (unsigned long long)p->min,
+				(unsigned long long)p->max, p->help);
+	}
+	return WIRE_REPLY_OK;
+}
+
+static int cmd_run(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	uint64_t values[WORKLOAD_MAX_PARAMS];
+	(void)rest;
+
+	if (argc < 2)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+				 "usage: run <workload> [key=value ...]");
+	const struct workload *w = find_workload(argv[1]);
+	if (!w)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+				 "no workload \"%s\" (see `workloads`)", argv[1]);
+
+	unsigned nparams = 0;
+	for (const struct workload_param *p = w->params; p && p->name; p++)
+		values[nparams++] = p->def;
+
+	for (int i = 2; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (!eq)
+			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+					 "\"%s\": expected key=value", argv[i]);
+		*eq = '\0';
+		unsigned k;
+		for (k = 0; k < nparams && strcmp(w->params[k].name, argv[i]); k++)
+			;
+		if (k == nparams)
+			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+					 "%s has no parameter \"%s\"", w->name, argv[i]);
+		const struct workload_param *p = &w->params[k];
+		uint64_t v;
+		if (!parse_u64(eq + 1, &v) || v < p->min || v > p->max)
+			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
+					 "%s=%s: expected a number from %llu to %llu",
+					 p->name, eq + 1, (unsigned long long)p->min,
+					 (unsigned long long)p->max);
+		values[k] = v;
+	}
+
+	struct workload_result res = { 0, false };
+	uint64_t t0 = arch_cycles();
+	w->run(values, &res);
+	uint64_t t1 = arch_cycles();
+
+	struct wire_result wr = {
+		.status = res.ok ? 0 : 1, .value = res.value, .cycles = t1 - t0,
+	};
+	console_flush();
+	link_send(WIRE_FRAME_RESULT, &wr, sizeof wr, w->name, strlen(w->name));
+	if (!res.ok)
+		return reply_msg(r, WIRE_REPLY_FAILED, "%s: wrong result %llu",
+				 w->name, (unsigned long long)res.value);
+	return reply_msg(r, WIRE_REPLY_OK, "%s = %llu", w->name,
+			 (unsigned long long)res.value);
+}
+
+static int cmd_timer(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	uint64_t hz;
+	(void)rest;
+	if (argc == 2 && parse_u64(argv[1], &hz) && hz <= arch_timer_hz_max &&
+	    timer_set_hz((unsigned)hz))
+		return reply_msg(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
+	if (argc == 1)
+		return reply_msg(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
+	return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: timer [HZ], HZ from %u to %u",
+			 arch_timer_hz_min, arch_timer_hz_max);
+}
+
+static int cmd_info(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argv, (void)rest;
+	if (argc != 1)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: info");
+	return reply_msg(r, WIRE_REPLY_OK,
+			 "arch=%s cpus=%u hz=%u ticks=%llu cycles=%llu rx_overruns=%lu",
+			 arch_name, arch_cpu_count(), timer_hz(),
+			 (unsigned long long)timer_ticks(),
+			 (unsigned long long)arch_cycles(), serial_rx_overruns());
+}
+
+static int cmd_crash(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	if (argc == 2)
+		arch_crash(argv[1]);     /* returns only for an unknown kind */
+	return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: crash KIND, KIND one of: %s",
+			 arch_crash_kinds);
+}
+
+static int cmd_hang(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argv, (void)rest;
+	if (argc != 1)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: hang");
+	arch_hang();
+}
+
+static const struct command commands[] = {
+	{ "help",      "list commands", cmd_help },
+	{ "echo",      "echo TEXT: reply with TEXT", cmd_echo },
+	{ "info",      "arch, cpus, timer rate, ticks, cycles", cmd_info },
+	{ "selftest",  "selftest [AREA]: run self-tests, PASS/FAIL lines", cmd_selftest },
+	{ "workloads", "list workloads and their parameters", cmd_workloads },
+	{ "run",       "run WORKLOAD [key=value ...]: run and check a workload", cmd_run },
+	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
+	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },
+	{ "hang",      "mask interrupts and halt forever", cmd_hang },
+	{ "exit",      "exit N: stop the guest with status N", cmd_exit },
+	{ 0, 0, 0 },
+};
+
+static void send_reply(uint32_t number, int status, const char *msg)
+{
+	struct wire_reply head = { .status = status, .command = number };
+	console_flush();
+	link_send(WIRE_FRAME_REPLY, &head, sizeof head, msg, strlen(msg));
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static void execute(uint32_t number, char *line)
+{
+	char msgbuf[200] = "";
+	struct command_reply reply = { msgbuf, sizeof msgbuf };
+	char *argv[COMMAND_MAX_ARGS + 1];
+	int argc = 0, status;
+
+	while (is_space(*line))
+		line++;
+	const char *rest = "";
+	for (char *p = line; *p;) {
+		if (argc == COMMAND_MAX_ARGS) {
+			send_reply(number, WIRE_REPLY_BAD_ARGS,
+				   "malformed line: more than 16 words");
+			return;
+		}
+		argv[argc++] = p;
+		while (*p && !is_space(*p))
+			p++;
+		if (*p) {
+			*p++ = '\0';
+			if (argc == 1)
+				rest = p;
+			while (is_space(*p))
+				p++;
+		}
+	}
+	argv[argc] = 0;
+	if (argc == 0) {
+		send_reply(number, WIRE_REPLY_OK, "");
+		return;
+	}
+
+	const struct command *c;
+	for (c = commands; c->name && strcmp(c->name, argv[0]); c++)
+		;
+	if (!c->name) {
+		ksnprintf(msgbuf, sizeof msgbuf,
+			  "unknown command \"%.40s\" (try `help`)", argv[0]);
+		status = WIRE_REPLY_UNKNOWN;
+	} else {
+		status = c->run(argc, argv, rest, &reply);
+	}
+	send_reply(number, status, msgbuf);
+}
+
+_Noreturn void command_loop(void)
+{
+	char line[WIRE_MAX_COMMAND + 1];
+	unsigned len = 0, bad_column = 0;
+	unsigned char bad_byte = 0;
+	bool overlong = false;
+	uint32_t number = 0;
+
+	for (;;) {
+		arch_irq_save();
+		int c = serial_getc();
+		if (c < 0) {
+			arch_wait_for_interrupt();   /* enables interrupts */
+			continue;
+		}
+		arch_irq_enable();
+
+		if (c == '\r')
+			continue;
+		if (c != '\n') {
+			if ((c < 0x20 && c != '\t') || c == 0x7f) {
+				if (!bad_column) {
+					bad_column = len + 1;
+					bad_byte = (unsigned char)c;
+				}
+			}
+			if (len < WIRE_MAX_COMMAND)
+				line[len++] = (char)c;
+			else
+				overlong = true;
+			continue;
+		}
+		number++;
+		if (overlong) {
+			char msg[64];
+			ksnprintf(msg, sizeof msg, "line longer than %d bytes, discarded",
+				  WIRE_MAX_COMMAND);
+			send_reply(number, WIRE_REPLY_TOO_LONG, msg);
+		} else if (bad_column) {
+			char msg[80];
+			ksnprintf(msg, sizeof msg,
+				  "malformed line: control byte 0x%02x at column %u",
+				  bad_byte, bad_column);
+			send_reply(number, WIRE_REPLY_BAD_ARGS, msg);
+		} else {
+			line[len] = '\0';
+			execute(number, line);
+		}
+		len = bad_column = 0;
+		overlong = false;
+	}
+}

@@ -1,0 +1,154 @@
+/*
+ * selftest.c — report() and the arch-neutral self-tests.
+ *
+ * Lines read "PASS: area: sub: what" / "FAIL: ...". The prefix stack is a
+ * fixed array of pointers (no allocation), the counters are plain, and the
+ * summary line is the contract with the host: it checks that the number of
+ * PASS and FAIL lines it received equals what the summary claims, so a lost
+ * line cannot turn a failure into a pass.
+ */
+#include "selftest.h"
+#include "arch.h"
+#include "console.h"
+#include "kstring.h"
+#include "serial.h"
+#include "timer.h"
+
+#define MAX_PREFIXES 8
+
+static const char *prefixes[MAX_PREFIXES];
+static unsigned nprefixes, ntests, nfailed;
+
+void report_prefix_push(const char *prefix)
+{
+	if (nprefixes == MAX_PREFIXES)
+		panic("report_prefix_push: more than %d prefixes", MAX_PREFIXES);
+	prefixes[nprefixes++] = prefix;
+}
+
+void report_prefix_pop(void)
+{
+	if (!nprefixes)
+		panic("report_prefix_pop: empty prefix stack");
+	nprefixes--;
+}
+
+static void vreport_line(const char *tag, const char *fmt, va_list ap)
+{
+	char what[160];
+	kvsnprintf(what, sizeof what, fmt, ap);
+	kprintf("%s: ", tag);
+	for (unsigned i = 0; i < nprefixes; i++)
+		kprintf("%s: ", prefixes[i]);
+	kprintf("%s\n", what);
+}
+
+bool report(bool pass, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport_line(pass ? "PASS" : "FAIL", fmt, ap);
+	va_end(ap);
+	ntests++;
+	if (!pass)
+		nfailed++;
+	return pass;
+}
+
+void report_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport_line("INFO", fmt, ap);
+	va_end(ap);
+}
+
+void report_reset(void)
+{
+	nprefixes = ntests = nfailed = 0;
+}
+
+unsigned report_summary(void)
+{
+	kprintf("SUMMARY: %u tests, %u failed\n", ntests, nfailed);
+	return nfailed;
+}
+
+/* ---- arch-neutral tests ---- */
+
+static void test_format(void)
+{
+	char buf[64];
+	uint64_t v = 0;
+
+	ksnprintf(buf, sizeof buf, "%d|%5u|%-4x|%08X|%s|%c|%lld", -42, 7u, 0xabu,
+		  0xbeefu, "hi", 'z', -1234567890123ll);
+	report(strcmp(buf, "-42|    7|ab  |0000BEEF|hi|z|-1234567890123") == 0,
+	       "ksnprintf formats: got \"%s\"", buf);
+	report(ksnprintf(buf, 4, "%s", "truncate") == 8 && strcmp(buf, "tru") == 0,
+	       "ksnprintf truncates and returns the full length");
+	report(parse_u64("0x10", &v) && v == 16 && parse_u64("18446744073709551615", &v) &&
+	       v == UINT64_MAX, "parse_u64 reads hex and the largest value");
+	report(!parse_u64("18446744073709551616", &v) && !parse_u64("12a", &v) &&
+	       !parse_u64("", &v) && !parse_u64("0x", &v),
+	       "parse_u64 refuses overflow and junk");
+}
+
+static void test_serial(void)
+{
+	report(serial_loopback_test(256), "256 bytes round-trip through 16550 loopback");
+}
+
+static void test_timer(void)
+{
+	uint64_t c0 = arch_cycles(), t0 = timer_ticks();
+	timer_wait_ticks(5);
+	uint64_t t1 = timer_ticks(), c1 = arch_cycles();
+
+	report(t1 >= t0 + 5, "ticks advance (%llu -> %llu at %u Hz)",
+	       (unsigned long long)t0, (unsigned long long)t1, timer_hz());
+	report(c1 > c0, "cycle counter advances across ticks (+%llu)",
+	       (unsigned long long)(c1 - c0));
+
+	unsigned old = timer_hz();
+	report(!timer_set_hz(0) && timer_hz() == old, "rate 0 Hz is refused");
+	if (timer_set_hz(1000)) {
+		t0 = timer_ticks();
+		timer_wait_ticks(20);
+		report(timer_ticks() >= t0 + 20, "ticks advance at 1000 Hz");
+		timer_set_hz(old);
+	} else {
+		report(false, "rate 1000 Hz accepted");
+	}
+}
+
+static const struct selftest core_selftests[] = {
+	{ "core", test_format },
+	{ "serial", test_serial },
+	{ "timer", test_timer },
+	{ 0, 0 },
+};
+
+static unsigned run_table(const struct selftest *t, const char *filter)
+{
+	unsigned ran = 0;
+	for (; t->area; t++) {
+		if (strncmp(t->area, filter, strlen(filter)) != 0)
+			continue;
+		report_prefix_push(t->area);
+		t->run();
+		report_prefix_pop();
+		ran++;
+	}
+	return ran;
+}
+
+unsigned selftest_run(const char *filter)
+{
+	report_reset();
+	unsigned ran = run_table(core_selftests, filter) +
+		       run_table(arch_selftest_table, filter);
+	if (!ran)
+		report(false, "no self-test area matches \"%s\"", filter);
+	return report_summary();
+}

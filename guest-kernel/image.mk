@@ -1,0 +1,44 @@
+# image.mk — build one guest image: make -f guest-kernel/image.mk ARCH=<arch>
+#
+# The arch-neutral kernel (core/, workloads/, tracer/core/) plus the arch's
+# own sources, named by guest-kernel/arch/<arch>/arch.mk, which also gives
+# the cross compiler, flags, linker script and the final image files.
+# Objects and images land in build/<arch>/; dependencies are tracked with
+# -MMD so a header change rebuilds what includes it.
+
+ifeq ($(wildcard guest-kernel/arch/$(ARCH)/arch.mk),)
+$(error unknown ARCH '$(ARCH)': known are $(notdir $(wildcard guest-kernel/arch/*)))
+endif
+
+OUT := build/$(ARCH)
+include guest-kernel/arch/$(ARCH)/arch.mk
+
+CC := $(CROSS)gcc
+OBJCOPY := $(CROSS)objcopy
+
+CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
+	-fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+	-Wall -Wextra -Werror -Wno-unused-parameter \
+	-Iguest-kernel/include -Itracer/include -Iguest-kernel/arch/$(ARCH) \
+	$(ARCH_CFLAGS) -MMD -MP
+
+SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c) \
+	$(ARCH_SRCS)
+OBJS := $(patsubst %,$(OUT)/obj/%.o,$(SRCS))
+
+all: $(IMAGES)
+
+$(OUT)/kernel.elf: $(OBJS) $(LDSCRIPT)
+	$(CC) $(CFLAGS) $(ARCH_LDFLAGS) -Wl,-z,noexecstack -nostdlib -T $(LDSCRIPT) -o $@ $(OBJS) -lgcc
+
+$(OUT)/obj/%.c.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(OUT)/obj/%.S.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -D__ASSEMBLY__ -c -o $@ $<
+
+-include $(OBJS:.o=.d)
+
+.PHONY: all

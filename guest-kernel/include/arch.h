@@ -1,0 +1,81 @@
+/*
+ * arch.h — what an architecture provides to the arch-neutral kernel.
+ *
+ * core/ calls only these functions; each arch/<arch>/ directory implements
+ * all of them, and the Makefile picks the directory. There is no #ifdef ARCH
+ * anywhere in core/: a difference between machines belongs behind this
+ * header. The arch in turn calls back into core through the hooks at the end
+ * (timer tick, UART interrupt, trap catching).
+ */
+#ifndef ARCH_H
+#define ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bring the CPU to a known state: trap table, MMU, interrupt controller,
+ * UART pins. Called once, first thing, with interrupts off. */
+void arch_init(void);
+
+/* Identity for the HELLO frame (wire.h WIRE_ARCHES / WIRE_BYTE_ORDERS). */
+extern const uint8_t arch_wire_id;
+extern const uint8_t arch_byte_order;
+extern const char arch_name[];
+
+/* 16550 register access; core/uart16550.c holds the driver logic. */
+uint8_t arch_uart_read(unsigned reg);
+void arch_uart_write(unsigned reg, uint8_t value);
+/* Let the UART's receive interrupt reach the CPU (PIC line, ebus...). */
+void arch_uart_irq_enable(void);
+
+/* Periodic timer at hz interrupts per second; calls timer_tick() each time.
+ * Returns false, changing nothing, if hz is outside what the arch can do. */
+bool arch_timer_set_hz(unsigned hz);
+extern const unsigned arch_timer_hz_min, arch_timer_hz_max;
+
+/* CPUs the kernel handles at most, and the one running this code. */
+#define KERNEL_MAX_CPUS 8
+unsigned arch_cpu_id(void);
+unsigned arch_cpu_count(void);
+
+/* Free-running cycle counter (TSC, %tick). */
+uint64_t arch_cycles(void);
+
+/* Interrupt masking. save/restore nest; enable/disable do not. */
+typedef unsigned long irqflags_t;
+irqflags_t arch_irq_save(void);
+void arch_irq_restore(irqflags_t flags);
+void arch_irq_enable(void);
+/* Sleep until the next interrupt (hlt with interrupts on). */
+void arch_wait_for_interrupt(void);
+
+/* Stop the machine with status (exit.h); arch/<arch>/exit.c documents
+ * how QEMU's exit code encodes it. Never returns. */
+_Noreturn void arch_exit(unsigned status);
+/* Stop forever with interrupts masked: a guest that hangs, on purpose. */
+_Noreturn void arch_hang(void);
+
+/* setjmp/longjmp over callee-saved state, for trap_try(). */
+typedef uintptr_t arch_jmp_buf[24];
+int arch_setjmp(arch_jmp_buf buf) __attribute__((returns_twice));
+_Noreturn void arch_longjmp(arch_jmp_buf buf, int value);
+
+/* The arch's own self-tests (selftest.h), terminated by area == NULL. */
+struct selftest;
+extern const struct selftest *const arch_selftest_table;
+/* Deliberate crashes for the harness's tests (`crash <kind>`). */
+/* Raise an exception nobody catches: kind is e.g. "ud", "pf".
+ * Returns only if the kind is unknown. */
+void arch_crash(const char *kind);
+extern const char arch_crash_kinds[];
+
+/* Text placement, from the linker script: [text_start, text_end) is mapped
+ * read-only; kernel_end is the first byte after the image. */
+extern char __text_start[], __text_end[], __kernel_end[];
+
+/* ---- hooks core provides to the arch ---- */
+void timer_tick(void);
+void uart_interrupt(void);
+
+#endif

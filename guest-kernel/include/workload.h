@@ -1,0 +1,42 @@
+/*
+ * workload.h — code the bench drives with `run <name> key=value ...`.
+ *
+ * A workload declares its parameters (name, default, bounds) so the command
+ * loop can refuse a bad key or value before anything runs. It computes an
+ * answer and checks it against its own ground truth; the result goes to the
+ * host in a RESULT frame (wire.h). WORKLOAD() places the descriptor in the
+ * .workloads section, so a user's C file linked into the image adds itself.
+ */
+#ifndef WORKLOAD_H
+#define WORKLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WORKLOAD_MAX_PARAMS 8
+
+struct workload_param {
+	const char *name;
+	uint64_t    def, min, max;
+	const char *help;
+};
+
+struct workload_result {
+	uint64_t value;     /* the answer, sent to the host */
+	bool     ok;        /* the workload's own check of the answer */
+};
+
+struct workload {
+	const char *name;
+	const char *help;
+	const struct workload_param *params;   /* terminated by name == NULL */
+	void (*run)(const uint64_t *values, struct workload_result *res);
+};
+
+#define WORKLOAD(ident) \
+	static const struct workload workload_##ident \
+	__attribute__((used, section(".workloads"), aligned(sizeof(void *))))
+
+extern const struct workload __workloads_start[], __workloads_end[];
+
+#endif

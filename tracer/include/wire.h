@@ -1,0 +1,112 @@
+/*
+ * wire.h — the guest→host serial wire format. The single source of truth:
+ * the guest includes this header, and the host (bench/cdefs.py) parses it,
+ * so no second copy of any number or layout below exists anywhere.
+ *
+ * Everything the guest sends is a frame; there is no unframed output:
+ *
+ *   offset size field
+ *   0      2    magic     WIRE_MAGIC0, WIRE_MAGIC1
+ *   2      1    version   WIRE_VERSION
+ *   3      1    type      one of WIRE_FRAME_TYPES
+ *   4      4    seq       per-link frame counter, starts at 0 at boot
+ *   8      2    length    payload bytes, at most WIRE_MAX_PAYLOAD
+ *   10     2    reserved  0
+ *   12     len  payload
+ *   12+len 4    crc32     IEEE CRC-32 (as zlib) of bytes [0, 12+len)
+ *
+ * Header and CRC are little-endian on every arch. Payload structs are in
+ * the guest's own byte order, which the HELLO frame announces in its first
+ * byte (a u8, readable before the order is known). The host finds every lost
+ * frame through seq, every damaged one through the CRC, and resynchronises
+ * by scanning for the next magic.
+ *
+ * Host→guest is a plain text command line ending in '\n' (see
+ * guest-kernel/core/command.c); the guest answers every line with exactly
+ * one REPLY frame, preceded by any TEXT the command printed. The host sends
+ * nothing before HELLO: the UART discards what arrives while it is set up.
+ *
+ * Structs below use only uintN_t/intN_t fields and arrays of them, laid out
+ * with no implicit padding (checked by the static asserts), so that the host
+ * parser needs to understand nothing more.
+ */
+#ifndef WIRE_H
+#define WIRE_H
+
+#include <stdint.h>
+
+#define WIRE_MAGIC0       0xd5
+#define WIRE_MAGIC1       0x7e
+#define WIRE_VERSION      1
+#define WIRE_HEADER_SIZE  12
+#define WIRE_CRC_SIZE     4
+#define WIRE_MAX_PAYLOAD  2048
+#define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+
+/* X(name, value, meaning) */
+#define WIRE_FRAME_TYPES(X) \
+	X(HELLO, 1, "the guest is up and reads commands; payload struct wire_hello") \
+	X(TEXT,  2, "console text for humans: PASS/FAIL lines, dumps; payload is bytes") \
+	X(REPLY, 3, "end of one command; payload struct wire_reply + message text") \
+	X(EXIT,  4, "the guest is about to stop; payload struct wire_exit") \
+	X(RESULT, 5, "a workload's result; payload struct wire_result + name")
+
+/* Status of a REPLY. X(name, value, meaning) */
+#define WIRE_REPLY_STATUSES(X) \
+	X(OK,          0, "command done") \
+	X(UNKNOWN,     1, "no such command") \
+	X(BAD_ARGS,    2, "arguments missing, extra or malformed") \
+	X(TOO_LONG,    3, "command line longer than WIRE_MAX_COMMAND; discarded") \
+	X(FAILED,      4, "command ran and failed (e.g. self-tests failed)")
+
+#define WIRE_BYTE_ORDERS(X) \
+	X(LITTLE, 1, "payload structs are little-endian") \
+	X(BIG,    2, "payload structs are big-endian")
+
+#define WIRE_ARCHES(X) \
+	X(I386,    1, "i386") \
+	X(SPARC64, 2, "sparc64")
+
+#define WIRE_FRAME_ENUM(name, value, meaning) WIRE_FRAME_##name = value,
+#define WIRE_REPLY_ENUM(name, value, meaning) WIRE_REPLY_##name = value,
+#define WIRE_ORDER_ENUM(name, value, meaning) WIRE_ORDER_##name = value,
+#define WIRE_ARCH_ENUM(name, value, meaning)  WIRE_ARCH_##name = value,
+enum wire_frame_type   { WIRE_FRAME_TYPES(WIRE_FRAME_ENUM) };
+enum wire_reply_status { WIRE_REPLY_STATUSES(WIRE_REPLY_ENUM) };
+enum wire_byte_order   { WIRE_BYTE_ORDERS(WIRE_ORDER_ENUM) };
+enum wire_arch         { WIRE_ARCHES(WIRE_ARCH_ENUM) };
+
+struct wire_hello {
+	uint8_t  byte_order;      /* WIRE_BYTE_ORDERS */
+	uint8_t  arch;            /* WIRE_ARCHES */
+	uint16_t max_command;     /* WIRE_MAX_COMMAND as built */
+	uint32_t ncpus;
+	uint32_t timer_hz;
+	uint32_t page_size;
+	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
+};
+
+struct wire_reply {
+	int32_t  status;          /* WIRE_REPLY_STATUSES */
+	uint32_t command;         /* 1 for the first line received after boot */
+	/* followed by a message (bytes, no terminator) */
+};
+
+struct wire_exit {
+	uint32_t status;          /* guest-kernel/include/exit.h EXIT_STATUSES */
+};
+
+struct wire_result {
+	int32_t  status;          /* 0: the workload checked its own result */
+	uint32_t reserved;
+	uint64_t value;           /* the workload's answer (e.g. fib(n)) */
+	uint64_t cycles;          /* arch cycle counter, start to end */
+	/* followed by the workload name */
+};
+
+_Static_assert(sizeof(struct wire_hello) == 24, "wire_hello has padding");
+_Static_assert(sizeof(struct wire_reply) == 8, "wire_reply has padding");
+_Static_assert(sizeof(struct wire_exit) == 4, "wire_exit has padding");
+_Static_assert(sizeof(struct wire_result) == 24, "wire_result has padding");
+
+#endif
