@@ -230,14 +230,23 @@ static bool is_space(char c)
 
 static void execute(uint32_t number, char *line)
 {
-	char msgbuf[200] = "";
+	char msgbuf[WIRE_MAX_COMMAND + 64] = "";  /* echo returns a whole line */
 	struct command_reply reply = { msgbuf, sizeof msgbuf };
 	char *argv[COMMAND_MAX_ARGS + 1];
 	int argc = 0, status;
 
 	while (is_space(*line))
 		line++;
-	const char *rest = "";
+	/* The text after the command name, verbatim, before tokenising
+	 * writes NULs into the line. */
+	char rest[WIRE_MAX_COMMAND + 1];
+	const char *after = line;
+	while (*after && !is_space(*after))
+		after++;
+	while (is_space(*after))
+		after++;
+	memcpy(rest, after, strlen(after) + 1);
+
 	for (char *p = line; *p;) {
 		if (argc == COMMAND_MAX_ARGS) {
 			send_reply(number, WIRE_REPLY_BAD_ARGS,
@@ -249,8 +258,6 @@ static void execute(uint32_t number, char *line)
 			p++;
 		if (*p) {
 			*p++ = '\0';
-			if (argc == 1)
-				rest = p;
 			while (is_space(*p))
 				p++;
 		}

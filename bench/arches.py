@@ -1,0 +1,86 @@
+"""What the harness knows per architecture, in one table.
+
+Everything arch-specific on the host lives here: the QEMU binary and
+machine, how the image boots, which devices carry the exit status, the
+byte order, and which deliberate crashes end in which exit status. The rest
+of bench/ is arch-neutral and only reads these fields. An arch exists when
+it has both an entry here and guest-kernel/arch/<name>/arch.mk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cdefs import REPO
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    qemu: str
+    machine: tuple[str, ...]
+    # Image files built by guest-kernel/image.mk, relative to build/<arch>/.
+    boot_image: str                 # what QEMU boots
+    symbols: str                    # ELF with symbols, for the host
+    boot_args: tuple[str, ...]      # how QEMU boots it; {image} is replaced
+    exit_device: tuple[str, ...]    # what turns the exit status into rc
+    max_smp: int = 1
+    # Registers that hold code addresses in trap dumps (symbolized).
+    pc_registers: tuple[str, ...] = ()
+    # `crash KIND` kinds whose exit status is not UNEXPECTED_TRAP.
+    crash_status: dict = field(default_factory=dict)
+
+    @property
+    def build_dir(self) -> Path:
+        return REPO / "build" / self.name
+
+    def image(self) -> Path:
+        return self.build_dir / self.boot_image
+
+    def elf(self) -> Path:
+        return self.build_dir / self.symbols
+
+
+ARCHES: dict[str, Arch] = {
+    "i386": Arch(
+        name="i386",
+        qemu="qemu-system-i386",
+        machine=("-M", "pc"),
+        boot_image="kernel.elf",
+        symbols="kernel.elf",
+        boot_args=("-kernel", "{image}"),
+        exit_device=("-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"),
+        max_smp=8,
+        pc_registers=("EIP",),
+        crash_status={"df": "DOUBLE_FAULT"},
+    ),
+    "sparc64": Arch(
+        name="sparc64",
+        qemu="qemu-system-sparc64",
+        machine=("-M", "sun4u"),
+        boot_image="prom.bin",
+        symbols="kernel.elf",
+        boot_args=("-bios", "{image}"),
+        # COM2 is QEMU's testdev: the guest writes "<n>q" to exit with n.
+        exit_device=("-chardev", "testdev,id=exitdev", "-serial", "chardev:exitdev"),
+        pc_registers=("TPC", "TNPC"),
+    ),
+}
+
+
+class UnknownArch(ValueError):
+    pass
+
+
+def available() -> list[str]:
+    """Arches with both a host entry and a guest port, in table order."""
+    return [name for name in ARCHES
+            if (REPO / "guest-kernel" / "arch" / name / "arch.mk").exists()]
+
+
+def get(name: str) -> Arch:
+    if name not in available():
+        raise UnknownArch(f"unknown arch '{name}': known arches are "
+                          f"{', '.join(available()) or 'none'}")
+    return ARCHES[name]

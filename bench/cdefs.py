@@ -1,0 +1,181 @@
+"""Read the shared C headers, so the host never keeps a second copy.
+
+The guest and the host share numbers and layouts (frame types, reply and
+exit statuses, payload structs). They are written once, in C headers, in
+three deliberately plain forms that this module understands:
+
+  #define NAME value                 integer constants
+  #define TABLE(X) X(NAME, value, "meaning") ...   X-macro tables
+  struct name { uintN_t field; intN_t field[K]; ... };
+
+Anything else in the header is ignored. A header that uses one of these
+forms in a way the reader does not understand raises CdefsError rather than
+being half-read. Struct layout follows natural alignment with no padding
+allowed (the C side asserts the size), so a struct is a fixed-size record.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class CdefsError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    name: str
+    value: int
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ctype: str
+    count: int          # 1 for a scalar, K for an array
+    offset: int
+
+
+@dataclass(frozen=True)
+class CStruct:
+    name: str
+    fields: tuple[Field, ...]
+    size: int
+
+    def format(self, byte_order: str) -> str:
+        """struct-module format for this layout ('<' or '>')."""
+        codes = "".join(
+            (str(f.count) if f.count > 1 else "") + _TYPES[f.ctype][1]
+            for f in self.fields)
+        return byte_order + codes
+
+    def unpack(self, data: bytes, byte_order: str) -> dict:
+        if len(data) < self.size:
+            raise CdefsError(f"struct {self.name}: need {self.size} bytes, "
+                             f"got {len(data)}")
+        values = struct.unpack(self.format(byte_order), data[:self.size])
+        out, i = {}, 0
+        for f in self.fields:
+            if f.count == 1:
+                out[f.name] = values[i]
+            else:
+                out[f.name] = list(values[i:i + f.count])
+            i += f.count
+        return out
+
+    def pack(self, byte_order: str, **values) -> bytes:
+        flat = []
+        for f in self.fields:
+            v = values.get(f.name, 0 if f.count == 1 else [0] * f.count)
+            flat.extend(v if f.count > 1 else [v])
+        return struct.pack(self.format(byte_order), *flat)
+
+
+_TYPES = {  # ctype: (size, struct code)
+    "uint8_t": (1, "B"), "int8_t": (1, "b"),
+    "uint16_t": (2, "H"), "int16_t": (2, "h"),
+    "uint32_t": (4, "I"), "int32_t": (4, "i"),
+    "uint64_t": (8, "Q"), "int64_t": (8, "q"),
+}
+
+
+@dataclass(frozen=True)
+class Header:
+    path: Path
+    constants: dict[str, int]
+    tables: dict[str, tuple[TableEntry, ...]]
+    structs: dict[str, CStruct]
+
+    def const(self, name: str) -> int:
+        try:
+            return self.constants[name]
+        except KeyError:
+            raise CdefsError(f"{self.path}: no constant {name}") from None
+
+    def table(self, name: str) -> tuple[TableEntry, ...]:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise CdefsError(f"{self.path}: no table {name}") from None
+
+    def by_value(self, table: str) -> dict[int, TableEntry]:
+        return {e.value: e for e in self.table(table)}
+
+    def by_name(self, table: str) -> dict[str, TableEntry]:
+        return {e.name: e for e in self.table(table)}
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"),
+                  text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _join_continuations(text: str) -> list[str]:
+    return text.replace("\\\n", " ").split("\n")
+
+
+_INT = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
+_CONST_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\s+" + _INT + r"\s*$")
+_TABLE_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\(X\)\s+(.*)$")
+_ENTRY_RE = re.compile(r"X\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*" + _INT +
+                       r"\s*,\s*\"((?:[^\"\\]|\\.)*)\"\s*\)")
+_STRUCT_RE = re.compile(r"\bstruct\s+([a-z_][a-z0-9_]*)\s*\{([^}]*)\}\s*;", re.S)
+_FIELD_RE = re.compile(r"^(u?int(?:8|16|32|64)_t)\s+([a-z_][a-z0-9_]*)"
+                       r"(?:\[(\d+)\])?$")
+
+
+def parse(text: str, path: Path = Path("<text>")) -> Header:
+    clean = _strip_comments(text)
+    constants: dict[str, int] = {}
+    tables: dict[str, tuple[TableEntry, ...]] = {}
+    for line in _join_continuations(clean):
+        m = _CONST_RE.match(line)
+        if m:
+            constants[m.group(1)] = int(m.group(2), 0)
+            continue
+        m = _TABLE_RE.match(line)
+        if m:
+            body = m.group(2)
+            entries = tuple(TableEntry(e[0], int(e[1], 0), e[2])
+                            for e in _ENTRY_RE.findall(body))
+            if len(entries) != body.count("X("):
+                raise CdefsError(f"{path}: table {m.group(1)} has entries "
+                                 "not of the form X(NAME, number, \"text\")")
+            tables[m.group(1)] = entries
+
+    structs: dict[str, CStruct] = {}
+    for m in _STRUCT_RE.finditer(clean):
+        name, body = m.group(1), m.group(2)
+        fields, offset = [], 0
+        for decl in (d.strip() for d in body.split(";")):
+            if not decl:
+                continue
+            fm = _FIELD_RE.match(" ".join(decl.split()))
+            if not fm:
+                raise CdefsError(f"{path}: struct {name}: field '{decl}' is not "
+                                 "a fixed-width integer or an array of them")
+            ctype, fname, count = fm.group(1), fm.group(2), int(fm.group(3) or 1)
+            size = _TYPES[ctype][0]
+            if offset % size:
+                raise CdefsError(f"{path}: struct {name}: field {fname} at "
+                                 f"offset {offset} would need padding")
+            fields.append(Field(fname, ctype, count, offset))
+            offset += size * count
+        structs[name] = CStruct(name, tuple(fields), offset)
+    return Header(path, constants, tables, structs)
+
+
+@lru_cache(maxsize=None)
+def load(relpath: str) -> Header:
+    """Parse a header of this repository, e.g. 'tracer/include/wire.h'."""
+    path = REPO / relpath
+    return parse(path.read_text(), path)

@@ -1,0 +1,178 @@
+"""Command line: `python3 -m bench <subcommand>`; the Makefile wraps these.
+
+Exit status: 0 when everything asked for passed, 1 when something ran and
+failed, 2 for bad usage (unknown arch, bad arguments). Every failure prints
+what went wrong, the QEMU command line and where the full log is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+
+from . import arches, build, junit, selftest
+from .cdefs import REPO
+from .errors import BenchError, GuestExited
+from .machine import Guest
+
+
+def _arch_list(value: str | None) -> list[str]:
+    names = arches.available() if value in (None, "", "all") else value.split(",")
+    for n in names:
+        arches.get(n)          # raises UnknownArch with the list of known ones
+    return names
+
+
+def cmd_selftest(args) -> int:
+    failed = 0
+    for name in _arch_list(args.arch):
+        print(f"== {name}: guest self-tests", flush=True)
+        res = selftest.run(name, args.area, echo=lambda l: print(l, flush=True))
+        for p in res.problems:
+            print(f"PROBLEM: {p}")
+        print(f"selftest {name}: {len(res.passed)} passed, {len(res.failed)} failed"
+              + (f", {len(res.problems)} problems" if res.problems else ""))
+        failed += not res.ok
+    return 1 if failed else 0
+
+
+def cmd_boot_time(args) -> int:
+    arch = arches.get(args.arch)
+    build.ensure_image(arch)
+    ms = []
+    for i in range(args.runs):
+        with Guest(arch, label=f"boot{i}") as g:
+            ms.append(g.boot_seconds * 1000)
+            g.exit(0)
+        print(f"boot {i + 1}/{args.runs}: {ms[-1]:.1f} ms", flush=True)
+    q = statistics.quantiles(ms, n=4) if len(ms) >= 2 else [ms[0]] * 3
+    print(f"{arch.name}: {len(ms)} boots, QEMU start to HELLO frame; "
+          f"min {min(ms):.1f} ms, quartiles {q[0]:.1f}/{q[1]:.1f}/{q[2]:.1f} ms, "
+          f"max {max(ms):.1f} ms")
+    print(f"boot-to-ready median {statistics.median(ms):.0f} ms")
+    return 0
+
+
+def cmd_cmd(args) -> int:
+    arch = arches.get(args.arch)
+    build.ensure_image(arch)
+    worst = 0
+    with Guest(arch, label="cmd", smp=args.smp,
+               on_text=lambda l: print(l, flush=True)) as g:
+        for line in args.commands:
+            print(f">> {line}", flush=True)
+            try:
+                r = g.command(line)
+            except GuestExited as e:      # `exit N`, or a crash
+                print(f"guest exited with status {e.status} ({e.status_name})")
+                return 0 if e.status == 0 else 1
+            for res in r.results:
+                print(f"result {res['name']}: value={res['value']} "
+                      f"cycles={res['cycles']} status={res['status']}")
+            print(f"<< {r.status_name}: {r.message}", flush=True)
+            worst = max(worst, 0 if r.ok else 1)
+        g.exit(0)
+    return worst
+
+
+def cmd_image(args) -> int:
+    for name in _arch_list(args.arch):
+        build.ensure_image(arches.get(name))
+        print(f"{name}: {arches.get(name).image()}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    names = _arch_list(args.arch)
+    junit_dir = REPO / "build" / "junit"
+    junit_dir.mkdir(parents=True, exist_ok=True)
+    host_xml = junit_dir / "host.xml"
+    host_xml.unlink(missing_ok=True)
+    for name in names:
+        build.ensure_image(arches.get(name))
+
+    print(f"== host tests (pytest) for {', '.join(names)}", flush=True)
+    pytest = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+         f"--junitxml={host_xml}", f"--arch={','.join(names)}"], cwd=REPO)
+    rows = []
+    if host_xml.exists():
+        rows.append(("host tests", *junit.counts(host_xml)))
+    else:
+        rows.append(("host tests", 0, 1, 0))
+    if pytest.returncode not in (0, 1):
+        print(f"pytest itself failed (exit {pytest.returncode})")
+        rows.append(("pytest run", 0, 1, 0))
+
+    for name in names:
+        print(f"== {name}: guest self-tests", flush=True)
+        try:
+            res = selftest.run(name, echo=lambda l: print(l, flush=True))
+            for p in res.problems:
+                print(f"PROBLEM: {p}")
+            rows.append((f"{name} self-tests", len(res.passed),
+                         len(res.failed) + len(res.problems), 0))
+        except BenchError as e:
+            print(f"ERROR: {e}")
+            rows.append((f"{name} self-tests", 0, 1, 0))
+
+    print("\n== summary")
+    for what, p, f, s in rows:
+        print(f"  {what:<22} {p:4d} passed {f:4d} failed {s:4d} skipped")
+    passed = sum(r[1] for r in rows)
+    failed = sum(r[2] for r in rows)
+    skipped = sum(r[3] for r in rows)
+    print(f"JUnit XML: {junit_dir}/")
+    print(f"check: {passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+
+    s = sub.add_parser("check", help="host tests + guest self-tests (make check)")
+    s.add_argument("--arch", help="one arch, a comma list, or all (default)")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("selftest", help="boot a guest and run its self-tests")
+    s.add_argument("--arch", required=True, help="i386, sparc64, or all")
+    s.add_argument("--area", default="", help="only areas starting with this")
+    s.set_defaults(func=cmd_selftest)
+
+    s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--runs", type=int, default=10)
+    s.set_defaults(func=cmd_boot_time)
+
+    s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("commands", nargs="+", metavar="COMMAND",
+                   help="e.g. 'run fib n=25' (quote each command)")
+    s.set_defaults(func=cmd_cmd)
+
+    s = sub.add_parser("image", help="build guest images")
+    s.add_argument("--arch", help="one arch, a comma list, or all (default)")
+    s.set_defaults(func=cmd_image)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "runs", 1) < 1:
+        print("error: --runs must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except arches.UnknownArch as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

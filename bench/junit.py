@@ -1,0 +1,41 @@
+"""JUnit XML for CI dashboards: one <testsuite> per file, one <testcase>
+per checked behaviour, failures with their message."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Case:
+    name: str
+    ok: bool
+    message: str = ""
+    seconds: float = 0.0
+
+
+def write(path: Path, suite: str, cases: list[Case]) -> None:
+    failures = sum(not c.ok for c in cases)
+    root = ET.Element("testsuite", name=suite, tests=str(len(cases)),
+                      failures=str(failures), errors="0", skipped="0")
+    for c in cases:
+        el = ET.SubElement(root, "testcase", classname=suite, name=c.name,
+                           time=f"{c.seconds:.3f}")
+        if not c.ok:
+            ET.SubElement(el, "failure", message=c.message[:200]).text = c.message
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def counts(path: Path) -> tuple[int, int, int]:
+    """(passed, failed, skipped) of a JUnit file (pytest's or ours)."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    tests = failed = skipped = 0
+    for s in suites:
+        tests += int(s.get("tests", 0))
+        failed += int(s.get("failures", 0)) + int(s.get("errors", 0))
+        skipped += int(s.get("skipped", 0))
+    return tests - failed - skipped, failed, skipped

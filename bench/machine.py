@@ -1,0 +1,385 @@
+"""A guest under QEMU, driven over its serial line.
+
+    with Guest("i386") as g:            # launches QEMU, waits for HELLO
+        r = g.command("selftest")       # Reply: status, message, text lines
+        info = g.exit(0)                # ExitInfo: guest status + QEMU rc
+
+QEMU runs under TCG with the guest's COM1 on its stdin/stdout (pipes, so
+nothing else can write into the stream). A reader thread deframes stdout
+as it arrives, keeps every byte in build/logs/<name>.serial and a readable
+transcript in build/logs/<name>.log, and queues frames for the caller.
+
+Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
+logs, and raises GuestTimeout naming what it waited for. The context
+manager always reaps QEMU, whatever happened inside it. A guest exit status
+is believed only when the EXIT frame and QEMU's exit code agree
+(guest-kernel/include/exit.h explains why).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import arches, cdefs, symbols, wire
+from .errors import GuestExited, GuestTimeout, LaunchError, ProtocolError
+
+EXIT_H = cdefs.load("guest-kernel/include/exit.h")
+EXIT_NAMES = {e.value: e.name for e in EXIT_H.table("EXIT_STATUSES")}
+EXIT_STATUS = {e.name: e.value for e in EXIT_H.table("EXIT_STATUSES")}
+LOG_DIR = cdefs.REPO / "build" / "logs"
+
+_EOF = object()
+_serial = itertools.count()
+
+
+def exit_status_name(status: int | None) -> str:
+    if status is None:
+        return "none"
+    return EXIT_NAMES.get(status, f"user status {status}")
+
+
+@dataclass
+class Reply:
+    status: int
+    message: str
+    number: int
+    text: list[str] = field(default_factory=list)      # TEXT lines before it
+    results: list[dict] = field(default_factory=list)  # RESULT frames before it
+
+    @property
+    def status_name(self) -> str:
+        return wire.REPLY_NAMES.get(self.status, f"status {self.status}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == wire.REPLY_STATUS["OK"].value
+
+
+@dataclass
+class ExitInfo:
+    status: int
+    rc: int
+    text: list[str]
+
+    @property
+    def status_name(self) -> str:
+        return exit_status_name(self.status)
+
+
+class Guest:
+    def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
+                 smp: int = 1, memory_mb: int = 128, extra_args=(),
+                 boot_timeout: float = 15.0, command_timeout: float = 60.0,
+                 on_text=None, image: Path | None = None):
+        self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
+        if not 1 <= smp <= self.arch.max_smp:
+            raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
+        self.image = Path(image) if image else self.arch.image()
+        self.boot_timeout = boot_timeout
+        self.command_timeout = command_timeout
+        self.on_text = on_text
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.name = f"{stamp}-{os.getpid()}-{next(_serial)}-{self.arch.name}-{label}"
+        self.args = [
+            self.arch.qemu, *self.arch.machine, "-accel", "tcg",
+            "-m", str(memory_mb), "-smp", str(smp),
+            "-display", "none", "-nodefaults", "-no-user-config",
+            "-monitor", "none", "-serial", "stdio",
+            *self.arch.exit_device,
+            *(a.replace("{image}", str(self.image)) for a in self.arch.boot_args),
+            *extra_args,
+        ]
+        self.proc: subprocess.Popen | None = None
+        self.hello: dict | None = None
+        self.byte_order = "<"
+        self.text: list[str] = []
+        self.link_errors: list[wire.LinkError] = []
+        self.exit_info: ExitInfo | None = None
+        self.boot_seconds: float | None = None
+        self._events: queue.Queue = queue.Queue()
+        self._tail: deque[str] = deque(maxlen=40)
+        self._stderr = bytearray()
+        self._commands_sent = 0
+        self._exit_status: int | None = None
+        self._eof = False
+        self._symbols = None
+        self._threads: list[threading.Thread] = []
+        self._log = None
+        self._raw = None
+
+    # ---- paths and context ----
+
+    @property
+    def cmdline(self) -> str:
+        return shlex.join(self.args)
+
+    @property
+    def log_path(self) -> Path:
+        return LOG_DIR / f"{self.name}.log"
+
+    @property
+    def serial_path(self) -> Path:
+        return LOG_DIR / f"{self.name}.serial"
+
+    def _context(self) -> dict:
+        return {"cmdline": self.cmdline, "log": str(self.log_path),
+                "tail": "\n".join(self._tail)}
+
+    def __enter__(self) -> "Guest":
+        try:
+            self.launch()
+            self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- lifecycle ----
+
+    def launch(self) -> None:
+        if not self.image.exists():
+            raise LaunchError(f"{self.arch.name}: no guest image at {self.image} "
+                              "(build it with `make image ARCH=...`)",
+                              cmdline=self.cmdline)
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "w", encoding="utf-8", errors="replace")
+        self._raw = open(self.serial_path, "wb")
+        self._note(f"# qemu: {self.cmdline}")
+        self._t0 = time.perf_counter()
+        try:
+            self.proc = subprocess.Popen(
+                self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            raise LaunchError(f"cannot start {self.arch.qemu}: {e}",
+                              **self._context()) from None
+        for target in (self._read_stdout, self._read_stderr):
+            t = threading.Thread(target=target, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def wait_ready(self, timeout: float | None = None) -> dict:
+        deadline = time.monotonic() + (timeout or self.boot_timeout)
+        while self.hello is None:
+            ev = self._next(deadline, "the HELLO frame (boot)")
+            if ev is _EOF:
+                rc = self._reap(5)
+                raise LaunchError(
+                    f"QEMU exited with rc {rc} before the guest said HELLO"
+                    + self._stderr_note(), **self._context())
+            if isinstance(ev, wire.Frame) and ev.type == wire.T_HELLO:
+                self.hello = wire.decode_hello(ev.payload)
+                self.byte_order = wire.byte_order_of(ev.payload)
+                self.boot_seconds = time.perf_counter() - self._t0
+                self._note(f"== HELLO {self.hello}")
+                if self.hello["arch_name"] != self.arch.name:
+                    raise ProtocolError(f"expected a {self.arch.name} guest, "
+                                        f"HELLO says {self.hello['arch_name']}",
+                                        **self._context())
+            else:
+                self._handle(ev)
+        return self.hello
+
+    def command(self, line: str, timeout: float | None = None) -> Reply:
+        """Send one command line; return its REPLY. Raises GuestExited if the
+        guest stops instead (a crash, or `exit`), GuestTimeout if it is
+        silent too long."""
+        self._send(line)
+        deadline = time.monotonic() + (timeout or self.command_timeout)
+        text_start = len(self.text)
+        results = []
+        while True:
+            ev = self._next(deadline, f"the reply to {line!r}")
+            if ev is _EOF or (isinstance(ev, wire.Frame) and ev.type == wire.T_EXIT):
+                self._handle(ev)
+                info = self.wait_exit(10)
+                raise GuestExited(
+                    f"guest stopped with status {info.status} "
+                    f"({info.status_name}) instead of answering {line!r}",
+                    status=info.status, status_name=info.status_name,
+                    **self._context())
+            if isinstance(ev, wire.Frame) and ev.type == wire.T_REPLY:
+                status, number, message = wire.decode_reply(ev.payload, self.byte_order)
+                self._note(f"<< {wire.REPLY_NAMES.get(status, status)} "
+                           f"#{number}: {message}")
+                if number != self._commands_sent:
+                    raise ProtocolError(f"reply #{number} to command "
+                                        f"#{self._commands_sent} {line!r}",
+                                        **self._context())
+                return Reply(status, message, number, self.text[text_start:], results)
+            if isinstance(ev, wire.Frame) and ev.type == wire.T_RESULT:
+                res = wire.decode_result(ev.payload, self.byte_order)
+                self._note(f"== RESULT {res}")
+                results.append(res)
+                continue
+            self._handle(ev)
+
+    def exit(self, status: int = 0, timeout: float = 10) -> ExitInfo:
+        self._send(f"exit {status}")
+        return self.wait_exit(timeout)
+
+    def wait_exit(self, timeout: float = 10) -> ExitInfo:
+        """Wait for the guest to stop; check EXIT frame against QEMU's rc."""
+        if self.exit_info:
+            return self.exit_info
+        deadline = time.monotonic() + timeout
+        while not self._eof:
+            self._handle(self._next(deadline, "the guest to exit"))
+        rc = self._reap(max(0.1, deadline - time.monotonic()))
+        status = self._exit_status
+        if status is None:
+            raise GuestExited(f"QEMU exited with rc {rc} and the guest sent no "
+                              "EXIT frame" + self._stderr_note(),
+                              status=None, status_name="none", **self._context())
+        if rc != ((status << 1) | 1) & 0xff:
+            raise ProtocolError(f"guest said EXIT {status} but QEMU exited with "
+                                f"rc {rc} (expected {((status << 1) | 1) & 0xff})"
+                                + self._stderr_note(), **self._context())
+        self.exit_info = ExitInfo(status, rc, list(self.text))
+        return self.exit_info
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._note("# harness killed QEMU")
+
+    def close(self) -> None:
+        """Reap QEMU (killing it if still running) and close the logs."""
+        if self.proc:
+            self.kill()
+            self._reap(10)
+            for t in self._threads:
+                t.join(timeout=5)
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                try:
+                    stream.close()
+                except (OSError, ValueError):
+                    pass
+            if self._stderr:
+                self._note("# qemu stderr:\n" +
+                           self._stderr.decode("utf-8", "replace").rstrip())
+            self._note(f"# qemu rc {self.proc.returncode}")
+        for f in (self._log, self._raw):
+            if f:
+                f.close()
+        self._log = self._raw = None
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.proc) and self.proc.poll() is None
+
+    # ---- internals ----
+
+    def _send(self, line: str) -> None:
+        if "\n" in line:
+            raise ValueError("a command is one line")
+        self._commands_sent += 1
+        self._note(f">> {line}")
+        try:
+            self.proc.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass   # QEMU is gone; the wait that follows says how
+
+    def _next(self, deadline: float, what: str):
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise queue.Empty
+            return self._events.get(timeout=left)
+        except queue.Empty:
+            self.kill()
+            self._reap(5)
+            raise GuestTimeout(f"timed out waiting for {what}; QEMU killed",
+                               **self._context()) from None
+
+    def _handle(self, ev) -> None:
+        if ev is _EOF:
+            self._eof = True
+            return
+        if isinstance(ev, wire.LinkError):
+            self.link_errors.append(ev)
+            self._note(f"!! {ev}")
+        elif ev.type == wire.T_TEXT:
+            for line in ev.payload.decode("utf-8", "replace").splitlines():
+                line = self._symbolize(line)
+                self.text.append(line)
+                self._note(line)
+                if self.on_text:
+                    self.on_text(line)
+        elif ev.type == wire.T_EXIT:
+            self._exit_status = wire.decode_exit(ev.payload, self.byte_order)
+            self._note(f"== EXIT {self._exit_status} "
+                       f"({exit_status_name(self._exit_status)})")
+        elif ev.type == wire.T_HELLO:
+            raise ProtocolError("second HELLO: the guest rebooted", **self._context())
+        else:
+            self._note(f"?? unexpected {ev.type_name} frame seq {ev.seq}")
+
+    def _symbolize(self, line: str) -> str:
+        """Name the code behind program counters in trap dumps."""
+        regs = self.arch.pc_registers
+        if not regs or not any(r in line for r in regs):
+            return line
+        if self._symbols is None:
+            self._symbols = symbols.for_elf(self.arch.elf()) or False
+        return symbols.annotate(line, regs, self._symbols or None)
+
+    def _note(self, line: str) -> None:
+        self._tail.append(line)
+        if self._log:
+            self._log.write(line + "\n")
+            self._log.flush()
+
+    def _read_stdout(self) -> None:
+        deframer = wire.Deframer()
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            if self._raw:
+                self._raw.write(chunk)
+                self._raw.flush()
+            for item in deframer.feed(chunk):
+                self._events.put(item)
+        for item in deframer.finish():
+            self._events.put(item)
+        self._events.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+            self._stderr += chunk
+
+    def _reap(self, timeout: float):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.proc.wait(timeout=10)
+
+    def _stderr_note(self) -> str:
+        if self.proc and self.proc.poll() is not None:
+            for t in self._threads:
+                t.join(timeout=2)
+        err = self._stderr.decode("utf-8", "replace").strip()
+        return f"; QEMU said: {err[-500:]}" if err else ""
