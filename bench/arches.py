@@ -26,6 +26,8 @@ class Arch:
     boot_args: tuple[str, ...]      # how QEMU boots it; {image} is replaced
     exit_device: tuple[str, ...]    # what turns the exit status into rc
     max_smp: int = 1
+    # CPU counts `make check` runs the self-tests with.
+    check_smp: tuple[int, ...] = (1,)
     # Registers that hold code addresses in trap dumps (symbolized).
     pc_registers: tuple[str, ...] = ()
     # `crash KIND` kinds whose exit status is not UNEXPECTED_TRAP.
@@ -52,6 +54,7 @@ ARCHES: dict[str, Arch] = {
         boot_args=("-kernel", "{image}"),
         exit_device=("-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"),
         max_smp=8,
+        check_smp=(1, 2, 4),
         pc_registers=("EIP",),
         crash_status={"df": "DOUBLE_FAULT"},
     ),

@@ -28,8 +28,9 @@ def _arch_list(value: str | None) -> list[str]:
 def cmd_selftest(args) -> int:
     failed = 0
     for name in _arch_list(args.arch):
-        print(f"== {name}: guest self-tests", flush=True)
-        res = selftest.run(name, args.area, echo=lambda l: print(l, flush=True))
+        print(f"== {name} -smp {args.smp}: guest self-tests", flush=True)
+        res = selftest.run(name, args.area, echo=lambda l: print(l, flush=True),
+                           smp=args.smp)
         for p in res.problems:
             print(f"PROBLEM: {p}")
         print(f"selftest {name}: {len(res.passed)} passed, {len(res.failed)} failed"
@@ -43,12 +44,12 @@ def cmd_boot_time(args) -> int:
     build.ensure_image(arch)
     ms = []
     for i in range(args.runs):
-        with Guest(arch, label=f"boot{i}") as g:
+        with Guest(arch, label=f"boot{i}", smp=args.smp) as g:
             ms.append(g.boot_seconds * 1000)
             g.exit(0)
         print(f"boot {i + 1}/{args.runs}: {ms[-1]:.1f} ms", flush=True)
     q = statistics.quantiles(ms, n=4) if len(ms) >= 2 else [ms[0]] * 3
-    print(f"{arch.name}: {len(ms)} boots, QEMU start to HELLO frame; "
+    print(f"{arch.name} -smp {args.smp}: {len(ms)} boots, QEMU start to HELLO frame; "
           f"min {min(ms):.1f} ms, quartiles {q[0]:.1f}/{q[1]:.1f}/{q[2]:.1f} ms, "
           f"max {max(ms):.1f} ms")
     print(f"boot-to-ready median {statistics.median(ms):.0f} ms")
@@ -69,8 +70,10 @@ def cmd_cmd(args) -> int:
                 print(f"guest exited with status {e.status} ({e.status_name})")
                 return 0 if e.status == 0 else 1
             for res in r.results:
+                secs = res["cycles"] / g.hello["cycles_hz"]
                 print(f"result {res['name']}: value={res['value']} "
-                      f"cycles={res['cycles']} status={res['status']}")
+                      f"cycles={res['cycles']} ({secs * 1e3:.2f} ms, "
+                      f"{res['value'] / secs:,.0f} per second) status={res['status']}")
             print(f"<< {r.status_name}: {r.message}", flush=True)
             worst = max(worst, 0 if r.ok else 1)
         g.exit(0)
@@ -107,20 +110,22 @@ def cmd_check(args) -> int:
         rows.append(("pytest run", 0, 1, 0))
 
     for name in names:
-        print(f"== {name}: guest self-tests", flush=True)
-        try:
-            res = selftest.run(name, echo=lambda l: print(l, flush=True))
-            for p in res.problems:
-                print(f"PROBLEM: {p}")
-            rows.append((f"{name} self-tests", len(res.passed),
-                         len(res.failed) + len(res.problems), 0))
-        except BenchError as e:
-            print(f"ERROR: {e}")
-            rows.append((f"{name} self-tests", 0, 1, 0))
+        for smp in arches.get(name).check_smp:
+            label = f"{name} -smp {smp} self-tests"
+            print(f"== {label}", flush=True)
+            try:
+                res = selftest.run(name, echo=lambda l: print(l, flush=True), smp=smp)
+                for p in res.problems:
+                    print(f"PROBLEM: {p}")
+                rows.append((label, len(res.passed),
+                             len(res.failed) + len(res.problems), 0))
+            except BenchError as e:
+                print(f"ERROR: {e}")
+                rows.append((label, 0, 1, 0))
 
     print("\n== summary")
     for what, p, f, s in rows:
-        print(f"  {what:<22} {p:4d} passed {f:4d} failed {s:4d} skipped")
+        print(f"  {what:<28} {p:4d} passed {f:4d} failed {s:4d} skipped")
     passed = sum(r[1] for r in rows)
     failed = sum(r[2] for r in rows)
     skipped = sum(r[3] for r in rows)
@@ -140,12 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("selftest", help="boot a guest and run its self-tests")
     s.add_argument("--arch", required=True, help="i386, sparc64, or all")
+    s.add_argument("--smp", type=int, default=1, help="CPUs (i386: 1..8)")
     s.add_argument("--area", default="", help="only areas starting with this")
     s.set_defaults(func=cmd_selftest)
 
     s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
     s.add_argument("--arch", required=True)
     s.add_argument("--runs", type=int, default=10)
+    s.add_argument("--smp", type=int, default=1)
     s.set_defaults(func=cmd_boot_time)
 
     s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")

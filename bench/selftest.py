@@ -54,12 +54,17 @@ def judge(arch: str, lines: list[str], reply_ok: bool) -> SelftestResult:
     return res
 
 
-def run(arch_name: str, area: str = "", echo=print,
+def run(arch_name: str, area: str = "", echo=print, smp: int = 1,
         junit_dir: Path | None = REPO / "build" / "junit") -> SelftestResult:
     arch = arches.get(arch_name)
     build.ensure_image(arch)
     t0 = time.monotonic()
-    with Guest(arch, label="selftest", on_text=echo) as g:
+    with Guest(arch, label=f"selftest-smp{smp}", smp=smp, on_text=echo) as g:
+        if g.hello["ncpus"] != smp:
+            res = SelftestResult(arch.name)
+            res.problems.append(f"started with -smp {smp}, the guest found "
+                                f"{g.hello['ncpus']} CPUs")
+            return res
         reply = g.command(f"selftest {area}".strip(), timeout=300)
         res = judge(arch.name, reply.text, reply.ok)
         if g.link_errors:
@@ -73,6 +78,6 @@ def run(arch_name: str, area: str = "", echo=print,
         cases = [junit.Case(l, True) for l in res.passed]
         cases += [junit.Case(l, False, "FAIL: " + l) for l in res.failed]
         cases += [junit.Case("harness: " + p, False, p) for p in res.problems]
-        junit.write(junit_dir / f"selftest-{arch.name}.xml", f"selftest.{arch.name}",
-                    cases)
+        name = f"selftest.{arch.name}.smp{smp}"
+        junit.write(junit_dir / f"{name}.xml", name, cases)
     return res

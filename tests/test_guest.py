@@ -144,3 +144,24 @@ def test_a_hung_guest_times_out_is_killed_and_its_log_kept(arch, built):
     assert ">> echo before the hang" in log and ">> hang" in log
     assert "harness killed QEMU" in log
     assert g.serial_path.stat().st_size > 0
+
+
+def _smp_for(arch):
+    return min(4, arches.get(arch).max_smp)
+
+
+def test_calltree_ground_truth_with_threads_on_every_cpu(arch, built):
+    built(arch)
+    smp = _smp_for(arch)
+    with Guest(arch, label="calltree", smp=smp) as g:
+        assert g.hello["ncpus"] == smp
+        r = g.command("run calltree threads=8 iters=500 depth=3")
+        assert r.ok, r
+        # Per iteration: root 1 + rec 4 + mid 2 + add 5 + mul 2 = 14 calls.
+        assert r.results[0]["value"] == 8 * 500 * 14
+        assert r.results[0]["status"] == 0
+
+
+def test_workload_refuses_more_threads_than_it_tracks(guest):
+    r = guest.command("run calltree threads=33")
+    assert r.status == BAD_ARGS and "threads=33" in r.message

@@ -8,12 +8,13 @@
  * many arguments, an unknown command or a bad argument is answered with a
  * status and a message saying what was wrong, and nothing runs.
  *
- * While no input waits, the CPU sleeps until the next interrupt (the UART's
- * receive interrupt or the timer), so an idle guest costs the host little.
+ * While no input waits, the command loop's thread blocks until the UART's
+ * receive interrupt wakes it, leaving its CPU to other threads.
  */
 #include "command.h"
 #include "arch.h"
 #include "console.h"
+#include "cpu.h"
 #include "exit.h"
 #include "kstring.h"
 #include "link.h"
@@ -180,7 +181,7 @@ static int cmd_info(int argc, char **argv, const char *rest, struct command_repl
 		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: info");
 	return reply_msg(r, WIRE_REPLY_OK,
 			 "arch=%s cpus=%u hz=%u ticks=%llu cycles=%llu rx_overruns=%lu",
-			 arch_name, arch_cpu_count(), timer_hz(),
+			 arch_name, cpu_count(), timer_hz(),
 			 (unsigned long long)timer_ticks(),
 			 (unsigned long long)arch_cycles(), serial_rx_overruns());
 }
@@ -290,13 +291,11 @@ _Noreturn void command_loop(void)
 	uint32_t number = 0;
 
 	for (;;) {
-		arch_irq_save();
 		int c = serial_getc();
 		if (c < 0) {
-			arch_wait_for_interrupt();   /* enables interrupts */
+			serial_wait_input();
 			continue;
 		}
-		arch_irq_enable();
 
 		if (c == '\r')
 			continue;

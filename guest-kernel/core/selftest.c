@@ -143,10 +143,13 @@ static unsigned run_table(const struct selftest *t, const char *filter)
 	return ran;
 }
 
+extern const struct selftest *const core_thread_selftests;
+
 unsigned selftest_run(const char *filter)
 {
 	report_reset();
 	unsigned ran = run_table(core_selftests, filter) +
+		       run_table(core_thread_selftests, filter) +
 		       run_table(arch_selftest_table, filter);
 	if (!ran)
 		report(false, "no self-test area matches \"%s\"", filter);

@@ -3,13 +3,18 @@
  */
 #include "timer.h"
 #include "arch.h"
+#include "cpu.h"
+#include "thread.h"
 
 static volatile uint64_t ticks;
 static unsigned hz;
 
+/* On every CPU's tick; the boot CPU's ticks are the kernel's clock. */
 void timer_tick(void)
 {
-	ticks++;
+	if (this_cpu()->id == 0)
+		ticks++;
+	sched_tick();
 }
 
 uint64_t timer_ticks(void)
@@ -36,7 +41,5 @@ bool timer_set_hz(unsigned new_hz)
 
 void timer_wait_ticks(uint64_t n)
 {
-	uint64_t end = timer_ticks() + n;
-	while (timer_ticks() < end)
-		arch_wait_for_interrupt();
+	thread_sleep(n);
 }

@@ -6,11 +6,13 @@
  * hides behind arch_uart_read/write. 8N1, FIFOs on, receive-data interrupt
  * on. TX polls THRE: under QEMU the transmitter is never slow, and polling
  * keeps output usable from any context, including the fault dumps. RX fills
- * a ring from the interrupt handler; a full ring counts overruns rather
- * than overwriting unread input.
+ * a ring from the interrupt handler (one producer) that the command loop
+ * drains (one consumer), and wakes the reader; a full ring counts overruns
+ * rather than overwriting unread input.
  */
 #include "serial.h"
 #include "arch.h"
+#include "waitq.h"
 
 enum {
 	UART_RBR = 0, UART_THR = 0, UART_DLL = 0,
@@ -35,6 +37,7 @@ enum {
 static volatile unsigned char rx_ring[RX_RING];
 static volatile unsigned rx_head, rx_tail;   /* head: writer, tail: reader */
 static volatile unsigned long rx_overruns;
+static struct waitq rx_waiters = WAITQ_INIT("uart rx");
 
 void serial_init(void)
 {
@@ -63,6 +66,7 @@ void serial_write(const void *buf, size_t len)
 
 void uart_interrupt(void)
 {
+	bool got = false;
 	while (arch_uart_read(UART_LSR) & LSR_DR) {
 		unsigned char c = arch_uart_read(UART_RBR);
 		if (rx_head - rx_tail == RX_RING) {
@@ -70,8 +74,23 @@ void uart_interrupt(void)
 			continue;
 		}
 		rx_ring[rx_head % RX_RING] = c;
+		arch_barrier();
 		rx_head++;
+		got = true;
 	}
+	if (got)
+		waitq_wake_all(&rx_waiters);
+}
+
+static bool input_waiting(void *unused)
+{
+	(void)unused;
+	return rx_head != rx_tail;
+}
+
+void serial_wait_input(void)
+{
+	waitq_wait(&rx_waiters, input_waiting, 0);
 }
 
 int serial_getc(void)

@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Per arch, inline for speed: struct arch_context (a switched-out thread's
+ * registers), arch_this_cpu(), arch_cas_ulong(), arch_barrier(),
+ * arch_cpu_relax(). */
+#include "arch_inline.h"
+
 /* Bring the CPU to a known state: trap table, MMU, interrupt controller,
  * UART pins. Called once, first thing, with interrupts off. */
 void arch_init(void);
@@ -29,18 +34,39 @@ void arch_uart_write(unsigned reg, uint8_t value);
 /* Let the UART's receive interrupt reach the CPU (PIC line, ebus...). */
 void arch_uart_irq_enable(void);
 
-/* Periodic timer at hz interrupts per second; calls timer_tick() each time.
+/* Periodic timer at hz interrupts per second on every CPU; calls
+ * timer_tick() on each, then sched_irq_exit() after acknowledging.
  * Returns false, changing nothing, if hz is outside what the arch can do. */
 bool arch_timer_set_hz(unsigned hz);
 extern const unsigned arch_timer_hz_min, arch_timer_hz_max;
 
-/* CPUs the kernel handles at most, and the one running this code. */
+/* CPUs the kernel handles at most. */
 #define KERNEL_MAX_CPUS 8
-unsigned arch_cpu_id(void);
-unsigned arch_cpu_count(void);
 
-/* Free-running cycle counter (TSC, %tick). */
+/* Find the machine's CPUs; fill cpus[i].hw_id; return how many (>= 1). */
+unsigned arch_cpu_discover(void);
+/* Start secondary CPU c: it sets up its own descriptor tables, timer and
+ * per-CPU pointer, then calls sched_cpu_online(). Returns once c->online,
+ * false if it never came up. */
+struct cpu;
+bool arch_cpu_start(struct cpu *c);
+
+/* Interrupt another CPU; it calls ipi_interrupt(kind) there. */
+enum ipi_kind { IPI_RESCHEDULE, IPI_CALL };
+void arch_send_ipi(unsigned cpu, enum ipi_kind kind);
+
+/* Thread contexts: make ctx start entry() on a fresh stack; save the
+ * callee-saved state into save and resume load. Interrupts stay masked
+ * across the switch. */
+void arch_context_init(struct arch_context *ctx, void *stack_top, void (*entry)(void));
+void arch_context_switch(struct arch_context *save, struct arch_context *load);
+
+/* Physical memory free for pages_alloc(), mapped one-to-one. */
+void arch_free_memory(uintptr_t *lo, uintptr_t *hi);
+
+/* Free-running cycle counter (TSC, %tick) and its rate, measured at boot. */
 uint64_t arch_cycles(void);
+uint64_t arch_cycles_hz(void);
 
 /* Interrupt masking. save/restore nest; enable/disable do not. */
 typedef unsigned long irqflags_t;
@@ -77,5 +103,8 @@ extern char __text_start[], __text_end[], __kernel_end[];
 /* ---- hooks core provides to the arch ---- */
 void timer_tick(void);
 void uart_interrupt(void);
+void ipi_interrupt(enum ipi_kind kind);
+/* Last thing in every interrupt handler, after the EOI: may switch threads. */
+void sched_irq_exit(void);
 
 #endif

@@ -13,6 +13,8 @@ void serial_init(void);
 void serial_write(const void *buf, size_t len);
 /* Next received byte, or -1 if none is waiting. */
 int serial_getc(void);
+/* Block the calling thread until a byte is waiting. */
+void serial_wait_input(void);
 /* Bytes lost because the receive ring was full. */
 unsigned long serial_rx_overruns(void);
 /* 16550 internal loopback: returns true if n bytes written came back

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 		FIELD(wire_hello, byte_order); FIELD(wire_hello, arch);
 		FIELD(wire_hello, max_command); FIELD(wire_hello, ncpus);
 		FIELD(wire_hello, timer_hz); FIELD(wire_hello, page_size);
-		FIELD(wire_hello, cycles_at_hello);
+		FIELD(wire_hello, cycles_at_hello); FIELD(wire_hello, cycles_hz);
 		FIELD(wire_reply, status); FIELD(wire_reply, command);
 		FIELD(wire_exit, status);
 		FIELD(wire_result, status); FIELD(wire_result, reserved);

@@ -84,6 +84,7 @@ struct wire_hello {
 	uint32_t timer_hz;
 	uint32_t page_size;
 	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
+	uint64_t cycles_hz;       /* its rate, measured by the guest at boot */
 };
 
 struct wire_reply {
@@ -104,7 +105,7 @@ struct wire_result {
 	/* followed by the workload name */
 };
 
-_Static_assert(sizeof(struct wire_hello) == 24, "wire_hello has padding");
+_Static_assert(sizeof(struct wire_hello) == 32, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 8, "wire_reply has padding");
 _Static_assert(sizeof(struct wire_exit) == 4, "wire_exit has padding");
 _Static_assert(sizeof(struct wire_result) == 24, "wire_result has padding");

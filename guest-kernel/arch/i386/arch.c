@@ -1,7 +1,8 @@
 /*
  * arch.c — the i386 side of arch.h that needs no file of its own: bring-up
- * order, UART port access, timer rate, cycle counter, interrupt masking,
- * and the deliberate crashes the harness uses to test its failure paths.
+ * order, UART port access, timer rate, cycle counter, free memory,
+ * interrupt masking, and the deliberate crashes the harness uses to test
+ * its failure paths.
  */
 #include "arch_i386.h"
 #include "kstring.h"
@@ -10,21 +11,54 @@
 #include "x86.h"
 
 #define COM1 0x3f8
-#define PIT_HZ 1193182u
 
 const uint8_t arch_wire_id = WIRE_ARCH_I386;
 const uint8_t arch_byte_order = WIRE_ORDER_LITTLE;
 const char arch_name[] = "i386";
-const unsigned arch_timer_hz_min = 19;      /* divisor fits 16 bits */
+const unsigned arch_timer_hz_min = 10;
 const unsigned arch_timer_hz_max = 50000;
 
 void arch_init(void)
 {
 	gdt_init();
+	gdt_load(0);            /* from here on this_cpu() works */
 	idt_init();
+	idt_load(0);
 	pic_init();
 	paging_init();
-	gdt_set_df_cr3(read_cr3());
+	gdt_set_df_cr3(paging_root());
+	lapic_init(true);
+	lapic_calibrate();
+}
+
+/*
+ * Free memory: the multiboot memory map's available region that holds the
+ * kernel, from the end of the image, capped to what paging maps. Without
+ * a map, mem_upper (which may include firmware tables at the top of RAM),
+ * less 1 MiB for those.
+ */
+void arch_free_memory(uintptr_t *lo, uintptr_t *hi)
+{
+	const uint32_t *mbi = (const uint32_t *)multiboot_info;
+	uintptr_t start = (uintptr_t)__kernel_end, end = start;
+
+	if (mbi && (mbi[0] & (1u << 6))) {
+		uintptr_t p = mbi[12], stop = mbi[12] + mbi[11];
+		while (p < stop) {
+			const uint32_t *e = (const uint32_t *)p;
+			uint64_t base = e[1] | (uint64_t)e[2] << 32;
+			uint64_t len = e[3] | (uint64_t)e[4] << 32;
+			if (e[5] == 1 && base <= start && base + len > start)
+				end = (uintptr_t)(base + len);
+			p += e[0] + 4;
+		}
+	} else if (mbi && (mbi[0] & 1)) {
+		end = mbi[2] * 1024;    /* 1 MiB + mem_upper, less 1 MiB */
+	}
+	if (end > 256u << 20)
+		end = 256u << 20;
+	*lo = start;
+	*hi = end;
 }
 
 uint8_t arch_uart_read(unsigned reg)
@@ -44,12 +78,7 @@ void arch_uart_irq_enable(void)
 
 bool arch_timer_set_hz(unsigned hz)
 {
-	unsigned divisor = (PIT_HZ + hz / 2) / hz;
-	if (divisor == 0 || divisor > 0xffff)
-		return false;
-	pit_set_divisor((uint16_t)divisor);
-	pic_unmask(0);
-	return true;
+	return lapic_timer_set_hz(hz);
 }
 
 uint64_t arch_cycles(void)
@@ -57,14 +86,9 @@ uint64_t arch_cycles(void)
 	return rdtsc();
 }
 
-unsigned arch_cpu_id(void)
+uint64_t arch_cycles_hz(void)
 {
-	return 0;
-}
-
-unsigned arch_cpu_count(void)
-{
-	return 1;
+	return tsc_hz();
 }
 
 irqflags_t arch_irq_save(void)
@@ -102,7 +126,7 @@ static void crash_de(void)
 }
 static void crash_gp(void)
 {
-	__asm__ volatile("movl %0, %%ds" : : "r"(0x50));   /* past the GDT limit */
+	__asm__ volatile("movl %0, %%ds" : : "r"(0x100));  /* past the GDT limit */
 }
 static void crash_pf(void)
 {

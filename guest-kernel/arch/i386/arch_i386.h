@@ -9,14 +9,42 @@
 #include "trapframe.h"
 
 void gdt_init(void);
+void gdt_load(unsigned cpu);
 void gdt_set_df_cr3(uint32_t cr3);
+void gdt_pointer(uint16_t *limit, uint32_t *base);
 void idt_init(void);
+void idt_load(unsigned cpu);
 void paging_init(void);
+void *mm_map_mmio(uintptr_t phys);
+uint32_t paging_root(void);
+
 void pic_init(void);
 void pic_unmask(unsigned irq);
+void pic_mask(unsigned irq);
 void pic_eoi(unsigned irq);
 bool pic_spurious(unsigned irq);
 void pit_set_divisor(uint16_t divisor);
+uint16_t pit_read_count(void);
+
+/* lapic.c */
+void lapic_init(bool boot_cpu);
+void lapic_calibrate(void);
+void lapic_eoi(void);
+void lapic_timer_interrupt(void);
+bool lapic_timer_set_hz(unsigned hz);
+void lapic_timer_start_here(void);
+unsigned lapic_id(void);
+void lapic_send_init(unsigned apic_id);
+void lapic_send_startup(unsigned apic_id, unsigned vector);
+void lapic_send_fixed(unsigned apic_id, unsigned vector);
+uint64_t tsc_hz(void);
+void udelay(unsigned us);
+
+/* acpi.c: hardware ids of the enabled CPUs, boot CPU first. */
+unsigned acpi_find_cpus(unsigned *apic_ids, unsigned max, uint32_t *lapic_phys);
+
+/* firmware/i386/multiboot.S */
+extern uint32_t multiboot_info;
 
 void trap_dispatch(struct trapframe *tf);
 

@@ -9,8 +9,10 @@
  * a pointer to it. Everything trap_dispatch changes in the frame — EIP for
  * a trap_try landing, later the tracer's emulation — takes effect at iret.
  *
- * The stubs are generated from EXCEPTION_VECTORS (vectors.h), the same list
- * that names the vectors in C, so the two cannot drift apart.
+ * The exception stubs are generated from EXCEPTION_VECTORS (vectors.h), the
+ * same list that names the vectors in C, so the two cannot drift apart;
+ * every other vector gets a generic stub, so even a stray `int $n` arrives
+ * in trap_dispatch and is reported rather than triple-faulting.
  */
 #include "vectors.h"
 
@@ -31,11 +33,14 @@ irq_stub_\n:
 	jmp	trap_common
 	.endm
 
+	.altmacro
 	.text
 #define STUB(n, mnemonic, description, err) EXC_STUB n, err ;
 	EXCEPTION_VECTORS(STUB)
-	.irp	n, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
-	IRQ_STUB \n
+	.set	vec, NUM_EXCEPTIONS
+	.rept	256 - NUM_EXCEPTIONS
+	IRQ_STUB %vec
+	.set	vec, vec + 1
 	.endr
 
 trap_common:
@@ -52,7 +57,9 @@ trap_common:
 	call	trap_dispatch
 	addl	$4, %esp
 	popl	%gs
-	popl	%fs
+	addl	$4, %esp            /* %fs is the CPU's, not the thread's: a thread
+				       switched out in this handler may resume here
+				       on another CPU, so keep the current one */
 	popl	%es
 	popl	%ds
 	popal
@@ -65,8 +72,13 @@ trap_common:
 trap_stub_table:
 #define STUB_ADDRESS(n, mnemonic, description, err) .long exception_stub_##n ;
 	EXCEPTION_VECTORS(STUB_ADDRESS)
-	.irp	n, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47
+	.macro STUB_POINTER n
 	.long	irq_stub_\n
+	.endm
+	.set	vec, NUM_EXCEPTIONS
+	.rept	256 - NUM_EXCEPTIONS
+	STUB_POINTER %vec
+	.set	vec, vec + 1
 	.endr
 
 /*

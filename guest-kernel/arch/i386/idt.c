@@ -1,15 +1,18 @@
 /*
  * idt.c — the IDT and the C side of every trap.
  *
- * Vectors 0..31 and the 16 IRQ vectors are interrupt gates (IF cleared on
- * entry) to the stubs of entry.S; #DF is a task gate to the double-fault
- * task (gdt.c). trap_dispatch sends IRQs to their handlers, offers each
- * exception to trap_try, and dumps anything left over: vector name, error
- * code, EIP/CS/EFLAGS, every GPR, CR2 for #PF, CR0/CR3, and the words at
- * the interrupted stack pointer — then exits with EXIT_UNEXPECTED_TRAP.
+ * Every vector is an interrupt gate (IF cleared on entry) to its stub in
+ * entry.S, except #DF, a task gate to the CPU's double-fault task (gdt.c) —
+ * hence one IDT per CPU. trap_dispatch sends interrupts to their handlers
+ * (8259 lines, the LAPIC timer, IPIs) and ends each with sched_irq_exit(),
+ * which may switch threads; it offers each exception to trap_try and dumps
+ * anything left over: vector name, error code, EIP/CS/EFLAGS, every GPR,
+ * CR2 for #PF, CR0/CR3, and the words at the interrupted stack pointer —
+ * then exits with EXIT_UNEXPECTED_TRAP.
  */
 #include "arch_i386.h"
 #include "console.h"
+#include "cpu.h"
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
@@ -25,8 +28,8 @@ struct gate {
 #define GATE_INTERRUPT 0x8e    /* present, ring 0, 32-bit interrupt gate */
 #define GATE_TASK      0x85    /* present, ring 0, task gate */
 
-static struct gate idt[256];
-extern const uint32_t trap_stub_table[NUM_VECTORS];
+static struct gate idt[KERNEL_MAX_CPUS][256];
+extern const uint32_t trap_stub_table[256];
 
 #define NAME(n, mnemonic, description, err) [n] = { mnemonic, description },
 static const struct { const char *mnemonic, *description; } vector_names[] = {
@@ -35,42 +38,65 @@ static const struct { const char *mnemonic, *description; } vector_names[] = {
 
 void idt_init(void)
 {
-	for (unsigned v = 0; v < NUM_VECTORS; v++) {
-		uint32_t stub = trap_stub_table[v];
-		idt[v] = (struct gate){ stub & 0xffff, SEL_KERNEL_CS, 0, GATE_INTERRUPT,
-					stub >> 16 };
+	for (unsigned cpu = 0; cpu < KERNEL_MAX_CPUS; cpu++) {
+		for (unsigned v = 0; v < 256; v++) {
+			uint32_t stub = trap_stub_table[v];
+			idt[cpu][v] = (struct gate){ stub & 0xffff, SEL_KERNEL_CS, 0,
+						     GATE_INTERRUPT, stub >> 16 };
+		}
+		idt[cpu][8] = (struct gate){ 0, SEL_DF_TSS(cpu), 0, GATE_TASK, 0 };
 	}
-	idt[8] = (struct gate){ 0, SEL_DF_TSS, 0, GATE_TASK, 0 };
+}
 
+void idt_load(unsigned cpu)
+{
 	struct { uint16_t limit; uint32_t base; } __attribute__((packed)) idtr = {
-		sizeof idt - 1, (uint32_t)idt,
+		sizeof idt[cpu] - 1, (uint32_t)idt[cpu],
 	};
 	__asm__ volatile("lidt %0" : : "m"(idtr));
 }
 
-static void irq_dispatch(unsigned irq)
+/* Returns false for a vector no device or CPU uses. */
+static bool interrupt_dispatch(unsigned vector)
 {
-	if (pic_spurious(irq))
-		return;
-	switch (irq) {
-	case 0:
+	if (vector >= PIC_VECTOR_BASE && vector < PIC_VECTOR_BASE + 16) {
+		unsigned irq = vector - PIC_VECTOR_BASE;
+		if (pic_spurious(irq))
+			return true;
+		if (irq == 4)
+			uart_interrupt();
+		pic_eoi(irq);
+	} else if (vector == LAPIC_TIMER_VECTOR) {
+		lapic_timer_interrupt();
 		timer_tick();
-		break;
-	case 4:
-		uart_interrupt();
-		break;
+		lapic_eoi();
+	} else if (vector == IPI_RESCHED_VECTOR) {
+		ipi_interrupt(IPI_RESCHEDULE);
+		lapic_eoi();
+	} else if (vector == IPI_CALL_VECTOR) {
+		ipi_interrupt(IPI_CALL);
+		lapic_eoi();
+	} else if (vector == SPURIOUS_VECTOR) {
+		return true;                      /* no EOI for a spurious one */
+	} else {
+		return false;
 	}
-	pic_eoi(irq);
+	sched_irq_exit();
+	return true;
 }
 
 static _Noreturn void unexpected_trap(const struct trapframe *tf)
 {
 	uint32_t sp = trapframe_sp(tf);
 
+	const char *mnemonic = "INT", *description = "interrupt nobody handles";
+	if (tf->vector < NUM_EXCEPTIONS) {
+		mnemonic = vector_names[tf->vector].mnemonic;
+		description = vector_names[tf->vector].description;
+	}
 	console_panic_mode();
 	kprintf("\nUNEXPECTED TRAP on cpu%u: vector %u %s (%s), error code 0x%08x\n",
-		arch_cpu_id(), tf->vector, vector_names[tf->vector].mnemonic,
-		vector_names[tf->vector].description, tf->error);
+		this_cpu()->id, tf->vector, mnemonic, description, tf->error);
 	kprintf("  EIP 0x%08x  CS 0x%04x  EFLAGS 0x%08x\n", tf->eip, tf->cs, tf->eflags);
 	kprintf("  EAX 0x%08x  EBX 0x%08x  ECX 0x%08x  EDX 0x%08x\n",
 		tf->eax, tf->ebx, tf->ecx, tf->edx);
@@ -96,8 +122,9 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 
 void trap_dispatch(struct trapframe *tf)
 {
-	if (tf->vector >= IRQ_BASE) {
-		irq_dispatch(tf->vector - IRQ_BASE);
+	if (tf->vector >= NUM_EXCEPTIONS) {
+		if (!interrupt_dispatch(tf->vector))
+			unexpected_trap(tf);
 		return;
 	}
 

@@ -4,23 +4,29 @@
  * Two-level tables with 4 KiB pages. The first MAPPED_MB of physical memory
  * is identity-mapped, except page 0 (so a NULL dereference faults) and the
  * kernel's text/rodata, mapped without W. CR0.WP makes ring 0 honour that,
- * so a stray store into code faults instead of silently patching it.
+ * so a stray store into code faults instead of silently patching it. The
+ * local APIC's page is mapped uncached on request (mm_map_mmio).
  *
  * Writable aliases live in a 4 MiB window at ALIAS_BASE with one page table
  * of its own: mm_alias_writable() maps the physical page behind an address
  * into a free slot of that window. The tracer arms probes through it, as
  * DProbes does ("aliasing a physical page with a private writeable virtual
- * address"). Releasing flushes this CPU's TLB entry; with more than one CPU
- * the caller must also have every other CPU flush (threads/SMP add that).
+ * address"). Releasing unmaps the slot and has every CPU flush its TLB
+ * entry before the slot can be reused.
  */
 #include "arch_i386.h"
+#include "console.h"
+#include "cpu.h"
 #include "mm.h"
 #include "x86.h"
 
 #define PTE_P      0x001
 #define PTE_W      0x002
+#define PTE_PWT    0x008
+#define PTE_PCD    0x010
 #define PAGE       4096u
-#define MAPPED_MB  64
+#define MAPPED_MB  256
+#define MMIO_BASE  0xfec00000u    /* IOAPIC, LAPIC: one page table's reach */
 #define ALIAS_BASE 0xc0000000u
 #define ALIAS_SLOTS 1024
 
@@ -30,6 +36,7 @@ const uintptr_t mm_unmapped_probe_addr = 0xb0000000u;
 static uint32_t page_dir[1024] __attribute__((aligned(PAGE)));
 static uint32_t identity_tables[MAPPED_MB / 4][1024] __attribute__((aligned(PAGE)));
 static uint32_t alias_table[ALIAS_SLOTS] __attribute__((aligned(PAGE)));
+static uint32_t mmio_table[1024] __attribute__((aligned(PAGE)));
 static uint32_t alias_used[ALIAS_SLOTS / 32];
 
 void paging_init(void)
@@ -48,9 +55,25 @@ void paging_init(void)
 		page_dir[t] = (uint32_t)identity_tables[t] | PTE_P | PTE_W;
 	}
 	page_dir[ALIAS_BASE >> 22] = (uint32_t)alias_table | PTE_P | PTE_W;
+	page_dir[MMIO_BASE >> 22] = (uint32_t)mmio_table | PTE_P | PTE_W;
 
 	write_cr3((uint32_t)page_dir);
 	write_cr0(read_cr0() | CR0_PG | CR0_WP);
+}
+
+uint32_t paging_root(void)
+{
+	return (uint32_t)page_dir;
+}
+
+void *mm_map_mmio(uintptr_t phys)
+{
+	if (phys < MMIO_BASE || phys >= MMIO_BASE + 1024 * PAGE)
+		panic("mm_map_mmio: 0x%08x is outside the MMIO window", (unsigned)phys);
+	mmio_table[(phys - MMIO_BASE) / PAGE] =
+		(phys & ~(PAGE - 1)) | PTE_P | PTE_W | PTE_PCD | PTE_PWT;
+	invlpg((void *)phys);
+	return (void *)phys;
 }
 
 uintptr_t mm_virt_to_phys(const void *va)
@@ -87,16 +110,24 @@ void *mm_alias_writable(const void *va)
 	return 0;
 }
 
+static void flush_one(void *page)
+{
+	invlpg(page);
+}
+
 void mm_alias_release(void *alias)
 {
 	uint32_t a = (uint32_t)alias;
 	if (a < ALIAS_BASE || a >= ALIAS_BASE + ALIAS_SLOTS * PAGE)
 		return;
 	unsigned slot = (a - ALIAS_BASE) / PAGE;
+	void *page = (void *)(a & ~(PAGE - 1));
 
-	irqflags_t flags = arch_irq_save();
 	alias_table[slot] = 0;
-	invlpg((void *)(a & ~(PAGE - 1)));
+	invlpg(page);
+	if (cpu_count() > 1)
+		smp_call_others(flush_one, page);
+	irqflags_t flags = arch_irq_save();
 	alias_used[slot / 32] &= ~(1u << (slot % 32));
 	arch_irq_restore(flags);
 }

@@ -1,8 +1,10 @@
 /*
  * pic.c — the two 8259 PICs and the 8254 PIT channel 0.
  *
- * The PICs are remapped to vectors IRQ_BASE..IRQ_BASE+15, clear of the CPU
- * exceptions, with every line masked until a driver unmasks it. IRQ 7 and 15
+ * The PICs are remapped to vectors PIC_VECTOR_BASE..+15, clear of the CPU
+ * exceptions, with every line masked until a driver unmasks it. The PIT
+ * only serves to calibrate the LAPIC timer and TSC (lapic.c); its line
+ * stays masked. IRQ 7 and 15
  * can be spurious; we read the in-service register to tell, and a spurious
  * IRQ 15 still needs an EOI to the master (which did see the cascade).
  */
@@ -32,8 +34,8 @@ void pic_init(void)
 {
 	outb(PIC1_CMD, 0x11);          /* ICW1: edge, cascade, ICW4 follows */
 	outb(PIC2_CMD, 0x11);
-	outb(PIC1_DATA, IRQ_BASE);     /* ICW2: vector offsets */
-	outb(PIC2_DATA, IRQ_BASE + 8);
+	outb(PIC1_DATA, PIC_VECTOR_BASE);     /* ICW2: vector offsets */
+	outb(PIC2_DATA, PIC_VECTOR_BASE + 8);
 	outb(PIC1_DATA, 0x04);         /* ICW3: slave on line 2 */
 	outb(PIC2_DATA, 0x02);
 	outb(PIC1_DATA, 0x01);         /* ICW4: 8086 mode */
@@ -45,6 +47,14 @@ void pic_unmask(unsigned irq)
 {
 	irqflags_t flags = arch_irq_save();
 	irq_mask &= ~(1u << irq);
+	write_mask();
+	arch_irq_restore(flags);
+}
+
+void pic_mask(unsigned irq)
+{
+	irqflags_t flags = arch_irq_save();
+	irq_mask |= 1u << irq;
 	write_mask();
 	arch_irq_restore(flags);
 }
@@ -70,6 +80,13 @@ bool pic_spurious(unsigned irq)
 		}
 	}
 	return false;
+}
+
+uint16_t pit_read_count(void)
+{
+	outb(PIT_CMD, 0x00);           /* latch channel 0 */
+	uint8_t lo = inb(PIT_CH0);
+	return (uint16_t)(lo | inb(PIT_CH0) << 8);
 }
 
 void pit_set_divisor(uint16_t divisor)

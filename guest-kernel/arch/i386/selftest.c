@@ -55,7 +55,7 @@ static void test_exceptions(void)
 	expect_trap(st_invalid_opcode, 0, 6, st_invalid_opcode, 0, "#UD ud2");
 	/* int3 is a trap: EIP is the instruction after it. */
 	expect_trap(st_breakpoint, 0, 3, st_breakpoint_next, 0, "#BP int3");
-	expect_trap(st_bad_selector, 0, 13, st_bad_selector_insn, 0x50,
+	expect_trap(st_bad_selector, 0, 13, st_bad_selector_insn, 0x100,
 		    "#GP selector past the GDT");
 	void *hole = (void *)mm_unmapped_probe_addr;
 	expect_page_fault(read_word, hole, 0, "#PF read of an unmapped page");

@@ -27,7 +27,7 @@ st_breakpoint_next:
 
 	.global st_bad_selector, st_bad_selector_insn
 st_bad_selector:
-	movl	$0x50, %eax        /* index 10: past the 5-entry GDT */
+	movl	$0x100, %eax       /* index 32: past the 27-entry GDT */
 st_bad_selector_insn:
 	movl	%eax, %ds
 	ret

@@ -1,10 +1,11 @@
 /*
- * vectors.h — the 32 IA-32 exception vectors, once, for C and assembly.
+ * vectors.h — IA-32 vectors and GDT layout, once, for C and assembly.
  *
- * X(vector, mnemonic, description, pushes_error_code). entry.S expands it
- * into one stub per vector (pushing a 0 where the CPU pushes no error code)
- * and the stub address table; idt.c expands it into the name table. Being
- * included from assembly, it holds nothing but macros.
+ * EXCEPTION_VECTORS: X(vector, mnemonic, description, pushes_error_code).
+ * entry.S expands it into one stub per exception (pushing a 0 where the CPU
+ * pushes no error code); idt.c into the name table. Vectors 32..255 get
+ * generic stubs; the ones in use are named below. Being included from
+ * assembly, this file holds nothing but macros.
  */
 #ifndef I386_VECTORS_H
 #define I386_VECTORS_H
@@ -43,16 +44,25 @@
 	X(30, "#SX", "security",                     1) \
 	X(31, "r31", "reserved",                     0)
 
-#define NUM_EXCEPTIONS   32
-#define IRQ_BASE         32   /* 8259 master at 32..39, slave at 40..47 */
-#define NUM_IRQS         16
-#define NUM_VECTORS      48
+#define NUM_EXCEPTIONS      32
+#define PIC_VECTOR_BASE     32    /* 8259 master 32..39, slave 40..47 */
+#define LAPIC_TIMER_VECTOR  64
+#define IPI_RESCHED_VECTOR  240
+#define IPI_CALL_VECTOR     241
+#define SPURIOUS_VECTOR     255
 
-/* GDT selectors (gdt.c builds the table in this order). */
-#define SEL_KERNEL_CS    0x08
-#define SEL_KERNEL_DS    0x10
-#define SEL_TSS          0x18
-#define SEL_DF_TSS       0x20
-#define GDT_ENTRIES      5
+/* GDT: null, flat code, flat data, then per CPU i: its TSS, its
+ * double-fault TSS, and its per-CPU data segment (loaded in %fs). */
+#define SEL_KERNEL_CS       0x08
+#define SEL_KERNEL_DS       0x10
+#define GDT_PER_CPU_BASE    3
+#define GDT_MAX_CPUS        8     /* == KERNEL_MAX_CPUS (checked in gdt.c) */
+#define SEL_TSS(i)          ((GDT_PER_CPU_BASE + 3 * (i)) << 3)
+#define SEL_DF_TSS(i)       ((GDT_PER_CPU_BASE + 3 * (i) + 1) << 3)
+#define SEL_PERCPU(i)       ((GDT_PER_CPU_BASE + 3 * (i) + 2) << 3)
+#define GDT_ENTRIES         (GDT_PER_CPU_BASE + 3 * GDT_MAX_CPUS)
+
+/* Where secondary CPUs start in real mode (SIPI vector 0x08). */
+#define TRAMPOLINE_BASE     0x8000
 
 #endif

@@ -1,0 +1,87 @@
+/*
+ * cpu.c — the table of CPUs, secondary CPU start, and cross-CPU calls.
+ *
+ * CPUs are started one at a time, in id order, and ncpus grows only after a
+ * CPU is online, so "ids below cpu_count()" always means "running".
+ *
+ * smp_call_others: one call at a time machine-wide. The caller waits for
+ * the call slot with interrupts ON, so a CPU that wants the slot can still
+ * answer the IPI of the CPU that holds it; once it holds the slot it masks
+ * interrupts (no preemption while others wait on it), sends IPI_CALL to
+ * every other CPU and spins until each has run the function.
+ */
+#include "cpu.h"
+#include "atomic.h"
+#include "console.h"
+#include "thread.h"
+
+struct cpu cpus[KERNEL_MAX_CPUS];
+static volatile unsigned ncpus = 1;
+
+static volatile unsigned long call_busy;
+static void (*volatile call_fn)(void *);
+static void *volatile call_arg;
+static volatile unsigned long call_pending;
+
+unsigned cpu_count(void)
+{
+	return ncpus;
+}
+
+void cpu_init_all(void)
+{
+	static const char *const rq_names[KERNEL_MAX_CPUS] = {
+		"rq0", "rq1", "rq2", "rq3", "rq4", "rq5", "rq6", "rq7",
+	};
+	for (unsigned i = 0; i < KERNEL_MAX_CPUS; i++) {
+		cpus[i].self = &cpus[i];
+		cpus[i].id = i;
+		cpus[i].rq.lock = (spinlock_t)SPINLOCK_INIT(rq_names[i]);
+	}
+	cpus[0].online = true;
+}
+
+void cpu_start_secondaries(void)
+{
+	unsigned n = arch_cpu_discover();
+	if (n > KERNEL_MAX_CPUS) {
+		kprintf("cpu: %u CPUs found, using the first %d\n", n, KERNEL_MAX_CPUS);
+		n = KERNEL_MAX_CPUS;
+	}
+	for (unsigned i = 1; i < n; i++) {
+		sched_prepare_cpu(&cpus[i]);
+		if (!arch_cpu_start(&cpus[i]))
+			panic("cpu%u (hardware id %u) did not come online", i, cpus[i].hw_id);
+		ncpus = i + 1;
+	}
+}
+
+void ipi_interrupt(enum ipi_kind kind)
+{
+	if (kind == IPI_RESCHEDULE) {
+		this_cpu()->need_resched = true;
+	} else if (kind == IPI_CALL) {
+		call_fn(call_arg);
+		atomic_fetch_add(&call_pending, (unsigned long)-1);
+	}
+}
+
+void smp_call_others(void (*fn)(void *), void *arg)
+{
+	while (atomic_cas(&call_busy, 0, 1) != 0)
+		arch_cpu_relax();
+	irqflags_t f = arch_irq_save();
+	unsigned self = this_cpu()->id, n = cpu_count();
+
+	call_fn = fn;
+	call_arg = arg;
+	call_pending = n - 1;
+	arch_barrier();
+	for (unsigned i = 0; i < n; i++)
+		if (i != self)
+			arch_send_ipi(i, IPI_CALL);
+	while (call_pending)
+		arch_cpu_relax();
+	call_busy = 0;
+	arch_irq_restore(f);
+}

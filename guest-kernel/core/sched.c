@@ -1,0 +1,422 @@
+/*
+ * sched.c — threads and the preemptive scheduler.
+ *
+ * Each CPU has a run queue and an idle thread. schedule() runs with
+ * interrupts masked: it puts the current thread back on its CPU's queue if
+ * it is still runnable (a yield or a preemption), takes the next one from
+ * that queue, else steals one from another CPU's queue, else runs idle.
+ * The timer tick ends a thread's slice; the arch calls sched_irq_exit() at
+ * the end of every interrupt, which switches there and then.
+ *
+ * The one subtle rule: a thread's stack is in use until the switch away
+ * from it has completed, so a thread with on_cpu set is never picked by
+ * another CPU even though it may already sit on a queue (a wakeup can
+ * enqueue a thread that is still on its way to sleep). The thread switched
+ * to clears the flag of the one it replaced (finish_switch).
+ *
+ * Whoever makes a thread runnable enqueues it exactly once: schedule()
+ * requeues only a thread that was running and stays runnable; sleeping,
+ * blocking and exiting threads are requeued only by their waker.
+ */
+#include "thread.h"
+#include "atomic.h"
+#include "console.h"
+#include "cpu.h"
+#include "kstring.h"
+#include "pages.h"
+#include "timer.h"
+#include "waitq.h"
+
+#define SLICE_TICKS  2
+#define MAX_THREADS  128
+
+static struct thread thread_pool[MAX_THREADS];
+static bool pool_used[MAX_THREADS];
+static spinlock_t pool_lock = SPINLOCK_INIT("threads");
+static volatile unsigned long next_id = 1;
+
+static struct thread *sleepers;
+static spinlock_t sleep_lock = SPINLOCK_INIT("sleepers");
+static spinlock_t join_lock = SPINLOCK_INIT("join");
+
+struct thread *thread_current(void)
+{
+	return this_cpu()->current;
+}
+
+/* ---- run queues ---- */
+
+static void rq_push(struct runqueue *rq, struct thread *t)
+{
+	t->next = 0;
+	if (rq->tail)
+		rq->tail->next = t;
+	else
+		rq->head = t;
+	rq->tail = t;
+	rq->length++;
+}
+
+/* First thread that may run here: not on another CPU's stack (self may be
+ * the caller's own current thread), and not pinned elsewhere when stealing. */
+static struct thread *rq_take(struct runqueue *rq, struct thread *self, bool stealing)
+{
+	struct thread *prev = 0;
+	for (struct thread *t = rq->head; t; prev = t, t = t->next) {
+		if ((t->on_cpu && t != self) || (stealing && t->pinned))
+			continue;
+		if (prev)
+			prev->next = t->next;
+		else
+			rq->head = t->next;
+		if (rq->tail == t)
+			rq->tail = prev;
+		rq->length--;
+		t->next = 0;
+		t->on_cpu = 1;
+		return t;
+	}
+	return 0;
+}
+
+static struct thread *steal(struct cpu *c)
+{
+	unsigned ncpus = cpu_count();
+	for (unsigned i = 1; i < ncpus; i++) {
+		struct cpu *o = &cpus[(c->id + i) % ncpus];
+		if (!o->rq.length)
+			continue;
+		spin_lock(&o->rq.lock);
+		struct thread *t = rq_take(&o->rq, 0, true);
+		spin_unlock(&o->rq.lock);
+		if (t)
+			return t;
+	}
+	return 0;
+}
+
+static void finish_switch(void)
+{
+	struct cpu *c = this_cpu();
+	struct thread *from = c->switched_from;
+	c->switched_from = 0;
+	if (from) {
+		arch_barrier();
+		from->on_cpu = 0;
+	}
+}
+
+/* Interrupts masked. requeue: the current thread stays runnable. */
+static void schedule(bool requeue)
+{
+	struct cpu *c = this_cpu();
+	struct thread *prev = c->current, *next;
+
+	c->need_resched = false;
+	spin_lock(&c->rq.lock);
+	if (requeue && prev != c->idle)
+		rq_push(&c->rq, prev);
+	next = rq_take(&c->rq, prev, false);
+	spin_unlock(&c->rq.lock);
+	if (!next)
+		next = steal(c);
+	if (!next) {
+		next = c->idle;
+		next->on_cpu = 1;
+	}
+	c->slice_end = c->ticks + SLICE_TICKS;
+	if (next == prev)
+		return;
+
+	next->cpu = c->id;
+	c->current = next;
+	c->switches++;
+	if (next != c->idle) {
+		c->thread_runs++;
+		next->switches_in++;
+	}
+	c->switched_from = prev;
+	arch_context_switch(&prev->ctx, &next->ctx);
+	finish_switch();
+}
+
+/* ---- threads ---- */
+
+static struct thread *thread_alloc(void)
+{
+	irqflags_t f = spin_lock_irqsave(&pool_lock);
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		if (!pool_used[i]) {
+			pool_used[i] = true;
+			spin_unlock_irqrestore(&pool_lock, f);
+			memset(&thread_pool[i], 0, sizeof thread_pool[i]);
+			return &thread_pool[i];
+		}
+	}
+	spin_unlock_irqrestore(&pool_lock, f);
+	return 0;
+}
+
+static void thread_free(struct thread *t)
+{
+	if (t->stack)
+		pages_free(t->stack, t->stack_size / 4096);
+	irqflags_t f = spin_lock_irqsave(&pool_lock);
+	pool_used[t - thread_pool] = false;
+	spin_unlock_irqrestore(&pool_lock, f);
+}
+
+static _Noreturn void thread_start(void)
+{
+	finish_switch();
+	arch_irq_enable();
+	struct thread *t = thread_current();
+	t->fn(t->arg);
+	thread_exit();
+}
+
+static struct thread *thread_new(const char *name, void (*fn)(void *), void *arg)
+{
+	struct thread *t = thread_alloc();
+	if (!t)
+		return 0;
+	t->stack_size = THREAD_STACK_SIZE;
+	t->stack = pages_alloc(THREAD_STACK_SIZE / 4096);
+	if (!t->stack) {
+		thread_free(t);
+		return 0;
+	}
+	t->id = (unsigned)atomic_fetch_add(&next_id, 1);
+	for (unsigned i = 0; i + 1 < sizeof t->name && name[i]; i++)
+		t->name[i] = name[i];
+	t->fn = fn;
+	t->arg = arg;
+	t->state = THREAD_RUNNABLE;
+	arch_context_init(&t->ctx, (char *)t->stack + t->stack_size, thread_start);
+	return t;
+}
+
+static unsigned least_loaded_cpu(void)
+{
+	unsigned best = 0;
+	for (unsigned i = 1; i < cpu_count(); i++)
+		if (cpus[i].rq.length < cpus[best].rq.length)
+			best = i;
+	return best;
+}
+
+struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
+			     unsigned cpu)
+{
+	if (cpu != THREAD_ANY_CPU && cpu >= cpu_count())
+		return 0;
+	struct thread *t = thread_new(name, fn, arg);
+	if (!t)
+		return 0;
+	t->pinned = cpu != THREAD_ANY_CPU;
+	t->cpu = t->pinned ? cpu : least_loaded_cpu();
+	t->state = THREAD_SLEEPING;       /* sched_wake makes it runnable */
+	sched_wake(t);
+	return t;
+}
+
+void sched_wake(struct thread *t)
+{
+	irqflags_t f = arch_irq_save();
+	struct cpu *target = &cpus[t->cpu];
+	t->state = THREAD_RUNNABLE;
+	spin_lock(&target->rq.lock);
+	rq_push(&target->rq, t);
+	spin_unlock(&target->rq.lock);
+	if (target == this_cpu()) {
+		if (target->current == target->idle)
+			target->need_resched = true;
+	} else if (target->current == target->idle) {
+		arch_send_ipi(target->id, IPI_RESCHEDULE);
+	}
+	arch_irq_restore(f);
+}
+
+_Noreturn void thread_exit(void)
+{
+	arch_irq_save();
+	struct thread *t = thread_current();
+	spin_lock(&join_lock);
+	t->state = THREAD_ZOMBIE;
+	struct thread *joiner = t->joiner;
+	spin_unlock(&join_lock);
+	if (joiner)
+		sched_wake(joiner);
+	schedule(false);
+	panic("thread %u (%s) ran after exiting", t->id, t->name);
+}
+
+void thread_join(struct thread *t)
+{
+	struct thread *me = thread_current();
+	irqflags_t f = arch_irq_save();
+	spin_lock(&join_lock);
+	if (t->state != THREAD_ZOMBIE) {
+		if (t->joiner)
+			panic("thread %u joined twice", t->id);
+		t->joiner = me;
+		me->state = THREAD_BLOCKED;
+		spin_unlock(&join_lock);
+		schedule(false);
+	} else {
+		spin_unlock(&join_lock);
+	}
+	arch_irq_restore(f);
+	while (t->on_cpu)                 /* its CPU may still be switching off it */
+		arch_cpu_relax();
+	thread_free(t);
+}
+
+void thread_yield(void)
+{
+	irqflags_t f = arch_irq_save();
+	schedule(true);
+	arch_irq_restore(f);
+}
+
+void thread_sleep(uint64_t nticks)
+{
+	struct thread *me = thread_current();
+	irqflags_t f = arch_irq_save();
+	me->wake_tick = timer_ticks() + nticks;
+	spin_lock(&sleep_lock);
+	me->state = THREAD_SLEEPING;
+	me->next = sleepers;
+	sleepers = me;
+	spin_unlock(&sleep_lock);
+	schedule(false);
+	arch_irq_restore(f);
+}
+
+/* ---- wait queues ---- */
+
+void waitq_wait(struct waitq *wq, bool (*cond)(void *), void *arg)
+{
+	struct thread *me = thread_current();
+	irqflags_t f = spin_lock_irqsave(&wq->lock);
+	while (!cond(arg)) {
+		me->state = THREAD_BLOCKED;
+		me->next = wq->head;
+		wq->head = me;
+		spin_unlock(&wq->lock);
+		schedule(false);
+		spin_lock(&wq->lock);
+	}
+	spin_unlock_irqrestore(&wq->lock, f);
+}
+
+void waitq_wake_all(struct waitq *wq)
+{
+	irqflags_t f = spin_lock_irqsave(&wq->lock);
+	struct thread *t = wq->head;
+	wq->head = 0;
+	spin_unlock(&wq->lock);
+	while (t) {
+		struct thread *next = t->next;
+		sched_wake(t);
+		t = next;
+	}
+	arch_irq_restore(f);
+}
+
+/* ---- ticks, interrupts, CPUs ---- */
+
+static bool stealable_work(void)
+{
+	for (unsigned i = 0; i < cpu_count(); i++)
+		if (cpus[i].rq.length)
+			return true;
+	return false;
+}
+
+void sched_tick(void)
+{
+	struct cpu *c = this_cpu();
+	c->ticks++;
+	if (c->id == 0 && sleepers) {
+		uint64_t now = timer_ticks();
+		spin_lock(&sleep_lock);
+		struct thread **link = &sleepers;
+		while (*link) {
+			struct thread *t = *link;
+			if (t->wake_tick <= now) {
+				*link = t->next;
+				sched_wake(t);
+			} else {
+				link = &t->next;
+			}
+		}
+		spin_unlock(&sleep_lock);
+	}
+	if (c->current == c->idle ? stealable_work() : c->ticks >= c->slice_end)
+		c->need_resched = true;
+}
+
+void sched_irq_exit(void)
+{
+	if (this_cpu()->need_resched)
+		schedule(true);
+}
+
+static void idle_loop(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		arch_irq_save();
+		struct cpu *c = this_cpu();
+		if (c->need_resched || c->rq.length)
+			schedule(false);
+		else
+			arch_wait_for_interrupt();
+		arch_irq_enable();
+	}
+}
+
+static void cpu_setup_idle(struct cpu *c)
+{
+	c->idle = thread_new("idle", idle_loop, 0);
+	if (!c->idle)
+		panic("no memory for cpu%u's idle thread", c->id);
+	c->idle->pinned = true;
+	c->idle->cpu = c->id;
+}
+
+void sched_init(void)
+{
+	struct cpu *c = this_cpu();
+	static struct thread boot_thread = { .name = "main", .pinned = true };
+
+	boot_thread.state = THREAD_RUNNABLE;
+	boot_thread.on_cpu = 1;
+	c->current = &boot_thread;
+	cpu_setup_idle(c);
+}
+
+void sched_prepare_cpu(struct cpu *c)
+{
+	cpu_setup_idle(c);
+	c->current = c->idle;
+}
+
+_Noreturn void sched_cpu_online(void)
+{
+	struct cpu *c = this_cpu();
+	c->online = true;
+	c->current->on_cpu = 1;
+	arch_irq_enable();
+	idle_loop(0);
+	panic("idle loop returned");
+}
+
+uint64_t sched_total_switches(void)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < cpu_count(); i++)
+		n += cpus[i].switches;
+	return n;
+}

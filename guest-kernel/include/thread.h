@@ -1,0 +1,68 @@
+/*
+ * thread.h — preemptive kernel threads.
+ *
+ * Threads are created runnable on the least-loaded online CPU, preempted by
+ * the timer when their slice ends, and may move between CPUs when an idle
+ * CPU steals work. A thread that exits stays a zombie until thread_join
+ * reaps it (and frees its stack). All of these may be called from any
+ * thread; none may be called from an interrupt handler except
+ * sched_wake().
+ */
+#ifndef THREAD_H
+#define THREAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "arch.h"
+
+struct cpu;
+
+enum thread_state {
+	THREAD_RUNNABLE,    /* on a run queue, or running */
+	THREAD_SLEEPING,    /* on the sleep list until wake_tick */
+	THREAD_BLOCKED,     /* waiting for a join */
+	THREAD_ZOMBIE,      /* exited, waiting to be joined */
+};
+
+struct thread {
+	struct arch_context ctx;        /* saved registers while not running */
+	unsigned        id;
+	char            name[16];
+	volatile enum thread_state state;
+	volatile int    on_cpu;         /* its stack is in use: don't run it elsewhere */
+	bool            pinned;         /* runs only on cpu */
+	unsigned        cpu;            /* CPU it last ran on */
+	struct thread  *next;           /* run queue or sleep list link */
+	void           *stack;
+	size_t          stack_size;
+	void          (*fn)(void *);
+	void           *arg;
+	uint64_t        wake_tick;
+	struct thread  *joiner;
+	void           *try_ctx;        /* trap_try state (core/trap.c) */
+	uint64_t        switches_in;
+};
+
+#define THREAD_STACK_SIZE 16384
+
+/* NULL if out of memory. cpu = THREAD_ANY_CPU lets the scheduler place it. */
+#define THREAD_ANY_CPU (~0u)
+struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
+			     unsigned cpu);
+_Noreturn void thread_exit(void);
+void thread_join(struct thread *t);
+void thread_yield(void);
+void thread_sleep(uint64_t ticks);
+struct thread *thread_current(void);
+
+/* Scheduler entry points for arch and core. */
+void sched_init(void);                 /* boot CPU, before interrupts */
+_Noreturn void sched_cpu_online(void); /* a secondary CPU joins; never returns */
+void sched_tick(void);                 /* from timer_tick, interrupts masked */
+/* (sched_irq_exit is declared in arch.h: the arch calls it.) */
+void sched_prepare_cpu(struct cpu *c); /* before arch_cpu_start(c) */
+void sched_wake(struct thread *t);
+uint64_t sched_total_switches(void);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * calltree.c — N threads x M iterations over a small tree of functions.
+ *
+ * The functions take arguments and return values, one recurses, and every
+ * call bumps a counter in its thread's own record, which is the ground
+ * truth a tracer's event counts are checked against. Per iteration at
+ * depth D the calls are exactly: ct_root 1, ct_rec D+1, ct_mid 2,
+ * ct_add D+2, ct_mul 2. The run checks each thread's counts against that
+ * and each thread's checksum against the same sum computed by this thread
+ * alone; the result value is the total number of calls.
+ */
+#include "thread.h"
+#include "workload.h"
+
+struct ct_counts {
+	uint64_t root, rec, mid, add, mul;
+	uint32_t checksum;
+	uint64_t iters, depth;
+};
+
+#define NOINLINE __attribute__((noinline))
+
+NOINLINE uint32_t ct_add(struct ct_counts *c, uint32_t a, uint32_t b);
+NOINLINE uint32_t ct_mul(struct ct_counts *c, uint32_t a, uint32_t b);
+NOINLINE uint32_t ct_mid(struct ct_counts *c, uint32_t x);
+NOINLINE uint32_t ct_rec(struct ct_counts *c, uint32_t depth, uint32_t x);
+NOINLINE uint32_t ct_root(struct ct_counts *c, uint32_t i, uint32_t depth);
+
+NOINLINE uint32_t ct_add(struct ct_counts *c, uint32_t a, uint32_t b)
+{
+	c->add++;
+	return a + b;
+}
+
+NOINLINE uint32_t ct_mul(struct ct_counts *c, uint32_t a, uint32_t b)
+{
+	c->mul++;
+	return a * b + 1;
+}
+
+NOINLINE uint32_t ct_mid(struct ct_counts *c, uint32_t x)
+{
+	c->mid++;
+	return ct_add(c, x, 1) ^ ct_mul(c, x, 3);
+}
+
+NOINLINE uint32_t ct_rec(struct ct_counts *c, uint32_t depth, uint32_t x)
+{
+	c->rec++;
+	if (depth == 0)
+		return ct_mid(c, x);
+	return ct_rec(c, depth - 1, x + 1) + ct_add(c, depth, x);
+}
+
+NOINLINE uint32_t ct_root(struct ct_counts *c, uint32_t i, uint32_t depth)
+{
+	c->root++;
+	return ct_mid(c, i) + ct_rec(c, depth, i);
+}
+
+static void ct_thread(void *arg)
+{
+	struct ct_counts *c = arg;
+	for (uint64_t i = 0; i < c->iters; i++)
+		c->checksum += ct_root(c, (uint32_t)i, (uint32_t)c->depth);
+}
+
+static bool ct_counts_ok(const struct ct_counts *c)
+{
+	uint64_t m = c->iters, d = c->depth;
+	return c->root == m && c->rec == m * (d + 1) && c->mid == 2 * m &&
+	       c->add == m * (d + 2) && c->mul == 2 * m;
+}
+
+#define CT_MAX_THREADS 32
+
+static void run_calltree(const uint64_t *v, struct workload_result *res)
+{
+	static struct ct_counts counts[CT_MAX_THREADS];
+	struct thread *t[CT_MAX_THREADS];
+	unsigned n = (unsigned)v[0];
+
+	struct ct_counts ref = { .iters = v[1], .depth = v[2] };
+	ct_thread(&ref);                      /* this thread alone: the answer */
+
+	res->ok = true;
+	res->value = 0;
+	for (unsigned i = 0; i < n; i++) {
+		counts[i] = (struct ct_counts){ .iters = v[1], .depth = v[2] };
+		t[i] = thread_create("calltree", ct_thread, &counts[i], THREAD_ANY_CPU);
+		if (!t[i]) {
+			n = i;
+			res->ok = false;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		thread_join(t[i]);
+		res->ok = res->ok && ct_counts_ok(&counts[i]) &&
+			  counts[i].checksum == ref.checksum;
+		res->value += counts[i].root + counts[i].rec + counts[i].mid +
+			      counts[i].add + counts[i].mul;
+	}
+}
+
+static const struct workload_param calltree_params[] = {
+	{ "threads", 4, 1, CT_MAX_THREADS, "threads, each running the whole tree" },
+	{ "iters", 1000, 1, 100000000, "iterations per thread" },
+	{ "depth", 4, 0, 64, "recursion depth of ct_rec" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(calltree) = {
+	"calltree", "threads x iterations over ct_root/ct_mid/ct_rec/ct_add/ct_mul; "
+	"value = total calls", calltree_params, run_calltree,
+};
