@@ -4,8 +4,8 @@
 #
 #   make deps                    install the Debian packages (ci/packages.txt)
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
-#   make selftest ARCH=a         guest self-tests only
-#   make boot-time ARCH=a        median boot-to-ready over 10 boots
+#   make selftest ARCH=a [SMP=n] guest self-tests only
+#   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -15,6 +15,7 @@ PYTHON ?= /usr/bin/python3
 BENCH := $(PYTHON) -m bench
 ARCH ?=
 ARCH_OPT := $(if $(ARCH),--arch $(ARCH))
+SMP ?= 1
 
 .PHONY: help deps check selftest boot-time image clean
 
@@ -28,10 +29,10 @@ check:
 	$(BENCH) check $(ARCH_OPT)
 
 selftest:
-	$(BENCH) selftest --arch $(or $(ARCH),all)
+	$(BENCH) selftest --arch $(or $(ARCH),all) --smp $(SMP)
 
 boot-time:
-	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64))
+	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64)) --smp $(SMP)
 
 image:
 	$(BENCH) image $(ARCH_OPT)
