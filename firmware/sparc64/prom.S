@@ -44,7 +44,7 @@ por_vector:				/* power-on reset */
 	ba,a,pt	%xcc, prom_fatal	/* trap in RED state */
 
 	.org	prom_base + 0x100
-prom_start:
+FUNC(prom_start)
 	wrpr	%g0, 0, %cwp
 	mov	%g2, %l0			/* QEMU's reset puts the RAM size in %g2 */
 	wrpr	%g0, PSTATE_PRIV, %pstate	/* leave RED state; normal globals */
@@ -101,9 +101,10 @@ prom_start:
 	jmpl	%g1, %o7			/* a call cannot reach 2 TiB down */
 	 nop
 	ba,a,pt	%xcc, prom_fatal
+	END(prom_start)
 
 /* Stop QEMU: "4q" to the testdev behind COM2 exits with (4 << 1) | 1. */
-prom_fatal:
+FUNC(prom_fatal)
 	wrpr	%g0, PSTATE_PRIV, %pstate
 	setx	SUN4U_COM2, %g7, %g1
 	mov	EXIT_DOUBLE_FAULT_CHAR, %g2
@@ -111,6 +112,7 @@ prom_fatal:
 	mov	'q', %g2
 	stba	%g2, [%g1] ASI_PHYS_BYPASS_EC_E
 4:	ba,a,pt	%xcc, 4b
+	END(prom_fatal)
 
 	.section .bss
 	.balign	8

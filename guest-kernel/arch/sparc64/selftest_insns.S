@@ -13,47 +13,52 @@
 
 	.text
 	.align	32
-	.global	st_illtrap, st_illtrap_insn
-st_illtrap:
+	.global	st_illtrap_insn
+FUNC(st_illtrap)
 st_illtrap_insn:
 	illtrap	ST_ILLTRAP_CONST
 	retl
 	 nop
+	END(st_illtrap)
 
-	.global	st_illtrap_max, st_illtrap_max_insn
-st_illtrap_max:
+	.global	st_illtrap_max_insn
+FUNC(st_illtrap_max)
 	nop
 st_illtrap_max_insn:
 	illtrap	0x3fffff			/* the largest const22 */
 	retl
 	 nop
+	END(st_illtrap_max)
 
-	.global	st_divzero, st_divzero_insn
-st_divzero:
+	.global	st_divzero_insn
+FUNC(st_divzero)
 	mov	7, %o1
 st_divzero_insn:
 	udivx	%o1, %g0, %o1
 	retl
 	 nop
+	END(st_divzero)
 
-	.global	st_load64, st_load64_insn
-st_load64:
+	.global	st_load64_insn
+FUNC(st_load64)
 st_load64_insn:
 	ldx	[%o0], %o1
 	retl
 	 nop
+	END(st_load64)
 
-	.global	st_load_disp, st_load_disp_insn
-st_load_disp:
+	.global	st_load_disp_insn
+FUNC(st_load_disp)
 st_load_disp_insn:
 	ldub	[%o0 + ST_DISP], %o1		/* rs1 + simm13 */
 	retl
 	 nop
+	END(st_load_disp)
 
 	/* rs1 + rs2, both locals: decoding the fault address needs the
 	 * trapped window's %l registers, i.e. its flushed save area. */
-	.global	st_load_locals, st_load_locals_insn
-st_load_locals:
+	.global	st_load_locals_insn
+FUNC(st_load_locals)
 	save	%sp, -STACK_FRAME, %sp
 	mov	%i0, %l3
 	mov	ST_DISP, %l5
@@ -61,34 +66,37 @@ st_load_locals_insn:
 	lduw	[%l3 + %l5], %l0
 	ret
 	 restore
+	END(st_load_locals)
 
-	.global	st_store8, st_store8_insn
-st_store8:
+	.global	st_store8_insn
+FUNC(st_store8)
 	mov	0x5a, %o1
 st_store8_insn:
 	stb	%o1, [%o0]
 	retl
 	 nop
+	END(st_store8)
 
-	.global	st_store32, st_store32_insn
-st_store32:
+	.global	st_store32_insn
+FUNC(st_store32)
 st_store32_insn:
 	st	%g0, [%o0]
 	retl
 	 nop
+	END(st_store32)
 
-	.global	st_ta, st_ta_insn
-st_ta:
+	.global	st_ta_insn
+FUNC(st_ta)
 st_ta_insn:
 	ta	ST_SOFTWARE_TRAP
 	retl
 	 nop
+	END(st_ta)
 
 /* st_enter_user(fn): continue at fn in user mode — PSTATE.PRIV and IE
  * clear, same window and stack — by faking a trap return: TL 1 with
  * TSTATE.PSTATE = 0, TPC = fn, then `retry`. fn never returns; it traps. */
-	.global	st_enter_user
-st_enter_user:
+FUNC(st_enter_user)
 	wrpr	%g0, PSTATE_PRIV, %pstate	/* no interrupt at TL 1 */
 	rdpr	%cwp, %g1
 	sethi	%hi(0x80000000), %g2		/* TSTATE.ASI = 0x80, ASI_PRIMARY */
@@ -99,27 +107,31 @@ st_enter_user:
 	add	%o0, 4, %o0
 	wrpr	%o0, 0, %tnpc
 	retry
+	END(st_enter_user)
 
 	.section .usertext, "ax"
-	.global	st_user_rdpr, st_user_rdpr_insn
-st_user_rdpr:
+	.global	st_user_rdpr_insn
+FUNC(st_user_rdpr)
 st_user_rdpr_insn:
 	rdpr	%pstate, %o0			/* privileged_opcode */
 	illtrap	0				/* reached only if it did not trap */
+	END(st_user_rdpr)
 
-	.global	st_user_asi, st_user_asi_insn
-st_user_asi:
+	.global	st_user_asi_insn
+FUNC(st_user_asi)
 st_user_asi_insn:
 	lduba	[%g0] ASI_PHYS_BYPASS_EC_E, %o0	/* restricted ASI: privileged_action */
 	illtrap	0
+	END(st_user_asi)
 
 	.text
 	.align	8
-	.global	st_patch_target, st_patch_insn
-st_patch_target:
+	.global	st_patch_insn
+FUNC(st_patch_target)
 	retl
 st_patch_insn:
 	 mov	1, %o0				/* its simm13 gets patched */
+	END(st_patch_target)
 
 /*
  * Register-window tests. Each builds a few windows with known locals and
@@ -131,8 +143,7 @@ st_patch_insn:
  * spilled by spill_0_other. *count = how many. Returning fills them back
  * with fill_0_normal.
  */
-	.global	st_spill_other
-st_spill_other:
+FUNC(st_spill_other)
 	save	%sp, -STACK_FRAME, %sp
 	mov	0xa1, %l0
 	mov	0xa7, %l7
@@ -160,13 +171,13 @@ st_spill_other:
 	clr	%i0
 	ret
 	 restore
+	END(st_spill_other)
 
 /*
  * st_fill_other(): two windows deep, flushw, then call the caller's window
  * "other" (CANSAVE - 1, OTHERWIN 1): returning into it takes fill_0_other.
  */
-	.global	st_fill_other
-st_fill_other:
+FUNC(st_fill_other)
 	save	%sp, -STACK_FRAME, %sp
 	mov	0xc1, %l0
 	mov	0xc7, %l7
@@ -185,6 +196,7 @@ st_fill_other:
 	clr	%i0
 	ret
 	 restore
+	END(st_fill_other)
 
 /*
  * st_clean_window(): fill the next window with ones, come back, set
@@ -192,8 +204,7 @@ st_fill_other:
  * again: clean_window must zero it first. Returns the OR of that window's
  * %l0-%l7, %o0-%o5, %o7 (0 when cleaned); restores CLEANWIN = NWINDOWS-1.
  */
-	.global	st_clean_window
-st_clean_window:
+FUNC(st_clean_window)
 	save	%sp, -STACK_FRAME, %sp
 	save	%sp, -STACK_FRAME, %sp
 	mov	-1, %l0
@@ -236,3 +247,4 @@ st_clean_window:
 	mov	%g1, %i0
 	ret
 	 restore
+	END(st_clean_window)

@@ -11,6 +11,10 @@
 
 #ifdef __ASSEMBLY__
 #define UL(x) x
+/* A global function with an ELF type and size, so the host can name the
+ * code behind an address in a trap dump. */
+#define FUNC(name) .global name; .type name, #function; name:
+#define END(name) .size name, . - name
 #else
 #define UL(x) x##ul
 #endif

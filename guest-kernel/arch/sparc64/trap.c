@@ -258,7 +258,7 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf,
 	dump_tstate(tf->tstate);
 	uint32_t insn;
 	if (read_insn(tf->tpc, &insn))
-		kprintf("  instruction at TPC 0x%08x\n", insn);
+		kprintf("  instruction 0x%08x (the word at TPC)\n", insn);
 	if (is_data_fault((unsigned)tf->tt))
 		kprintf("  D-SFSR 0x%lx  fault address 0x%lx\n", t->error, t->fault_addr);
 	else if (t->fault_addr)
@@ -281,7 +281,8 @@ _Noreturn void double_fault(const struct df_record *rec)
 	unsigned levels = rec->tl < DF_MAX_LEVELS ? (unsigned)rec->tl : DF_MAX_LEVELS;
 
 	console_panic_mode();
-	kprintf("\nDOUBLE FAULT on cpu0: a trap at TL %lu that nothing handles\n", rec->tl);
+	kprintf("\nUNEXPECTED TRAP on cpu0: double fault, a trap at TL %lu that nothing handles\n",
+		rec->tl);
 	for (unsigned tl = levels; tl >= 1; tl--) {
 		const struct df_level *l = &rec->level[tl - 1];
 		kprintf("  TL %u: ", tl);
@@ -289,6 +290,9 @@ _Noreturn void double_fault(const struct df_record *rec)
 		kprintf("\n    TPC 0x%016lx  TNPC 0x%016lx\n", l->tpc, l->tnpc);
 		kprintf("  ");
 		dump_tstate(l->tstate);
+		if (tl == levels && is_data_fault((unsigned)l->tt))
+			kprintf("    D-SFSR 0x%lx  D-SFAR 0x%lx\n", ldxa_asi(MMU_SFSR, ASI_DMMU),
+				ldxa_asi(MMU_SFAR, ASI_DMMU));
 	}
 	kprintf("  registers of the handler that failed (window and normal globals):\n");
 	dump_regs("g", rec->g);

@@ -29,8 +29,7 @@
 
 	.text
 	.align	32
-	.global	trap_entry
-trap_entry:
+FUNC(trap_entry)
 	save	%sp, -(STACK_FRAME + TF_SIZE), %sp
 	add	%sp, STACK_BIAS + STACK_FRAME, %l7
 	rdpr	%tstate, %l0
@@ -93,10 +92,10 @@ trap_entry:
 	wrpr	%l2, 0, %tnpc
 	restore
 	retry
+	END(trap_entry)
 
 	.align	32
-	.global	double_fault_entry
-double_fault_entry:
+FUNC(double_fault_entry)
 	wr	%g0, ASI_PHYS_USE_EC, %asi	/* [reg + imm] takes the ASI from %asi */
 	sethi	%hi(df_record), %g1
 	or	%g1, %lo(df_record), %g1
@@ -175,6 +174,7 @@ double_fault_entry:
 	call	double_fault
 	 mov	%l0, %o0
 1:	ba,a,pt	%xcc, 1b
+	END(double_fault_entry)
 
 /*
  * arch_setjmp(buf) — a leaf, so it runs in its caller's window: it keeps
@@ -189,17 +189,16 @@ double_fault_entry:
  * return address, and `restore` — which, with CANRESTORE 0 after flushw,
  * refills the window from that frame. Then return as arch_setjmp would.
  */
-	.global	arch_setjmp
-arch_setjmp:
+FUNC(arch_setjmp)
 	stx	%sp, [%o0 + 0x00]
 	stx	%o7, [%o0 + 0x08]
 	rdpr	%pstate, %o1
 	stx	%o1, [%o0 + 0x10]
 	retl
 	 clr	%o0
+	END(arch_setjmp)
 
-	.global	arch_longjmp
-arch_longjmp:
+FUNC(arch_longjmp)
 	flushw
 	movrz	%o1, 1, %o1
 	ldx	[%o0 + 0x00], %fp
@@ -210,6 +209,7 @@ arch_longjmp:
 	restore
 	jmp	%o7 + 8
 	 nop
+	END(arch_longjmp)
 
 	.section .bss
 	.balign	64

@@ -201,11 +201,12 @@
 
 	.section .traptable, "ax"
 	.balign	32768
-	.global	trap_table
-trap_table:
+FUNC(trap_table)
 	TABLE_HALF trap_table, trap_entry
-tl1_table:
+	END(trap_table)
+FUNC(tl1_table)
 	TABLE_HALF tl1_table, double_fault_entry
+	END(tl1_table)
 
 /* Window trap counters (arch_sparc64.h), read by the self-tests. */
 	.section .bss
