@@ -31,8 +31,11 @@
 
 static void com2_putc(char c)
 {
-	while (!(lduba_phys(SUN4U_COM2 + UART_LSR) & LSR_THRE))
-		;
+	/* Bounded: without a second -serial there may be no UART to wait
+	 * for, and arch_exit must still end in arch_hang, not spin here. */
+	for (unsigned spins = 0; spins < 1000000; spins++)
+		if (lduba_phys(SUN4U_COM2 + UART_LSR) & LSR_THRE)
+			break;
 	stba_phys(SUN4U_COM2 + UART_THR, (uint8_t)c);
 }
 

@@ -170,12 +170,62 @@ static void test_text_alias(void)
 	       "kernel text is identity-mapped");
 }
 
+/* The miss handlers must stay reachable however full the TLBs get: the
+ * trap table's four pages are locked into the ITLB (mmu.c). Check the
+ * entries themselves, push more than 64 code and data pages through the
+ * TLBs — code through aliases of one text page — and check again. */
+static unsigned locked_trap_table_entries(void)
+{
+	unsigned locked = 0;
+	for (unsigned n = 0; n < TLB_ENTRIES; n++) {
+		uint64_t tte = ldxa_asi(n << 3, ASI_ITLB_DATA_ACCESS);
+		uintptr_t va = ldxa_asi(n << 3, ASI_ITLB_TAG_READ) & ~(PAGE_SIZE - 1);
+		if ((tte & TTE_V) && (tte & TTE_L) && va >= (uintptr_t)trap_table &&
+		    va < (uintptr_t)trap_table + 0x8000)
+			locked++;
+	}
+	return locked;
+}
+
+static void test_tlb_pressure(void)
+{
+	enum { CODE_PAGES = 96, DATA_PAGES = 256 };
+	static int (*aliases[CODE_PAGES])(void);
+	unsigned ran = 0, made = 0;
+
+	report(locked_trap_table_entries() == 4,
+	       "the trap table's 4 pages are locked in the ITLB (found %u)",
+	       locked_trap_table_entries());
+
+	for (; made < CODE_PAGES; made++) {
+		aliases[made] = (int (*)(void))mm_alias_writable((void *)st_patch_target);
+		if (!aliases[made])
+			break;
+	}
+	for (unsigned i = 0; i < made; i++)
+		ran += aliases[i]() == 1;
+	for (unsigned i = 0; i < made; i++)
+		mm_alias_release((void *)aliases[i]);
+	report(made == CODE_PAGES && ran == CODE_PAGES,
+	       "st_patch_target runs through %u aliases, each its own ITLB page", ran);
+
+	const uintptr_t base = 2ul << 20;     /* identity-mapped RAM past the kernel */
+	for (unsigned i = 0; i < DATA_PAGES; i++)
+		(void)*(volatile uint64_t *)(base + i * PAGE_SIZE);
+	report(locked_trap_table_entries() == 4,
+	       "after %u code and %u data pages, the 4 locked entries are still there",
+	       CODE_PAGES, DATA_PAGES);
+	expect_trap(st_illtrap, 0, TT_ILLEGAL_INSTRUCTION, st_illtrap_insn,
+		    "illtrap after the TLB churn");
+}
+
 static void test_mm(void)
 {
 	report(prom_ram_bytes >= 16ul << 20, "QEMU's reset state says %lu MiB of RAM",
 	       prom_ram_bytes >> 20);
 	test_unmapped();
 	test_text_alias();
+	test_tlb_pressure();
 }
 
 static const struct selftest sparc64_selftests[] = {

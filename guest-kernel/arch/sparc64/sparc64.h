@@ -44,6 +44,8 @@
 #define ASI_LSU_CONTROL        0x45
 #define ASI_IMMU               0x50
 #define ASI_ITLB_DATA_IN       0x54
+#define ASI_ITLB_DATA_ACCESS   0x55   /* entry n at VA n << 3 */
+#define ASI_ITLB_TAG_READ      0x56
 #define ASI_IMMU_DEMAP         0x57
 #define ASI_DMMU               0x58
 #define ASI_DTLB_DATA_IN       0x5c
@@ -72,6 +74,7 @@
 #define TTE_V    (UL(1) << 63)
 #define TTE_NFO  (UL(1) << 60)
 #define TTE_PA_MASK UL(0x000001ffffffe000)
+#define TLB_ENTRIES 64
 #define TTE_L    0x40
 #define TTE_CP   0x20
 #define TTE_CV   0x10
