@@ -1,0 +1,43 @@
+/*
+ * arch_sparc64.h — what the sparc64 files tell each other (not seen by
+ * core/).
+ */
+#ifndef ARCH_SPARC64_H
+#define ARCH_SPARC64_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "arch.h"
+#include "sparc64.h"
+#include "trapframe.h"
+
+/* trap.c */
+void trap_init(void);
+void trap_dispatch(struct trapframe *tf);
+_Noreturn void double_fault(const struct df_record *rec);
+const char *trap_name(unsigned tt);
+
+/* mmu.c */
+void mmu_init(void);
+/* Drop any TLB entry for the page of va (both MMUs). */
+void mmu_demap(uintptr_t va);
+/* The TTE the page table holds for va, or 0 if none. */
+uint64_t mmu_lookup(uintptr_t va);
+
+/* arch.c */
+void timer_interrupt(void);
+void vector_interrupt(void);
+
+/* trap_table.S: window trap counts, for the self-tests. */
+extern volatile uint64_t window_spills, window_spills_other, window_fills,
+	window_fills_other, window_cleans;
+extern char trap_table[];
+
+/* Linker script. */
+extern char __user_text_start[], __user_text_end[], __data_end[];
+extern char boot_stack_guard[], boot_stack[], boot_stack_top[];
+
+/* prom.S: RAM size from QEMU's reset state (0 if it gave none). */
+extern uint64_t prom_ram_bytes;
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * mmu.c — sparc64 page table, MMU bring-up, and writable aliases of text.
+ *
+ * The UltraSPARC IIi MMUs are software-loaded: a TLB miss traps, and our
+ * handlers (trap_table.S) load the TTE from page_table, one 8-byte entry
+ * per 8 KiB page of VA [0, 64 MiB) (vmlayout.h), of which RAM up to 16
+ * MiB or the RAM size the PROM found, if smaller, is mapped. The table is a
+ * direct index by virtual page number, so a TSB in front of it would save
+ * nothing: the miss handler is one physical load either way. RAM is
+ * identity-mapped except page 0 and the boot stack's guard page. Kernel
+ * text and rodata have no TTE.W, so a store there raises
+ * fast_data_access_protection even in privileged mode; the one user-mode
+ * test page also lacks TTE.P. Every kernel page is in context 0, which
+ * serves as primary context at TL 0 and is the nucleus context at TL > 0.
+ *
+ * Writable aliases: mm_alias_writable() enters the physical page behind a
+ * text address into a free slot of the alias window with TTE.W. The IIi's
+ * 16 KiB direct-mapped D-cache is indexed with VA bit 13, one bit more than
+ * the page offset, so two mappings of one page whose VA<13> differ would
+ * cache the same bytes twice and a store through one would not be seen
+ * through the other. Each slot is therefore two pages, and the alias uses
+ * the one whose VA<13> matches the original's. Code patched through an
+ * alias still needs a `flush` of the original address before it runs.
+ * Creating and releasing an alias demap its page from both TLBs, so no
+ * stale entry survives. With more CPUs, the others would need a demap too.
+ */
+#include "arch_sparc64.h"
+#include "mm.h"
+#include "vmlayout.h"
+
+#define TTE_KERNEL (TTE_V | TTE_CP | TTE_CV | TTE_P)
+
+const unsigned mm_page_size = PAGE_SIZE;
+const uintptr_t mm_unmapped_probe_addr = UNMAPPED_PROBE;
+
+uint64_t page_table[PT_PAGES] __attribute__((aligned(PAGE_SIZE)));
+static bool alias_used[ALIAS_SLOTS];
+
+static bool in_range(uintptr_t va, const void *lo, const void *hi)
+{
+	return va >= (uintptr_t)lo && va < (uintptr_t)hi;
+}
+
+/* The TTE flags for an identity-mapped RAM page. */
+static uint64_t ram_page_flags(uintptr_t va)
+{
+	if (va == 0 || in_range(va, boot_stack_guard, boot_stack))
+		return 0;                          /* unmapped */
+	if (in_range(va, __user_text_start, __user_text_end))
+		return TTE_V | TTE_CP | TTE_CV;    /* user may execute; nobody writes */
+	if (in_range(va, __text_start, __text_end))
+		return TTE_KERNEL;
+	return TTE_KERNEL | TTE_W;
+}
+
+void mmu_demap(uintptr_t va)
+{
+	uintptr_t page = (va & ~(PAGE_SIZE - 1)) | DEMAP_PAGE_NUCLEUS;
+	stxa_asi(0, page, ASI_DMMU_DEMAP);
+	stxa_asi(0, page, ASI_IMMU_DEMAP);
+}
+
+uint64_t mmu_lookup(uintptr_t va)
+{
+	if (va >= (uintptr_t)PT_PAGES * PAGE_SIZE)
+		return 0;
+	uint64_t tte = page_table[va >> PAGE_SHIFT];
+	return (tte & TTE_V) ? tte : 0;
+}
+
+void mmu_init(void)
+{
+	uintptr_t ram_top = RAM_MAPPED;
+	if (prom_ram_bytes && prom_ram_bytes < ram_top)
+		ram_top = prom_ram_bytes & ~(PAGE_SIZE - 1);
+
+	for (uintptr_t va = 0; va < ram_top; va += PAGE_SIZE) {
+		uint64_t flags = ram_page_flags(va);
+		page_table[va >> PAGE_SHIFT] = flags ? (va & TTE_PA_MASK) | flags : 0;
+	}
+
+	stxa_asi(0, MMU_PRIMARY_CONTEXT, ASI_DMMU);
+	stxa_asi(0, MMU_SECONDARY_CONTEXT, ASI_DMMU);
+	/* Fetching a miss handler must not miss: lock the trap table's four
+	 * pages into the ITLB (data-in never replaces a locked entry). */
+	for (uintptr_t va = (uintptr_t)trap_table; va < (uintptr_t)trap_table + 0x8000;
+	     va += PAGE_SIZE) {
+		stxa_asi(va, MMU_TAG_ACCESS, ASI_IMMU);
+		stxa_asi(page_table[va >> PAGE_SHIFT] | TTE_L, 0, ASI_ITLB_DATA_IN);
+	}
+	/* VA == PA for everything running now, so execution carries on
+	 * through the switch; the first access to each page misses once. */
+	stxa_asi(LSU_IC | LSU_DC | LSU_IM | LSU_DM, 0, ASI_LSU_CONTROL);
+	flush_insn(mmu_init);
+}
+
+uintptr_t mm_virt_to_phys(const void *va)
+{
+	uint64_t tte = mmu_lookup((uintptr_t)va);
+	if (!tte)
+		return (uintptr_t)-1;
+	return (tte & TTE_PA_MASK) | ((uintptr_t)va & (PAGE_SIZE - 1));
+}
+
+void *mm_alias_writable(const void *va)
+{
+	uintptr_t phys = mm_virt_to_phys(va);
+	if (phys == (uintptr_t)-1)
+		return 0;
+	uintptr_t colour = (uintptr_t)va & PAGE_SIZE;   /* VA bit 13 */
+
+	irqflags_t flags = arch_irq_save();
+	for (unsigned slot = 0; slot < ALIAS_SLOTS; slot++) {
+		if (alias_used[slot])
+			continue;
+		alias_used[slot] = true;
+		uintptr_t page = ALIAS_BASE + slot * ALIAS_SLOT_SIZE + colour;
+		page_table[page >> PAGE_SHIFT] = (phys & TTE_PA_MASK) | TTE_KERNEL | TTE_W;
+		mmu_demap(page);
+		arch_irq_restore(flags);
+		return (void *)(page + (phys & (PAGE_SIZE - 1)));
+	}
+	arch_irq_restore(flags);
+	return 0;
+}
+
+void mm_alias_release(void *alias)
+{
+	uintptr_t a = (uintptr_t)alias;
+	if (a < ALIAS_BASE || a >= ALIAS_BASE + ALIAS_SLOTS * ALIAS_SLOT_SIZE)
+		return;
+	unsigned slot = (a - ALIAS_BASE) / ALIAS_SLOT_SIZE;
+
+	irqflags_t flags = arch_irq_save();
+	page_table[a >> PAGE_SHIFT] = 0;
+	mmu_demap(a);
+	alias_used[slot] = false;
+	arch_irq_restore(flags);
+}

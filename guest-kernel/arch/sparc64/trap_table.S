@@ -1,0 +1,220 @@
+/*
+ * trap_table.S — the sparc64 trap table (TBA) and the handlers that live
+ * inside it.
+ *
+ * 1024 entries of 32 bytes, 32 KiB aligned: entries 0x000-0x1ff are taken
+ * for traps at TL 0, entries 0x200-0x3ff (TBA + 16 KiB) for traps at TL > 0.
+ * Window spill/fill, clean_window and the two fast MMU misses are handled
+ * in place (they get four entries, 32 instructions) in both halves,
+ * because they legitimately happen inside other trap handlers: a `save` in
+ * trap_entry, a spill touching a stack page the DTLB has not seen yet.
+ * Every other trap goes to trap_entry (TL 0 half) and on to C, or — taken
+ * at TL > 0, where nothing else is expected — to double_fault_entry.
+ *
+ * The MMU miss handlers walk our flat page table (vmlayout.h) with
+ * physical loads, so a miss can never cause another. An unmapped
+ * instruction address goes to C as fast_instruction_access_MMU_miss. An
+ * unmapped data address gets a no-fault-only TTE instead and the access is
+ * retried: a normal load or store to an NFO page raises
+ * data_access_exception, for which the D-MMU records SFSR and SFAR — the
+ * IIi records neither on a plain miss. trap.c removes that TTE again.
+ * The trap table's own pages are locked in the ITLB (mmu.c): fetching a
+ * miss handler must not miss.
+ *
+ * Spill/fill handle the 64-bit ABI only (%sp biased by 2047); "other"
+ * windows would belong to another address space, which this kernel does
+ * not have, so they are spilled the same way and merely counted apart.
+ */
+#include "sparc64.h"
+#include "trapframe.h"
+#include "vmlayout.h"
+
+	.register %g2, #scratch
+	.register %g3, #scratch
+
+/* Count an event in a 64-bit counter: 4 instructions, uses %g1 and %g2 of
+ * whichever global set the trap selected. */
+	.macro COUNT counter
+	sethi	%hi(\counter), %g1
+	ldx	[%g1 + %lo(\counter)], %g2
+	add	%g2, 1, %g2
+	stx	%g2, [%g1 + %lo(\counter)]
+	.endm
+
+	.macro TRAP_TO label
+	ba,pt	%xcc, \label
+	 nop
+	.balign 32
+	.endm
+
+	.macro TRAPS_TO label, count
+	.rept \count
+	TRAP_TO \label
+	.endr
+	.endm
+
+/* spill_0_normal / spill_0_other: this window's %l and %i to its save area. */
+	.macro SPILL_64 counter
+	stx	%l0, [%sp + STACK_BIAS + 0x00]
+	stx	%l1, [%sp + STACK_BIAS + 0x08]
+	stx	%l2, [%sp + STACK_BIAS + 0x10]
+	stx	%l3, [%sp + STACK_BIAS + 0x18]
+	stx	%l4, [%sp + STACK_BIAS + 0x20]
+	stx	%l5, [%sp + STACK_BIAS + 0x28]
+	stx	%l6, [%sp + STACK_BIAS + 0x30]
+	stx	%l7, [%sp + STACK_BIAS + 0x38]
+	stx	%i0, [%sp + STACK_BIAS + 0x40]
+	stx	%i1, [%sp + STACK_BIAS + 0x48]
+	stx	%i2, [%sp + STACK_BIAS + 0x50]
+	stx	%i3, [%sp + STACK_BIAS + 0x58]
+	stx	%i4, [%sp + STACK_BIAS + 0x60]
+	stx	%i5, [%sp + STACK_BIAS + 0x68]
+	stx	%i6, [%sp + STACK_BIAS + 0x70]
+	stx	%i7, [%sp + STACK_BIAS + 0x78]
+	COUNT	\counter
+	saved
+	retry
+	.balign 32
+	.endm
+
+/* fill_0_normal / fill_0_other: the inverse. */
+	.macro FILL_64 counter
+	ldx	[%sp + STACK_BIAS + 0x00], %l0
+	ldx	[%sp + STACK_BIAS + 0x08], %l1
+	ldx	[%sp + STACK_BIAS + 0x10], %l2
+	ldx	[%sp + STACK_BIAS + 0x18], %l3
+	ldx	[%sp + STACK_BIAS + 0x20], %l4
+	ldx	[%sp + STACK_BIAS + 0x28], %l5
+	ldx	[%sp + STACK_BIAS + 0x30], %l6
+	ldx	[%sp + STACK_BIAS + 0x38], %l7
+	ldx	[%sp + STACK_BIAS + 0x40], %i0
+	ldx	[%sp + STACK_BIAS + 0x48], %i1
+	ldx	[%sp + STACK_BIAS + 0x50], %i2
+	ldx	[%sp + STACK_BIAS + 0x58], %i3
+	ldx	[%sp + STACK_BIAS + 0x60], %i4
+	ldx	[%sp + STACK_BIAS + 0x68], %i5
+	ldx	[%sp + STACK_BIAS + 0x70], %i6
+	ldx	[%sp + STACK_BIAS + 0x78], %i7
+	COUNT	\counter
+	restored
+	retry
+	.balign 32
+	.endm
+
+/* clean_window: a `save` found no clean window (CLEANWIN == CANRESTORE).
+ * The trap runs in the window about to be handed out: zero its %l and %o
+ * (its %i are the caller's %o), count it clean, and let the save retry. */
+	.macro CLEAN_WINDOW
+	rdpr	%cleanwin, %l0
+	add	%l0, 1, %l0
+	wrpr	%l0, 0, %cleanwin
+	clr	%l0
+	clr	%l1
+	clr	%l2
+	clr	%l3
+	clr	%l4
+	clr	%l5
+	clr	%l6
+	clr	%l7
+	clr	%o0
+	clr	%o1
+	clr	%o2
+	clr	%o3
+	clr	%o4
+	clr	%o5
+	clr	%o6
+	clr	%o7
+	COUNT	window_cleans
+	retry
+	.balign 32
+	.endm
+
+/* Look up the TAG_ACCESS address of MMU \mmu_asi in the page table:
+ * %g2 = its TTE, or a branch to local label 1 if it is unmapped. */
+	.macro PT_LOOKUP mmu_asi
+	mov	MMU_TAG_ACCESS, %g1
+	ldxa	[%g1] \mmu_asi, %g1          /* VA<63:13> | context */
+	srlx	%g1, PAGE_SHIFT, %g2
+	sethi	%hi(PT_PAGES), %g3
+	cmp	%g2, %g3
+	bgeu,pn	%xcc, 1f
+	 sllx	%g2, 3, %g2
+	sethi	%hi(page_table), %g3
+	or	%g3, %lo(page_table), %g3
+	ldxa	[%g3 + %g2] ASI_PHYS_USE_EC, %g2
+	brgez,pn %g2, 1f                     /* TTE_V is the sign bit */
+	 nop
+	.endm
+
+	.macro IMMU_MISS unmapped
+	PT_LOOKUP ASI_IMMU
+	stxa	%g2, [%g0] ASI_ITLB_DATA_IN  /* tag comes from TAG_ACCESS */
+	retry
+1:	ba,pt	%xcc, \unmapped
+	 nop
+	.balign 32
+	.endm
+
+	.macro DMMU_MISS
+	PT_LOOKUP ASI_DMMU
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	retry
+1:	sethi	%hi(0x90000000), %g2         /* TTE_V | TTE_NFO, PA 0 */
+	sllx	%g2, 32, %g2
+	or	%g2, TTE_P, %g2
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	retry
+	.balign 32
+	.endm
+
+/* One half of the table; \other is where unhandled traps go. */
+	.macro TABLE_HALF base, other
+	TRAPS_TO \other, 0x24
+	.org	\base + 0x024 * 32
+	CLEAN_WINDOW
+	.org	\base + 0x028 * 32
+	TRAPS_TO \other, 0x64 - 0x28
+	.org	\base + 0x064 * 32
+	IMMU_MISS \other
+	.org	\base + 0x068 * 32
+	DMMU_MISS
+	.org	\base + 0x06c * 32
+	TRAPS_TO \other, 0x80 - 0x6c
+	.org	\base + 0x080 * 32
+	SPILL_64 window_spills
+	.org	\base + 0x084 * 32
+	TRAPS_TO \other, 0xa0 - 0x84
+	.org	\base + 0x0a0 * 32
+	SPILL_64 window_spills_other
+	.org	\base + 0x0a4 * 32
+	TRAPS_TO \other, 0xc0 - 0xa4
+	.org	\base + 0x0c0 * 32
+	FILL_64 window_fills
+	.org	\base + 0x0c4 * 32
+	TRAPS_TO \other, 0xe0 - 0xc4
+	.org	\base + 0x0e0 * 32
+	FILL_64 window_fills_other
+	.org	\base + 0x0e4 * 32
+	TRAPS_TO \other, 0x200 - 0xe4
+	.org	\base + 0x200 * 32
+	.endm
+
+	.section .traptable, "ax"
+	.balign	32768
+FUNC(trap_table)
+	TABLE_HALF trap_table, trap_entry
+	END(trap_table)
+FUNC(tl1_table)
+	TABLE_HALF tl1_table, double_fault_entry
+	END(tl1_table)
+
+/* Window trap counters (arch_sparc64.h), read by the self-tests. */
+	.section .bss
+	.balign	8
+	.global	window_spills, window_spills_other, window_fills
+	.global	window_fills_other, window_cleans
+window_spills:		.skip 8
+window_spills_other:	.skip 8
+window_fills:		.skip 8
+window_fills_other:	.skip 8
+window_cleans:		.skip 8
