@@ -165,3 +165,16 @@ def test_calltree_ground_truth_with_threads_on_every_cpu(arch, built):
 def test_workload_refuses_more_threads_than_it_tracks(guest):
     r = guest.command("run calltree threads=33")
     assert r.status == BAD_ARGS and "threads=33" in r.message
+
+
+def test_preemption_at_a_high_rate_keeps_deep_recursion_correct(arch, built):
+    """Threads preempted at 20 kHz in 64-deep recursion: on sparc64 every
+    switch spills and refills register windows, so any window lost or
+    restored in the wrong place shows up as a wrong count or checksum."""
+    built(arch)
+    with Guest(arch, label="preempt-deep", smp=_smp_for(arch)) as g:
+        assert g.command("timer 20000").ok
+        r = g.command("run calltree threads=6 iters=400 depth=64", timeout=120)
+        assert r.ok, r
+        # Per iteration: root 1 + rec 65 + mid 2 + add 66 + mul 2 = 136 calls.
+        assert r.results[0]["value"] == 6 * 400 * 136

@@ -12,7 +12,7 @@
 #include "mm.h"
 #include "spinlock.h"
 
-#define MAX_PAGES (256u * 1024 * 1024 / 4096)
+#define MAX_PAGES (256u * 1024 * 1024 / 4096)   /* at the smallest page size */
 
 static uint32_t used[MAX_PAGES / 32];
 static uintptr_t base;

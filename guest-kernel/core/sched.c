@@ -23,6 +23,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "kstring.h"
+#include "mm.h"
 #include "pages.h"
 #include "timer.h"
 #include "waitq.h"
@@ -160,7 +161,7 @@ static struct thread *thread_alloc(void)
 static void thread_free(struct thread *t)
 {
 	if (t->stack)
-		pages_free(t->stack, t->stack_size / 4096);
+		pages_free(t->stack, t->stack_size / mm_page_size);
 	irqflags_t f = spin_lock_irqsave(&pool_lock);
 	pool_used[t - thread_pool] = false;
 	spin_unlock_irqrestore(&pool_lock, f);
@@ -180,8 +181,8 @@ static struct thread *thread_new(const char *name, void (*fn)(void *), void *arg
 	struct thread *t = thread_alloc();
 	if (!t)
 		return 0;
-	t->stack_size = THREAD_STACK_SIZE;
-	t->stack = pages_alloc(THREAD_STACK_SIZE / 4096);
+	t->stack_size = (THREAD_STACK_SIZE + mm_page_size - 1) & ~(size_t)(mm_page_size - 1);
+	t->stack = pages_alloc(t->stack_size / mm_page_size);
 	if (!t->stack) {
 		thread_free(t);
 		return 0;

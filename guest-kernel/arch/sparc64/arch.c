@@ -19,8 +19,10 @@
  */
 #include "arch_sparc64.h"
 #include "console.h"
+#include "cpu.h"
 #include "kstring.h"
 #include "mm.h"
+#include "vmlayout.h"
 #include "wire.h"
 
 const uint8_t arch_wire_id = WIRE_ARCH_SPARC64;
@@ -103,14 +105,52 @@ uint64_t arch_cycles(void)
 	return rd_tick();
 }
 
-unsigned arch_cpu_id(void)
+uint64_t arch_cycles_hz(void)
 {
-	return 0;
+	return TICK_HZ;
 }
 
-unsigned arch_cpu_count(void)
+/* sun4u in QEMU: max_cpus = 1. */
+unsigned arch_cpu_discover(void)
 {
-	return 1;    /* sun4u in QEMU: max_cpus = 1 */
+	cpus[0].hw_id = 0;
+	return 1;
+}
+
+bool arch_cpu_start(struct cpu *c)
+{
+	(void)c;
+	return false;
+}
+
+void arch_send_ipi(unsigned cpu, enum ipi_kind kind)
+{
+	panic("IPI %d to cpu%u on a single-CPU machine", (int)kind, cpu);
+}
+
+void arch_free_memory(uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)__kernel_end;
+	*hi = RAM_MAPPED;
+}
+
+/*
+ * A new thread's stack, top down: a zeroed frame for the window entry()
+ * will run in (the caller of the switch window), then the switch window's
+ * save area, whose %i6 points at that frame and whose %i7 makes
+ * `ret` (jmpl %i7 + 8) land on entry. arch_context_switch loads it like
+ * any switched-out thread's.
+ */
+void arch_context_init(struct arch_context *ctx, void *stack_top, void (*entry)(void))
+{
+	uintptr_t top = (uintptr_t)stack_top & ~(uintptr_t)15;
+	uintptr_t caller = top - STACK_FRAME, frame = caller - STACK_FRAME;
+
+	memset((void *)frame, 0, top - frame);
+	uint64_t *save_area = (uint64_t *)frame;
+	save_area[14] = caller - STACK_BIAS;          /* %i6 */
+	save_area[15] = (uintptr_t)entry - 8;         /* %i7 */
+	ctx->sp = frame - STACK_BIAS;
 }
 
 irqflags_t arch_irq_save(void)

@@ -311,10 +311,12 @@ void trap_dispatch(struct trapframe *tf)
 
 	if (tt == TT_INTERRUPT_LEVEL_14) {
 		timer_interrupt();
+		sched_irq_exit();
 		return;
 	}
 	if (tt == TT_INTERRUPT_VECTOR) {
 		vector_interrupt();
+		sched_irq_exit();
 		return;
 	}
 	describe(tf, &t);

@@ -10,7 +10,8 @@
  * trap stack free, so its own spills, TLB misses and caught faults nest
  * normally. The way back raises TL to 1 again, reloads the trap registers
  * from the (possibly edited) frame, `restore`s into the trapped window
- * (a fill if C flushed it) and `retry`s at TPC/TNPC. Interrupts and
+ * (a fill if C flushed it or switched threads) and `retry`s at TPC/TNPC,
+ * with TSTATE.CWP made to name that window wherever it now is. Interrupts and
  * faults resume alike; C moves TPC/TNPC where it wants execution to go.
  *
  * double_fault_entry is where every trap at TL > 0 goes that the table
@@ -86,6 +87,17 @@ FUNC(trap_entry)
 	ldx	[%l7 + TF_TSTATE], %l0
 	ldx	[%l7 + TF_TPC], %l1
 	ldx	[%l7 + TF_TNPC], %l2
+	/* retry sets CWP from TSTATE. If C switched threads, this thread may
+	 * be back in a different window than the one it trapped in, so make
+	 * TSTATE.CWP the window `restore` is about to enter: CWP - 1, mod
+	 * NWINDOWS (VER.MAXWIN + 1). */
+	rdpr	%cwp, %l3
+	brnz,pt	%l3, 1f
+	 sub	%l3, 1, %l3
+	rdpr	%ver, %l3
+	and	%l3, 0x1f, %l3
+1:	andn	%l0, TSTATE_CWP_MASK, %l0
+	or	%l0, %l3, %l0
 	wrpr	%g0, 1, %tl
 	wrpr	%l0, 0, %tstate
 	wrpr	%l1, 0, %tpc
