@@ -178,3 +178,15 @@ def test_preemption_at_a_high_rate_keeps_deep_recursion_correct(arch, built):
         assert r.ok, r
         # Per iteration: root 1 + rec 65 + mid 2 + add 66 + mul 2 = 136 calls.
         assert r.results[0]["value"] == 6 * 400 * 136
+
+
+def test_concurrent_printing_loses_and_garbles_nothing(arch, built):
+    built(arch)
+    with Guest(arch, label="printers", smp=_smp_for(arch)) as g:
+        r = g.command("run printers threads=6 lines=60")
+        assert r.ok and r.results[0]["value"] == 360
+        want = {f"printer {t} line {i} of 60: the quick brown fox"
+                for t in range(6) for i in range(60)}
+        got = [l for l in r.text if l.startswith("printer ")]
+        assert sorted(got) == sorted(want), set(got) ^ want
+        assert g.link_errors == []

@@ -3,20 +3,38 @@
  *
  * Characters collect in one line buffer; a '\n' (or a full buffer) sends the
  * line as one TEXT frame, so every frame holds whole lines and the host can
- * print them as they arrive. Interrupts are masked while the buffer is
- * touched. panic() and the trap dump paths switch to panic mode first, which
- * lets a fault taken mid-line still print.
+ * print them as they arrive. The buffer is shared by all CPUs, under the
+ * console lock, and one kprintf call's text goes in under one hold of it.
+ * panic() and the trap dump paths switch to panic mode first, which skips
+ * the locks, so a fault taken mid-line — even by the lock's holder — still
+ * prints.
  */
 #include "console.h"
 #include "arch.h"
 #include "exit.h"
 #include "link.h"
+#include "spinlock.h"
 #include "wire.h"
 
 #define CONSOLE_LINE 240
 
 static char line[CONSOLE_LINE];
 static unsigned line_len;
+static spinlock_t console_lock = SPINLOCK_INIT("console");
+static volatile bool panicking;
+
+static irqflags_t lock_console(void)
+{
+	return panicking ? arch_irq_save() : spin_lock_irqsave(&console_lock);
+}
+
+static void unlock_console(irqflags_t flags)
+{
+	if (panicking)
+		arch_irq_restore(flags);
+	else
+		spin_unlock_irqrestore(&console_lock, flags);
+}
 
 static void flush_locked(void)
 {
@@ -35,13 +53,14 @@ static void put_locked(char c)
 
 void console_flush(void)
 {
-	irqflags_t flags = arch_irq_save();
+	irqflags_t flags = lock_console();
 	flush_locked();
-	arch_irq_restore(flags);
+	unlock_console(flags);
 }
 
 void console_panic_mode(void)
 {
+	panicking = true;
 	link_panic_mode();
 }
 
@@ -51,10 +70,10 @@ int kvprintf(const char *fmt, va_list ap)
 	int n = kvsnprintf(buf, sizeof buf, fmt, ap);
 	int shown = n < (int)sizeof buf ? n : (int)sizeof buf - 1;
 
-	irqflags_t flags = arch_irq_save();
+	irqflags_t flags = lock_console();
 	for (int i = 0; i < shown; i++)
 		put_locked(buf[i]);
-	arch_irq_restore(flags);
+	unlock_console(flags);
 	return n;
 }
 

@@ -1,21 +1,24 @@
 /*
  * link.c — the serial link layer: one frame at a time, numbered.
  *
- * A frame is written with interrupts masked so a timer tick that prints
- * cannot interleave its bytes with ours; the sequence number increments
- * only once a frame is complete, so the host's gap detection counts frames
- * that were lost, not frames that were cut. In panic mode the lock is
- * ignored: the dump of a fault taken while sending must still get out.
+ * A frame is written under the link lock (a spinlock, so interrupts are
+ * masked too): no other CPU and no interrupt handler can put bytes inside
+ * it. The sequence number increments only once a frame is complete, so
+ * the host's gap detection counts frames that were lost, not frames that
+ * were cut. In panic mode the lock is not taken: the dump of a fault taken
+ * while sending (the lock's holder may be the CPU that faulted) must still
+ * get out.
  */
 #include "link.h"
 #include "arch.h"
 #include "console.h"
 #include "frame.h"
 #include "serial.h"
+#include "spinlock.h"
 
 static uint32_t link_seq;
-static volatile int link_busy;
-static bool link_panicking;
+static spinlock_t link_lock = SPINLOCK_INIT("link");
+static volatile bool link_panicking;
 
 void link_init(void)
 {
@@ -37,13 +40,8 @@ void link_send(unsigned type, const void *head, size_t head_len,
 		panic("link_send: payload of %zu bytes exceeds %d", len,
 		      WIRE_MAX_PAYLOAD);
 
-	irqflags_t flags = arch_irq_save();
-	if (link_busy && !link_panicking) {
-		/* Only a trap inside link_send can get here on one CPU. */
-		arch_irq_restore(flags);
-		panic("link_send re-entered");
-	}
-	link_busy = 1;
+	bool locked = !link_panicking;
+	irqflags_t flags = locked ? spin_lock_irqsave(&link_lock) : arch_irq_save();
 
 	wire_header(hdr, type, link_seq, len);
 	uint32_t crc = wire_crc32(0, hdr, sizeof hdr);
@@ -57,6 +55,8 @@ void link_send(unsigned type, const void *head, size_t head_len,
 	serial_write(trailer, sizeof trailer);
 	link_seq++;
 
-	link_busy = 0;
-	arch_irq_restore(flags);
+	if (locked)
+		spin_unlock_irqrestore(&link_lock, flags);
+	else
+		arch_irq_restore(flags);
 }

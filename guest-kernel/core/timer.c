@@ -17,12 +17,16 @@ void timer_tick(void)
 	sched_tick();
 }
 
+/* The boot CPU writes ticks; any CPU reads it. On a 32-bit CPU a 64-bit
+ * read can tear across a carry, so read until two reads agree. */
 uint64_t timer_ticks(void)
 {
-	irqflags_t flags = arch_irq_save();   /* 64-bit read on a 32-bit CPU */
-	uint64_t t = ticks;
-	arch_irq_restore(flags);
-	return t;
+	uint64_t a, b;
+	do {
+		a = ticks;
+		b = ticks;
+	} while (a != b);
+	return a;
 }
 
 unsigned timer_hz(void)
