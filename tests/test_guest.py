@@ -190,3 +190,15 @@ def test_concurrent_printing_loses_and_garbles_nothing(arch, built):
         got = [l for l in r.text if l.startswith("printer ")]
         assert sorted(got) == sorted(want), set(got) ^ want
         assert g.link_errors == []
+
+
+def test_all_eight_cpus_run_threads(arch, built):
+    if arches.get(arch).max_smp < 8:
+        pytest.skip(f"{arch} has at most {arches.get(arch).max_smp} CPU(s)")
+    built(arch)
+    with Guest(arch, label="smp8", smp=8) as g:
+        assert g.hello["ncpus"] == 8
+        r = g.command("selftest threads", timeout=120)
+        assert r.ok, "\n".join(r.text)
+        runs = [l for l in r.text if l.startswith("INFO: threads: cpu")]
+        assert len(runs) == 8 and all(not l.endswith(" 0 times") for l in runs), runs

@@ -4,7 +4,8 @@
  * Each test knows its exact expected outcome: K threads x M increments end
  * at K*M; a thread that never yields still lets another run; a sleep of N
  * ticks lasts N ticks; joined threads give back every page; and with
- * several CPUs, every CPU ran some of the work.
+ * several CPUs, every CPU ran some of the work and answers a cross-CPU
+ * call.
  */
 #include "atomic.h"
 #include "cpu.h"
@@ -140,12 +141,34 @@ static void test_every_cpu_runs(void)
 	report(all, "every one of %u CPUs ran threads", n);
 }
 
+static volatile unsigned long called_on[KERNEL_MAX_CPUS];
+
+static void mark_called(void *arg)
+{
+	called_on[this_cpu()->id] += (unsigned long)arg;
+}
+
+static void test_cross_cpu_call(void)
+{
+	unsigned n = cpu_count(), self = this_cpu()->id;
+	for (unsigned i = 0; i < n; i++)
+		called_on[i] = 0;
+	for (int round = 0; round < 10; round++)
+		smp_call_others(mark_called, (void *)1);
+	bool all = true;
+	for (unsigned i = 0; i < n; i++)
+		all = all && called_on[i] == (i == self ? 0u : 10u);
+	report(all, "smp_call_others: 10 calls reached each of the other %u CPUs "
+	       "exactly once each, and not the caller", n - 1);
+}
+
 static const struct selftest thread_selftests[] = {
 	{ "threads", test_counters },
 	{ "threads", test_preemption },
 	{ "threads", test_sleep },
 	{ "threads", test_join_frees },
 	{ "threads", test_every_cpu_runs },
+	{ "threads", test_cross_cpu_call },
 	{ 0, 0 },
 };
 
