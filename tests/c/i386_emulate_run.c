@@ -1,0 +1,68 @@
+/*
+ * i386_emulate_run.c — the guest's own tracer/arch/i386/emulate.c on the
+ * host, in batch, for tests/test_i386_emulate.py.
+ *
+ * stdin:  records of { uint8 code[4]; uint32 regs[10]; uint32 word; }
+ *         (little-endian; regs in struct i386_regs order; word is what
+ *         any 32-bit read returns)
+ * stdout: per record { int32 status; uint32 regs[10]; uint32 nreads,
+ *         read_addr, nwrites, write_addr, write_value, fault_addr; }
+ *         status: 0 emulated, -1 emulation faulted, -2 decode refused.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "emulate.h"
+
+struct memlog {
+	uint32_t word, nreads, read_addr, nwrites, write_addr, write_value;
+};
+
+static int rd(void *ctx, uint32_t addr, uint32_t *v)
+{
+	struct memlog *l = ctx;
+	l->nreads++;
+	l->read_addr = addr;
+	*v = l->word;
+	return 0;
+}
+
+static int wr(void *ctx, uint32_t addr, uint32_t v)
+{
+	struct memlog *l = ctx;
+	l->nwrites++;
+	l->write_addr = addr;
+	l->write_value = v;
+	return 0;
+}
+
+int main(void)
+{
+	uint8_t in[4 + 40 + 4];
+	while (fread(in, sizeof in, 1, stdin) == 1) {
+		struct i386_regs r;
+		struct i386_site site;
+		struct memlog log = { 0 };
+		const char *why;
+		uint32_t fault = 0;
+		int32_t status;
+
+		memcpy(&r, in + 4, sizeof r);
+		memcpy(&log.word, in + 44, 4);
+		struct i386_mem m = { rd, wr, &log };
+		if (i386_decode(in, 4, &site, &why))
+			status = -2;
+		else
+			status = i386_emulate(&site, &r, &m, &fault);
+		uint32_t out[1 + 10 + 6];
+		out[0] = (uint32_t)status;
+		memcpy(&out[1], &r, sizeof r);
+		out[11] = log.nreads;
+		out[12] = log.read_addr;
+		out[13] = log.nwrites;
+		out[14] = log.write_addr;
+		out[15] = log.write_value;
+		out[16] = fault;
+		fwrite(out, sizeof out, 1, stdout);
+	}
+	return 0;
+}

@@ -1,0 +1,159 @@
+/*
+ * emulate.c — decode and emulate the IA-32 instructions probes displace.
+ *
+ * The forms are the ones a frame-pointer prologue and epilogue are made of
+ * (and nop): push %ebp (0x55), the fused prologue push %ebp; mov %esp,%ebp
+ * (0x55 0x89 0xe5, or 0x55 0x8b 0xec, the same move encoded the other
+ * way), pop %ebp (0x5d), leave (0xc9), ret (0xc3), ret $imm16 (0xc2 iw),
+ * enter $imm16, $0 (0xc8 iw 0x00), nop (0x90). None of them reads or
+ * writes EFLAGS.
+ *
+ * Refused although decodable: enter with a nesting level (its frame-pointer
+ * copying is not emulated) and ret imm16 >= 0x8000, which QEMU's CPU
+ * executes with a sign-extended immediate and the SDM with a zero-extended
+ * one, so no emulation could match both.
+ *
+ * Each emulation does every memory read first and every write last, and
+ * commits registers only after the writes succeeded: a fault (the stack
+ * overflowing into an unmapped page, say) leaves the state as it was, and
+ * reports the address the CPU would have reported in CR2.
+ */
+#include "emulate.h"
+
+#define KIND_NAME(name, what) what,
+const char *const i386_site_kind_names[I386_SITE_KIND_COUNT] = {
+	I386_SITE_KINDS(KIND_NAME)
+};
+
+static void fill(struct i386_site *s, enum i386_site_kind kind, const uint8_t *code,
+		 uint8_t len, uint16_t imm16)
+{
+	s->kind = (uint8_t)kind;
+	s->len = len;
+	s->imm16 = imm16;
+	for (unsigned i = 0; i < sizeof s->orig; i++)
+		s->orig[i] = i < len ? code[i] : 0;
+}
+
+/* The forms that are one opcode byte and nothing else. */
+static const struct { uint8_t opcode, kind; } one_byte_forms[] = {
+	{ 0x5d, I386_POP_EBP }, { 0xc9, I386_LEAVE },
+	{ 0xc3, I386_RET },     { 0x90, I386_NOP },
+};
+
+int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
+		const char **why)
+{
+	if (avail < 1) {
+		*why = "no bytes to decode";
+		return -1;
+	}
+	for (unsigned i = 0; i < sizeof one_byte_forms / sizeof one_byte_forms[0]; i++) {
+		if (code[0] == one_byte_forms[i].opcode) {
+			fill(s, one_byte_forms[i].kind, code, 1, 0);
+			return 0;
+		}
+	}
+	switch (code[0]) {
+	case 0x55:
+		if (avail >= 3 && ((code[1] == 0x89 && code[2] == 0xe5) ||
+				   (code[1] == 0x8b && code[2] == 0xec)))
+			fill(s, I386_PUSH_EBP_MOV, code, 3, 0);
+		else
+			fill(s, I386_PUSH_EBP, code, 1, 0);
+		return 0;
+	case 0xc2:
+		if (avail < 3)
+			break;
+		if (code[2] & 0x80) {
+			/* QEMU sign-extends this immediate where the SDM
+			 * zero-extends it; no compiler pops 32 KiB. */
+			*why = "ret imm16 of 32 KiB or more is not emulated: QEMU and "
+			       "the SDM disagree on it";
+			return -1;
+		}
+		fill(s, I386_RET_IMM, code, 3, (uint16_t)(code[1] | code[2] << 8));
+		return 0;
+	case 0xc8:
+		if (avail < 4)
+			break;
+		if (code[3] != 0) {
+			*why = "enter with a nesting level above 0 is not emulated";
+			return -1;
+		}
+		fill(s, I386_ENTER, code, 4, (uint16_t)(code[1] | code[2] << 8));
+		return 0;
+	case 0xcc:
+		*why = "the site already holds int3 (an armed probe or a breakpoint)";
+		return -1;
+	case 0xf0:
+		*why = "the site starts with a LOCK prefix (an armed #UD probe or a "
+		       "locked instruction)";
+		return -1;
+	default:
+		*why = "the instruction is not one of the emulated forms "
+		       "(push/pop %ebp, mov %esp,%ebp after push, leave, ret, "
+		       "ret imm16, enter imm16,0, nop)";
+		return -1;
+	}
+	*why = "the instruction is cut off: fewer bytes readable than it needs";
+	return -1;
+}
+
+int i386_emulate(const struct i386_site *s, struct i386_regs *r,
+		 const struct i386_mem *m, uint32_t *fault_addr)
+{
+	uint32_t esp = r->esp, word;
+
+	switch ((enum i386_site_kind)s->kind) {
+	case I386_PUSH_EBP:
+	case I386_PUSH_EBP_MOV:
+	case I386_ENTER:
+		if (m->write32(m->ctx, esp - 4, r->ebp)) {
+			*fault_addr = esp - 4;
+			return -1;
+		}
+		esp -= 4;
+		if (s->kind != I386_PUSH_EBP)
+			r->ebp = esp;
+		if (s->kind == I386_ENTER)
+			esp -= s->imm16;
+		r->esp = esp;
+		r->eip += s->len;
+		return 0;
+	case I386_POP_EBP:
+		if (m->read32(m->ctx, esp, &word)) {
+			*fault_addr = esp;
+			return -1;
+		}
+		r->ebp = word;
+		r->esp = esp + 4;
+		r->eip += s->len;
+		return 0;
+	case I386_LEAVE:
+		if (m->read32(m->ctx, r->ebp, &word)) {
+			*fault_addr = r->ebp;
+			return -1;
+		}
+		r->esp = r->ebp + 4;
+		r->ebp = word;
+		r->eip += s->len;
+		return 0;
+	case I386_RET:
+	case I386_RET_IMM:
+		if (m->read32(m->ctx, esp, &word)) {
+			*fault_addr = esp;
+			return -1;
+		}
+		r->eip = word;
+		r->esp = esp + 4 + s->imm16;
+		return 0;
+	case I386_NOP:
+		r->eip += s->len;
+		return 0;
+	case I386_SITE_KIND_COUNT:
+		break;
+	}
+	*fault_addr = r->eip;
+	return -1;
+}
