@@ -250,8 +250,10 @@ static void execute(uint32_t number, char *line)
 
 	for (char *p = line; *p;) {
 		if (argc == COMMAND_MAX_ARGS) {
-			send_reply(number, WIRE_REPLY_BAD_ARGS,
-				   "malformed line: more than 16 words");
+			char msg[48];
+			ksnprintf(msg, sizeof msg, "malformed line: more than %d words",
+				  COMMAND_MAX_ARGS);
+			send_reply(number, WIRE_REPLY_BAD_ARGS, msg);
 			return;
 		}
 		argv[argc++] = p;

@@ -273,6 +273,24 @@ void thread_join(struct thread *t)
 	thread_free(t);
 }
 
+unsigned thread_run_all(const char *name, unsigned n, void (*fn)(void *),
+			void *args, size_t stride, unsigned cpu)
+{
+	struct thread *t[THREAD_RUN_MAX];
+	unsigned made = 0;
+
+	if (n > THREAD_RUN_MAX)
+		panic("thread_run_all: %u threads, at most %d", n, THREAD_RUN_MAX);
+	for (; made < n; made++) {
+		t[made] = thread_create(name, fn, (char *)args + made * stride, cpu);
+		if (!t[made])
+			break;
+	}
+	for (unsigned i = 0; i < made; i++)
+		thread_join(t[i]);
+	return made;
+}
+
 void thread_yield(void)
 {
 	irqflags_t f = arch_irq_save();

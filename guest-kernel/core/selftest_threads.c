@@ -40,16 +40,7 @@ static void atomic_adder(void *arg)
 
 static unsigned run_threads(void (*fn)(void *), unsigned n, const char *name)
 {
-	struct thread *t[32];
-	unsigned made = 0;
-	for (; made < n && made < 32; made++) {
-		t[made] = thread_create(name, fn, 0, THREAD_ANY_CPU);
-		if (!t[made])
-			break;
-	}
-	for (unsigned i = 0; i < made; i++)
-		thread_join(t[i]);
-	return made;
+	return thread_run_all(name, n, fn, 0, 0, THREAD_ANY_CPU);
 }
 
 static void test_counters(void)

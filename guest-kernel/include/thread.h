@@ -51,6 +51,13 @@ struct thread {
 struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
 			     unsigned cpu);
 _Noreturn void thread_exit(void);
+
+/* Run fn(args + i * stride) for i < n in n threads (on cpu, or placed by
+ * the scheduler with THREAD_ANY_CPU) and join them all. Returns how many
+ * ran: fewer than n only if threads ran out. n <= THREAD_RUN_MAX. */
+#define THREAD_RUN_MAX 32
+unsigned thread_run_all(const char *name, unsigned n, void (*fn)(void *),
+			void *args, size_t stride, unsigned cpu);
 void thread_join(struct thread *t);
 void thread_yield(void);
 void thread_sleep(uint64_t ticks);

@@ -72,29 +72,23 @@ static bool ct_counts_ok(const struct ct_counts *c)
 	       c->add == m * (d + 2) && c->mul == 2 * m;
 }
 
-#define CT_MAX_THREADS 32
+#define CT_MAX_THREADS THREAD_RUN_MAX
 
 static void run_calltree(const uint64_t *v, struct workload_result *res)
 {
 	static struct ct_counts counts[CT_MAX_THREADS];
-	struct thread *t[CT_MAX_THREADS];
 	unsigned n = (unsigned)v[0];
 
 	struct ct_counts ref = { .iters = v[1], .depth = v[2] };
 	ct_thread(&ref);                      /* this thread alone: the answer */
 
-	res->ok = true;
-	res->value = 0;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		counts[i] = (struct ct_counts){ .iters = v[1], .depth = v[2] };
-		t[i] = thread_create("calltree", ct_thread, &counts[i], THREAD_ANY_CPU);
-		if (!t[i]) {
-			n = i;
-			res->ok = false;
-		}
-	}
-	for (unsigned i = 0; i < n; i++) {
-		thread_join(t[i]);
+	unsigned ran = thread_run_all("calltree", n, ct_thread, counts,
+				      sizeof counts[0], THREAD_ANY_CPU);
+	res->ok = ran == n;
+	res->value = 0;
+	for (unsigned i = 0; i < ran; i++) {
 		res->ok = res->ok && ct_counts_ok(&counts[i]) &&
 			  counts[i].checksum == ref.checksum;
 		res->value += counts[i].root + counts[i].rec + counts[i].mid +

@@ -24,21 +24,14 @@ static void printer_thread(void *arg)
 static void run_printers(const uint64_t *v, struct workload_result *res)
 {
 	static struct printer printers[16];
-	struct thread *t[16];
 	unsigned n = (unsigned)v[0];
 
-	res->ok = true;
-	for (unsigned i = 0; i < n; i++) {
-		printers[i] = (struct printer){ i, v[1] };
-		if (!(t[i] = thread_create("printer", printer_thread, &printers[i],
-					   THREAD_ANY_CPU))) {
-			n = i;
-			res->ok = false;
-		}
-	}
 	for (unsigned i = 0; i < n; i++)
-		thread_join(t[i]);
-	res->value = n * v[1];
+		printers[i] = (struct printer){ i, v[1] };
+	unsigned ran = thread_run_all("printer", n, printer_thread, printers,
+				      sizeof printers[0], THREAD_ANY_CPU);
+	res->ok = ran == n;
+	res->value = ran * v[1];
 }
 
 static const struct workload_param printers_params[] = {

@@ -8,8 +8,12 @@
  * stdout: per record { int32 status; uint32 regs[10]; uint32 nreads,
  *         read_addr, nwrites, write_addr, write_value, fault_addr; }
  *         status: 0 emulated, -1 emulation faulted, -2 decode refused.
+ *
+ * i386_emulate_run decode HEX: decode the bytes HEX and print
+ *         "kind <what it emulates>" or "refused <decode's reason>".
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "emulate.h"
 
@@ -35,9 +39,28 @@ static int wr(void *ctx, uint32_t addr, uint32_t v)
 	return 0;
 }
 
-int main(void)
+static int decode_only(const char *hex)
+{
+	uint8_t code[16];
+	size_t n = 0;
+	for (; n < sizeof code && hex[2 * n] && hex[2 * n + 1]; n++) {
+		char byte[3] = { hex[2 * n], hex[2 * n + 1], 0 };
+		code[n] = (uint8_t)strtoul(byte, 0, 16);
+	}
+	struct i386_site site;
+	const char *why;
+	if (i386_decode(code, n, &site, &why))
+		printf("refused %s\n", why);
+	else
+		printf("kind %s\n", i386_site_kind_names[site.kind]);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	uint8_t in[4 + 40 + 4];
+	if (argc == 3 && strcmp(argv[1], "decode") == 0)
+		return decode_only(argv[2]);
 	while (fread(in, sizeof in, 1, stdin) == 1) {
 		struct i386_regs r;
 		struct i386_site site;
