@@ -17,12 +17,15 @@ CC := $(CROSS)gcc
 OBJCOPY := $(CROSS)objcopy
 
 CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
-	-fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+	-fno-omit-frame-pointer -fno-optimize-sibling-calls \
+	-fno-asynchronous-unwind-tables \
 	-Wall -Wextra -Werror -Wno-unused-parameter \
 	-Iguest-kernel/include -Itracer/include -Iguest-kernel/arch/$(ARCH) \
+	-Itracer/arch/$(ARCH) \
 	$(ARCH_CFLAGS) -MMD -MP
 
-SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c) \
+SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
+	tracer/arch/$(ARCH)/*.c) \
 	$(ARCH_SRCS)
 OBJS := $(patsubst %,$(OUT)/obj/%.o,$(SRCS))
 

@@ -20,7 +20,9 @@
 #include "link.h"
 #include "selftest.h"
 #include "serial.h"
+#include "thread.h"
 #include "timer.h"
+#include "tracer.h"
 #include "wire.h"
 #include "workload.h"
 
@@ -105,14 +107,13 @@ static int cmd_workloads(int argc, char **argv, const char *rest, struct command
 	return WIRE_REPLY_OK;
 }
 
-static int cmd_run(int argc, char **argv, const char *rest, struct command_reply *r)
+/* Parse `NAME [key=value ...]` (argv[1..]) into *w and values. */
+static int parse_workload(int argc, char **argv, const struct workload **wp,
+			  uint64_t *values, struct command_reply *r)
 {
-	uint64_t values[WORKLOAD_MAX_PARAMS];
-	(void)rest;
-
 	if (argc < 2)
 		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-				 "usage: run <workload> [key=value ...]");
+				 "usage: %s <workload> [key=value ...]", argv[0]);
 	const struct workload *w = find_workload(argv[1]);
 	if (!w)
 		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
@@ -143,22 +144,103 @@ static int cmd_run(int argc, char **argv, const char *rest, struct command_reply
 					 (unsigned long long)p->max);
 		values[k] = v;
 	}
+	*wp = w;
+	return WIRE_REPLY_OK;
+}
 
-	struct workload_result res = { 0, false };
+/* One workload run: the thread that runs it and what it found. */
+static struct {
+	const struct workload *w;
+	uint64_t               values[WORKLOAD_MAX_PARAMS];
+	struct workload_result res;
+	uint64_t               cycles;
+	struct thread         *thread;     /* a `start`ed run not yet waited for */
+} job;
+
+static void job_run(void)
+{
+	job.res = (struct workload_result){ 0, false };
 	uint64_t t0 = arch_cycles();
-	w->run(values, &res);
-	uint64_t t1 = arch_cycles();
+	job.w->run(job.values, &job.res);
+	job.cycles = arch_cycles() - t0;
+}
 
+static void job_thread(void *arg)
+{
+	(void)arg;
+	job_run();
+}
+
+static int job_report(struct command_reply *r)
+{
 	struct wire_result wr = {
-		.status = res.ok ? 0 : 1, .value = res.value, .cycles = t1 - t0,
+		.status = job.res.ok ? 0 : 1, .value = job.res.value, .cycles = job.cycles,
 	};
 	console_flush();
-	link_send(WIRE_FRAME_RESULT, &wr, sizeof wr, w->name, strlen(w->name));
-	if (!res.ok)
+	link_send(WIRE_FRAME_RESULT, &wr, sizeof wr, job.w->name, strlen(job.w->name));
+	if (!job.res.ok)
 		return reply_msg(r, WIRE_REPLY_FAILED, "%s: wrong result %llu",
-				 w->name, (unsigned long long)res.value);
-	return reply_msg(r, WIRE_REPLY_OK, "%s = %llu", w->name,
-			 (unsigned long long)res.value);
+				 job.w->name, (unsigned long long)job.res.value);
+	return reply_msg(r, WIRE_REPLY_OK, "%s = %llu", job.w->name,
+			 (unsigned long long)job.res.value);
+}
+
+void workload_expect(const char *function, uint64_t calls)
+{
+	struct wire_expect e = { .calls = calls };
+	link_send(WIRE_FRAME_EXPECT, &e, sizeof e, function, strlen(function));
+}
+
+static int cmd_run(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	if (job.thread)
+		return reply_msg(r, WIRE_REPLY_FAILED, "refused: %s is running (`wait`)",
+				 job.w->name);
+	int status = parse_workload(argc, argv, &job.w, job.values, r);
+	if (status != WIRE_REPLY_OK)
+		return status;
+	job_run();
+	return job_report(r);
+}
+
+static int cmd_start(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	if (job.thread)
+		return reply_msg(r, WIRE_REPLY_FAILED, "refused: %s is running (`wait`)",
+				 job.w->name);
+	int status = parse_workload(argc, argv, &job.w, job.values, r);
+	if (status != WIRE_REPLY_OK)
+		return status;
+	job.thread = thread_create("workload", job_thread, 0, THREAD_ANY_CPU);
+	if (!job.thread)
+		return reply_msg(r, WIRE_REPLY_FAILED, "no memory for a thread");
+	return reply_msg(r, WIRE_REPLY_OK, "%s started", job.w->name);
+}
+
+static int cmd_wait(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)argv, (void)rest;
+	if (argc != 1)
+		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: wait");
+	if (!job.thread)
+		return reply_msg(r, WIRE_REPLY_FAILED, "no workload was started");
+	thread_join(job.thread);
+	job.thread = 0;
+	return job_report(r);
+}
+
+static int cmd_probe(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	return tracer_cmd_probe(argc, argv, r);
+}
+
+static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	return tracer_cmd_trace(argc, argv, r);
 }
 
 static int cmd_timer(int argc, char **argv, const char *rest, struct command_reply *r)
@@ -210,6 +292,10 @@ static const struct command commands[] = {
 	{ "selftest",  "selftest [AREA]: run self-tests, PASS/FAIL lines", cmd_selftest },
 	{ "workloads", "list workloads and their parameters", cmd_workloads },
 	{ "run",       "run WORKLOAD [key=value ...]: run and check a workload", cmd_run },
+	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
+	{ "wait",      "wait for the started workload; its result", cmd_wait },
+	{ "probe",     "probe add|enable|disable|mode|check|list|clear ...", cmd_probe },
+	{ "trace",     "trace flush|stats|reset|buffer: the trace buffers", cmd_trace },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },
 	{ "hang",      "mask interrupts and halt forever", cmd_hang },

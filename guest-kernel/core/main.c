@@ -19,6 +19,7 @@
 #include "serial.h"
 #include "thread.h"
 #include "timer.h"
+#include "tracer.h"
 #include "wire.h"
 
 _Noreturn void kernel_main(void);
@@ -35,10 +36,12 @@ _Noreturn void kernel_main(void)
 		panic("timer refuses the default %d Hz", TIMER_DEFAULT_HZ);
 	arch_irq_enable();
 	cpu_start_secondaries();
+	tracer_init();
 
 	struct wire_hello hello = {
 		.byte_order = arch_byte_order,
 		.arch = arch_wire_id,
+		.word_bytes = sizeof(unsigned long),
 		.max_command = WIRE_MAX_COMMAND,
 		.ncpus = cpu_count(),
 		.timer_hz = timer_hz(),

@@ -27,6 +27,7 @@
 #include "pages.h"
 #include "timer.h"
 #include "waitq.h"
+#include "notrace.h"
 
 #define SLICE_TICKS  2
 #define MAX_THREADS  128
@@ -40,7 +41,7 @@ static struct thread *sleepers;
 static spinlock_t sleep_lock = SPINLOCK_INIT("sleepers");
 static spinlock_t join_lock = SPINLOCK_INIT("join");
 
-struct thread *thread_current(void)
+NOTRACE struct thread *thread_current(void)
 {
 	return this_cpu()->current;
 }

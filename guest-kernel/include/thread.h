@@ -41,6 +41,7 @@ struct thread {
 	uint64_t        wake_tick;
 	struct thread  *joiner;
 	void           *try_ctx;        /* trap_try state (core/trap.c) */
+	unsigned        tracer_step;    /* single-step baseline: probe id + 1 */
 	uint64_t        switches_in;
 };
 

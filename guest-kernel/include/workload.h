@@ -39,4 +39,9 @@ struct workload {
 
 extern const struct workload __workloads_start[], __workloads_end[];
 
+/* Ground truth for tracing: the workload's own count of how often a
+ * function ran in this run (an EXPECT frame; the host compares it with
+ * the traced entries and returns). */
+void workload_expect(const char *function, uint64_t calls);
+
 #endif

@@ -7,7 +7,9 @@
  * depth D the calls are exactly: ct_root 1, ct_rec D+1, ct_mid 2,
  * ct_add D+2, ct_mul 2. The run checks each thread's counts against that
  * and each thread's checksum against the same sum computed by this thread
- * alone; the result value is the total number of calls.
+ * alone; the result value is the total number of calls of the threads.
+ * The counts, the reference run's included, go to the host as EXPECT
+ * frames: what a tracer of these functions must have seen.
  */
 #include "thread.h"
 #include "workload.h"
@@ -86,14 +88,26 @@ static void run_calltree(const uint64_t *v, struct workload_result *res)
 		counts[i] = (struct ct_counts){ .iters = v[1], .depth = v[2] };
 	unsigned ran = thread_run_all("calltree", n, ct_thread, counts,
 				      sizeof counts[0], THREAD_ANY_CPU);
-	res->ok = ran == n;
+	res->ok = ran == n && ct_counts_ok(&ref);
 	res->value = 0;
+	struct ct_counts all = ref;             /* the reference run is traced too */
 	for (unsigned i = 0; i < ran; i++) {
 		res->ok = res->ok && ct_counts_ok(&counts[i]) &&
 			  counts[i].checksum == ref.checksum;
 		res->value += counts[i].root + counts[i].rec + counts[i].mid +
 			      counts[i].add + counts[i].mul;
+		all.root += counts[i].root;
+		all.rec += counts[i].rec;
+		all.mid += counts[i].mid;
+		all.add += counts[i].add;
+		all.mul += counts[i].mul;
 	}
+	workload_expect("ct_root", all.root);
+	workload_expect("ct_rec", all.rec);
+	workload_expect("ct_mid", all.mid);
+	workload_expect("ct_add", all.add);
+	workload_expect("ct_mul", all.mul);
+	workload_expect("ct_thread", ran + 1);
 }
 
 static const struct workload_param calltree_params[] = {

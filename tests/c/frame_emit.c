@@ -41,17 +41,29 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
 		FIELD(wire_hello, byte_order); FIELD(wire_hello, arch);
-		FIELD(wire_hello, max_command); FIELD(wire_hello, ncpus);
+		FIELD(wire_hello, word_bytes); FIELD(wire_hello, max_command); FIELD(wire_hello, ncpus);
 		FIELD(wire_hello, timer_hz); FIELD(wire_hello, page_size);
 		FIELD(wire_hello, cycles_at_hello); FIELD(wire_hello, cycles_hz);
 		FIELD(wire_reply, status); FIELD(wire_reply, command);
 		FIELD(wire_exit, status);
 		FIELD(wire_result, status); FIELD(wire_result, reserved);
 		FIELD(wire_result, value); FIELD(wire_result, cycles);
+		FIELD(wire_event, kind); FIELD(wire_event, nwords);
+		FIELD(wire_event, thread); FIELD(wire_event, probe);
+		FIELD(wire_event, cycles);
+		FIELD(wire_events, cpu); FIELD(wire_events, count);
+		FIELD(wire_stats, cpu); FIELD(wire_stats, fired);
+		FIELD(wire_stats, recorded); FIELD(wire_stats, dropped);
+		FIELD(wire_stats, sent); FIELD(wire_stats, buffer_bytes);
+		FIELD(wire_expect, calls);
 		printf("sizeof wire_hello %zu\nsizeof wire_reply %zu\n"
 		       "sizeof wire_exit %zu\nsizeof wire_result %zu\n",
 		       sizeof(struct wire_hello), sizeof(struct wire_reply),
 		       sizeof(struct wire_exit), sizeof(struct wire_result));
+		printf("sizeof wire_event %zu\nsizeof wire_events %zu\n"
+		       "sizeof wire_stats %zu\nsizeof wire_expect %zu\n",
+		       sizeof(struct wire_event), sizeof(struct wire_events),
+		       sizeof(struct wire_stats), sizeof(struct wire_expect));
 		return 0;
 	}
 	fprintf(stderr, "usage: frame_emit frames N | layout\n");

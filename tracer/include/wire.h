@@ -37,7 +37,7 @@
 
 #define WIRE_MAGIC0       0xd5
 #define WIRE_MAGIC1       0x7e
-#define WIRE_VERSION      1
+#define WIRE_VERSION      2
 #define WIRE_HEADER_SIZE  12
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
@@ -49,7 +49,10 @@
 	X(TEXT,  2, "console text for humans: PASS/FAIL lines, dumps; payload is bytes") \
 	X(REPLY, 3, "end of one command; payload struct wire_reply + message text") \
 	X(EXIT,  4, "the guest is about to stop; payload struct wire_exit") \
-	X(RESULT, 5, "a workload's result; payload struct wire_result + name")
+	X(RESULT, 5, "a workload's result; payload struct wire_result + name") \
+	X(EVENTS, 6, "trace records of one CPU; struct wire_events + records") \
+	X(STATS,  7, "tracer counters of one CPU; payload struct wire_stats") \
+	X(EXPECT, 8, "a workload's ground truth: calls of a function; wire_expect + name")
 
 /* Status of a REPLY. X(name, value, meaning) */
 #define WIRE_REPLY_STATUSES(X) \
@@ -79,10 +82,14 @@ enum wire_arch         { WIRE_ARCHES(WIRE_ARCH_ENUM) };
 struct wire_hello {
 	uint8_t  byte_order;      /* WIRE_BYTE_ORDERS */
 	uint8_t  arch;            /* WIRE_ARCHES */
+	uint8_t  word_bytes;      /* size of a record word: the arch's register */
+	uint8_t  reserved0;
 	uint16_t max_command;     /* WIRE_MAX_COMMAND as built */
+	uint16_t reserved1;
 	uint32_t ncpus;
 	uint32_t timer_hz;
 	uint32_t page_size;
+	uint32_t reserved2;
 	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
 	uint64_t cycles_hz;       /* its rate, measured by the guest at boot */
 };
@@ -105,7 +112,63 @@ struct wire_result {
 	/* followed by the workload name */
 };
 
-_Static_assert(sizeof(struct wire_hello) == 32, "wire_hello has padding");
+/*
+ * Trace records. An EVENTS frame carries records of one CPU, in the order
+ * that CPU wrote them: struct wire_events, then `count` records. A record
+ * is struct wire_event followed by `nwords` words of word_bytes each (from
+ * HELLO), whose meaning depends on the kind:
+ *
+ *   ENTRY   pc, sp, then the first arguments as the caller passed them
+ *   RETURN  pc, sp, the return value
+ *   CHECK   the arch's pre/post state of one emulation (see the arch's
+ *           tracer header: tracer/arch/<arch>/check.h)
+ *
+ * pc is the probed instruction, sp the stack pointer when it trapped. A
+ * record's size is a multiple of 4 bytes on i386, 8 on sparc64.
+ */
+#define WIRE_EVENT_KINDS(X) \
+	X(PAD,    0, "ring padding; never sent") \
+	X(ENTRY,  1, "a function was entered") \
+	X(RETURN, 2, "a function is returning") \
+	X(CHECK,  3, "pre/post state of one emulation (check mode)")
+
+#define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
+enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
+
+struct wire_event {
+	uint8_t  kind;            /* WIRE_EVENT_KINDS */
+	uint8_t  nwords;          /* words after this header */
+	uint16_t thread;          /* thread id */
+	uint32_t probe;           /* probe id, as the host numbered it */
+	uint64_t cycles;          /* arch cycle counter when it fired */
+};
+
+struct wire_events {
+	uint16_t cpu;
+	uint16_t count;           /* records in this frame */
+	uint32_t reserved;
+};
+
+struct wire_stats {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t fired;           /* probe traps handled on this CPU */
+	uint64_t recorded;        /* records written into its buffer */
+	uint64_t dropped;         /* records lost because its buffer was full */
+	uint64_t sent;            /* records drained to the host */
+	uint64_t buffer_bytes;    /* the buffer's size */
+};
+
+struct wire_expect {
+	uint64_t calls;           /* how often the function ran, per the workload */
+	/* followed by the function's name */
+};
+
+_Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
+_Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
+_Static_assert(sizeof(struct wire_stats) == 48, "wire_stats has padding");
+_Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
+_Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 8, "wire_reply has padding");
 _Static_assert(sizeof(struct wire_exit) == 4, "wire_exit has padding");
 _Static_assert(sizeof(struct wire_result) == 24, "wire_result has padding");

@@ -8,6 +8,7 @@
 #include "kstring.h"
 #include "mm.h"
 #include "wire.h"
+#include "notrace.h"
 #include "x86.h"
 
 #define COM1 0x3f8
@@ -81,7 +82,7 @@ bool arch_timer_set_hz(unsigned hz)
 	return lapic_timer_set_hz(hz);
 }
 
-uint64_t arch_cycles(void)
+NOTRACE uint64_t arch_cycles(void)
 {
 	return rdtsc();
 }

@@ -46,6 +46,6 @@ unsigned acpi_find_cpus(unsigned *apic_ids, unsigned max, uint32_t *lapic_phys);
 /* firmware/i386/multiboot.S */
 extern uint32_t multiboot_info;
 
-void trap_dispatch(struct trapframe *tf);
+uint32_t trap_dispatch(struct trapframe *tf);
 
 #endif

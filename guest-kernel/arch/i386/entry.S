@@ -7,7 +7,9 @@
  * number. trap_common then saves the segment and general registers, which
  * completes a struct trapframe (trapframe.h), and calls trap_dispatch with
  * a pointer to it. Everything trap_dispatch changes in the frame — EIP for
- * a trap_try landing, later the tracer's emulation — takes effect at iret.
+ * a trap_try landing, the registers a probe's emulation wrote — takes
+ * effect at iret; an emulation that moved ESP also moves the frame
+ * (move_frame below).
  *
  * The exception stubs are generated from EXCEPTION_VECTORS (vectors.h), the
  * same list that names the vectors in C, so the two cannot drift apart;
@@ -56,6 +58,9 @@ trap_common:
 	pushl	%esp
 	call	trap_dispatch
 	addl	$4, %esp
+	testl	%eax, %eax
+	jnz	move_frame
+trap_return:
 	popl	%gs
 	addl	$4, %esp            /* %fs is the CPU's, not the thread's: a thread
 				       switched out in this handler may resume here
@@ -65,6 +70,40 @@ trap_common:
 	popal
 	addl	$8, %esp            /* vector, error code */
 	iret
+
+/*
+ * A probe emulated an instruction that moves ESP (trap_dispatch returned
+ * the new ESP in %eax). IRET takes EIP/CS/EFLAGS from just below the ESP it
+ * leaves, so the whole frame moves to end at the new ESP: copied downwards
+ * for push/enter, upwards for pop/leave/ret, in the direction that never
+ * overwrites a word before it is read. Then the one deferred stack store
+ * (the pushed %ebp, whose address lay inside the old frame) is made; its
+ * address and value came in the vector and error slots. Interrupts stay
+ * masked throughout: nothing may push below ESP while the frame is in
+ * flight. The interrupted code's IF comes back with EFLAGS at IRET.
+ */
+#define TRAPFRAME_SIZE 68
+move_frame:
+	cli
+	movl	48(%esp), %ebx      /* deferred store: address, 0 for none */
+	movl	52(%esp), %edx      /* deferred store: value */
+	leal	-TRAPFRAME_SIZE(%eax), %edi
+	movl	%esp, %esi
+	movl	$TRAPFRAME_SIZE / 4, %ecx
+	cmpl	%esi, %edi
+	jb	1f
+	leal	TRAPFRAME_SIZE - 4(%esi), %esi    /* moving up: last word first */
+	leal	TRAPFRAME_SIZE - 4(%edi), %edi
+	std
+	rep movsl
+	cld
+	jmp	2f
+1:	rep movsl                         /* moving down: first word first */
+2:	leal	-TRAPFRAME_SIZE(%eax), %esp
+	testl	%ebx, %ebx
+	jz	trap_return
+	movl	%edx, (%ebx)
+	jmp	trap_return
 
 	.section .rodata
 	.align 4

@@ -16,6 +16,7 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
+#include "tracer_i386.h"
 #include "vectors.h"
 #include "x86.h"
 
@@ -120,12 +121,20 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 	kernel_exit(EXIT_UNEXPECTED_TRAP);
 }
 
-void trap_dispatch(struct trapframe *tf)
+/* Returns 0, or the ESP to resume with when a probe's emulation moved the
+ * stack pointer (entry.S then moves the frame; tracer_i386.h). */
+uint32_t trap_dispatch(struct trapframe *tf)
 {
 	if (tf->vector >= NUM_EXCEPTIONS) {
 		if (!interrupt_dispatch(tf->vector))
 			unexpected_trap(tf);
-		return;
+		return 0;
+	}
+	if (tf->vector == 1 || tf->vector == 3 || tf->vector == 6) {
+		bool handled;
+		uint32_t new_sp = i386_probe_trap(tf, &handled);
+		if (handled)
+			return new_sp;
 	}
 
 	struct caught_trap trap = {
@@ -138,7 +147,7 @@ void trap_dispatch(struct trapframe *tf)
 	uintptr_t landing = trap_try_intercept(&trap);
 	if (landing) {
 		tf->eip = landing;
-		return;
+		return 0;
 	}
 	unexpected_trap(tf);
 }

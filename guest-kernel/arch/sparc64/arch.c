@@ -24,6 +24,7 @@
 #include "mm.h"
 #include "vmlayout.h"
 #include "wire.h"
+#include "notrace.h"
 
 const uint8_t arch_wire_id = WIRE_ARCH_SPARC64;
 const uint8_t arch_byte_order = WIRE_ORDER_BIG;
@@ -100,7 +101,7 @@ void timer_interrupt(void)
 	}
 }
 
-uint64_t arch_cycles(void)
+NOTRACE uint64_t arch_cycles(void)
 {
 	return rd_tick();
 }

@@ -1,0 +1,21 @@
+/*
+ * notrace.h — code that probes must never patch.
+ *
+ * A probe's trap handler runs the trap entry, the tracer and the few kernel
+ * helpers they call (the current thread, the cycle counter, memcpy); a probe
+ * on any of those would trap inside its own handler. The linker scripts
+ * gather that code between __notrace_start and __notrace_end: whole objects
+ * (the tracer, the trap entry and dispatch, the serial link the drain uses)
+ * by name, and single functions marked NOTRACE from elsewhere. The tracer
+ * refuses any probe inside that range, and the host knows the range from the
+ * same two symbols.
+ */
+#ifndef NOTRACE_H
+#define NOTRACE_H
+
+#define NOTRACE __attribute__((section(".text.notrace"), noinline))
+
+extern const char __notrace_start[], __notrace_end[];
+extern const char __workload_text_start[], __workload_text_end[];
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * check.h — the words of an i386 CHECK record (wire.h), in order: the
+ * registers before the emulation (I386_CHECK_REGS order), the registers
+ * after, then the one stack word the instruction touched: its address, its
+ * value before and after (the word read by pop/ret/leave, or written by
+ * push/enter; address 0 if none). The host (bench/check.py) re-executes the
+ * original instruction from the "before" state in python3-unicorn and
+ * compares with "after", field by field.
+ */
+#ifndef I386_CHECK_H
+#define I386_CHECK_H
+
+/* X(name, index, meaning) */
+#define I386_CHECK_REGS(X) \
+	X(EAX, 0, "eax") X(ECX, 1, "ecx") X(EDX, 2, "edx") X(EBX, 3, "ebx") \
+	X(ESP, 4, "esp") X(EBP, 5, "ebp") X(ESI, 6, "esi") X(EDI, 7, "edi") \
+	X(EIP, 8, "eip") X(EFLAGS, 9, "eflags")
+
+#define I386_CHECK_NREGS   10
+#define I386_CHECK_WORDS   23
+
+#endif

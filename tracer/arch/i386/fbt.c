@@ -1,0 +1,317 @@
+/*
+ * fbt.c — i386 probes: decode and arm a site, and the fire path.
+ *
+ * Mechanisms (chosen per run, `probe mode`):
+ *   int3  0xCC over the site's first byte; #BP arrives with EIP = site + 1.
+ *   ud    #UD instead of #BP, so the probe shares nothing with debuggers
+ *         (illumos' choice on i386). illumos writes a LOCK prefix (0xF0),
+ *         undefined before push/pop/mov-to-register/leave/ret; QEMU 7.2's
+ *         TCG ignores LOCK there and runs the instruction (seen: F0 89 E5
+ *         executes mov %esp,%ebp, skipping the push, and the guest dies), so
+ *         the #UD comes from ud2 (0F 0B), stored as one 16-bit write. Two
+ *         bytes fit a site whose emulated form is at least two bytes long
+ *         (the fused prologue, enter, ret imm16), or a ret followed by
+ *         padding, which no path runs; other sites are refused in this mode.
+ *         #UD arrives with EIP = site.
+ *   step  the lossy baseline of the seeds: an int3 that, when hit, writes the
+ *         original byte back, sets EFLAGS.TF and returns to the site; the #DB
+ *         after the one instruction re-inserts the int3. Any CPU that runs
+ *         the site meanwhile runs the original and is not traced.
+ *
+ * The emulating fire path records the event, then applies the displaced
+ * instruction to the trapped state (emulate.c) instead of executing it:
+ * the probe stays armed and nothing is ever written back. A ring-0 trap
+ * frame has no ESP slot — the interrupted stack pointer is the address just
+ * above EFLAGS — so an instruction that moves ESP moves the frame: as in
+ * the lossless-fbt patent's Figs. 4–6, trap_dispatch returns the new ESP
+ * and entry.S copies the whole frame down (push, enter) or up (pop, leave,
+ * ret) so that IRET pops EIP/CS/EFLAGS just below it. The one stack store
+ * push/enter make (the old %ebp at old ESP - 4) lies inside the old frame,
+ * so it is deferred too: its address and value travel in the frame's
+ * vector/error slots, and entry.S stores it after the copy.
+ *
+ * Every stack read the emulation makes is checked against the mapped
+ * range first: an instruction whose native execution would fault makes the
+ * kernel stop with a message naming the probe, not read garbage.
+ */
+#include "arch.h"
+#include "check.h"
+#include "console.h"
+#include "cpu.h"
+#include "emulate.h"
+#include "mm.h"
+#include "spinlock.h"
+#include "thread.h"
+#include "trapframe.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "tracer_i386.h"
+#include "wire.h"
+
+enum { MECH_INT3, MECH_UD, MECH_STEP };
+
+const struct tarch_mech tarch_mechs[] = {
+	[MECH_INT3] = { "int3", "int3, emulate the displaced instruction", false },
+	[MECH_UD]   = { "ud",   "ud2 (#UD), emulate the displaced instruction", false },
+	[MECH_STEP] = { "step", "int3, put the original back, single-step (lossy)", true },
+};
+const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
+const unsigned tarch_check_words = I386_CHECK_WORDS;
+
+#define TF_FLAG        0x100u
+#define STACK_LOW      0x1000u          /* page 0 is unmapped */
+#define STACK_HIGH     0x10000000u      /* the identity map: 256 MiB */
+
+static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
+static volatile uint64_t step_rearms;
+
+/* The bytes gcc and gas pad with after a ret: nop, lea/nopw/nopl forms. */
+static bool padding_byte(uint8_t b)
+{
+	return b == 0x90 || b == 0x8d || b == 0x66 || b == 0x0f || b == 0xcc;
+}
+
+bool tarch_can_arm(const struct probe *p, const char **why)
+{
+	if (p->mech != MECH_UD)
+		return true;
+	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
+		*why = "ud2 would straddle a page boundary";
+		return false;
+	}
+	if (p->site.insn.len >= 2)
+		return true;
+	if (p->site.insn.kind != I386_RET || !padding_byte(p->site.next)) {
+		*why = "ud2 is two bytes and the next instruction starts after one "
+		       "(use int3 here)";
+		return false;
+	}
+	if (tracer_lookup(p->addr + 1)) {
+		*why = "the byte after this ret is another probe's site";
+		return false;
+	}
+	return true;
+}
+
+static void store_trap(const struct probe *p)
+{
+	uint8_t *alias = tracer_text_alias(p->addr);
+	if (p->mech == MECH_UD)
+		*(volatile uint16_t *)alias = 0x0b0f;        /* ud2, bytes 0F 0B */
+	else
+		*(volatile uint8_t *)alias = 0xcc;
+}
+
+static void store_original(const struct probe *p)
+{
+	uint8_t *alias = tracer_text_alias(p->addr);
+	if (p->mech == MECH_UD) {
+		uint8_t second = p->site.insn.len >= 2 ? p->site.insn.orig[1] : p->site.next;
+		*(volatile uint16_t *)alias =
+			(uint16_t)(p->site.insn.orig[0] | second << 8);
+	} else {
+		*(volatile uint8_t *)alias = p->site.insn.orig[0];
+	}
+}
+
+int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
+		 const char **why)
+{
+	size_t avail = (uintptr_t)__text_end - addr;
+	if (avail > 16)
+		avail = 16;
+	if (i386_decode((const uint8_t *)addr, avail, &site->insn, why) != 0)
+		return -1;
+	unsigned k = site->insn.kind;
+	bool entry_form = k == I386_PUSH_EBP || k == I386_PUSH_EBP_MOV ||
+			  k == I386_ENTER || k == I386_NOP;
+	if (kind == WIRE_EVENT_ENTRY && !entry_form) {
+		*why = "an entry probe needs push %ebp, enter or nop";
+		return -1;
+	}
+	if (kind == WIRE_EVENT_RETURN && entry_form && k != I386_NOP) {
+		*why = "a return probe needs pop %ebp, leave, ret or nop";
+		return -1;
+	}
+	site->next = avail > 1 ? ((const uint8_t *)addr)[1] : 0;
+	return 0;
+}
+
+void tarch_arm(struct probe *p)
+{
+	irqflags_t f = spin_lock_irqsave(&step_lock);
+	store_trap(p);
+	spin_unlock_irqrestore(&step_lock, f);
+}
+
+void tarch_disarm(struct probe *p)
+{
+	irqflags_t f = spin_lock_irqsave(&step_lock);
+	store_original(p);
+	spin_unlock_irqrestore(&step_lock, f);
+}
+
+void tarch_reset(void)
+{
+	step_rearms = 0;
+}
+
+uint64_t i386_step_rearms(void)
+{
+	return step_rearms;
+}
+
+/* ---- the fire path ---- */
+
+struct access_log {
+	uint32_t addr, before, after;
+	bool     used;
+	bool     store_pending;
+};
+
+static bool mapped(uint32_t addr)
+{
+	return addr >= STACK_LOW && addr <= STACK_HIGH - 4;
+}
+
+static int log_read(void *ctx, uint32_t addr, uint32_t *value)
+{
+	struct access_log *log = ctx;
+	if (!mapped(addr))
+		return -1;
+	*value = *(const volatile uint32_t *)addr;
+	if (!log->used)
+		*log = (struct access_log){ addr, *value, *value, true, false };
+	return 0;
+}
+
+/* Stores are deferred: entry.S makes them once the frame has moved. */
+static int log_write(void *ctx, uint32_t addr, uint32_t value)
+{
+	struct access_log *log = ctx;
+	if (!mapped(addr) || log->store_pending)
+		return -1;
+	uint32_t before = *(const volatile uint32_t *)addr;
+	*log = (struct access_log){ addr, before, value, true, true };
+	return 0;
+}
+
+static void regs_from_frame(const struct trapframe *tf, uint32_t site,
+			    struct i386_regs *r)
+{
+	*r = (struct i386_regs){
+		.eax = tf->eax, .ecx = tf->ecx, .edx = tf->edx, .ebx = tf->ebx,
+		.esp = trapframe_sp(tf), .ebp = tf->ebp, .esi = tf->esi,
+		.edi = tf->edi, .eip = site, .eflags = tf->eflags,
+	};
+}
+
+static void regs_words(const struct i386_regs *r, unsigned long *w)
+{
+	w[0] = r->eax; w[1] = r->ecx; w[2] = r->edx; w[3] = r->ebx;
+	w[4] = r->esp; w[5] = r->ebp; w[6] = r->esi; w[7] = r->edi;
+	w[8] = r->eip; w[9] = r->eflags;
+}
+
+static void record_fire(const struct probe *p, const struct trapframe *tf)
+{
+	unsigned long w[2 + TRACER_MAX_ARGS];
+	uint32_t sp = trapframe_sp(tf);
+	unsigned n = 2;
+
+	tracer_count_fire();
+	w[0] = p->addr;
+	w[1] = sp;
+	if (p->kind == WIRE_EVENT_ENTRY) {
+		/* At the first instruction, [sp] is the return address and the
+		 * arguments follow (cdecl), as ctrace reads them. */
+		for (unsigned i = 0; i < p->nargs; i++) {
+			uint32_t a = sp + 4 + 4 * i;
+			w[n++] = mapped(a) ? *(const uint32_t *)a : 0;
+		}
+	} else {
+		w[n++] = tf->eax;
+	}
+	tracer_record(p, p->kind, w, n);
+}
+
+static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
+{
+	panic("probe %u at 0x%x (%s): the displaced instruction would fault at "
+	      "0x%x", p->id, (unsigned)p->addr,
+	      i386_site_kind_names[p->site.insn.kind], addr);
+}
+
+/* Emulate p's instruction on the trapped state. Returns the new ESP if the
+ * frame must move, else 0. */
+static uint32_t emulate(const struct probe *p, struct trapframe *tf)
+{
+	struct i386_regs r;
+	struct access_log log = { 0 };
+	const struct i386_mem mem = { log_read, log_write, &log };
+	uint32_t fault = 0;
+	unsigned long w[I386_CHECK_WORDS];
+
+	regs_from_frame(tf, (uint32_t)p->addr, &r);
+	if (tracer_check_mode)
+		regs_words(&r, w);
+	uint32_t old_sp = r.esp;
+	if (i386_emulate(&p->site.insn, &r, &mem, &fault) != 0)
+		emulation_fault(p, fault);
+
+	if (tracer_check_mode) {
+		regs_words(&r, w + I386_CHECK_NREGS);
+		w[20] = log.used ? log.addr : 0;
+		w[21] = log.used ? log.before : 0;
+		w[22] = log.used ? log.after : 0;
+		tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_WORDS);
+	}
+
+	tf->eax = r.eax; tf->ecx = r.ecx; tf->edx = r.edx; tf->ebx = r.ebx;
+	tf->ebp = r.ebp; tf->esi = r.esi; tf->edi = r.edi;
+	tf->eip = r.eip; tf->eflags = r.eflags;
+	if (r.esp == old_sp && !log.store_pending)
+		return 0;
+	tf->vector = log.store_pending ? log.addr : 0;
+	tf->error = log.after;
+	return r.esp;
+}
+
+uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
+{
+	*handled = false;
+	if (tf->vector == 1) {
+		/* The single-step baseline's #DB, one instruction after the site. */
+		struct thread *me = thread_current();
+		if (!me->tracer_step)
+			return 0;
+		const struct probe *p = &tracer_probes[me->tracer_step - 1];
+		me->tracer_step = 0;
+		spin_lock(&step_lock);
+		if (p->state == PROBE_ENABLED && p->mech == MECH_STEP)
+			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
+		step_rearms++;
+		spin_unlock(&step_lock);
+		tf->eflags &= ~TF_FLAG;
+		*handled = true;
+		return 0;
+	}
+
+	uint32_t site = tf->vector == 3 ? tf->eip - 1 : tf->eip;
+	struct probe *p = tracer_lookup(site);
+	if (!p || (tf->vector == 6) != (p->mech == MECH_UD))
+		return 0;                /* not a probe's trap: trap_try's, or a bug */
+	*handled = true;
+	record_fire(p, tf);
+
+	if (p->mech == MECH_STEP) {
+		spin_lock(&step_lock);
+		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
+		spin_unlock(&step_lock);
+		thread_current()->tracer_step = p->id + 1;
+		tf->eip = site;
+		tf->eflags |= TF_FLAG;
+		return 0;
+	}
+	return emulate(p, tf);
+}

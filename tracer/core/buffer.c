@@ -1,0 +1,219 @@
+/*
+ * buffer.c — per-CPU trace buffers and the thread that drains them.
+ *
+ * Each CPU owns a byte ring that only it writes, from its fire path with
+ * interrupts masked, so recording takes no lock: one producer (the CPU) and
+ * one consumer (the drain thread, on any CPU). head and tail are free-running
+ * byte counts; the producer publishes a record by advancing head after
+ * writing it, the consumer frees space by advancing tail after copying
+ * records out. Both arches run with total store order (x86; SPARC TSO), so a
+ * compiler barrier orders those stores.
+ *
+ * Records are struct wire_event + words (wire.h), stored exactly as they
+ * will be sent. A record never wraps: if it does not fit before the end of
+ * the ring, a PAD marker (its first word is all the consumer reads) fills
+ * the rest and the record starts at offset 0. A record that finds no room
+ * is not written and counts in the CPU's drop counter, which the host sees
+ * in STATS frames: loss from a full buffer is counted, never silent.
+ *
+ * The drain thread copies records of one CPU into an EVENTS frame (up to
+ * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
+ */
+#include "buffer.h"
+#include "arch.h"
+#include "console.h"
+#include "cpu.h"
+#include "kstring.h"
+#include "link.h"
+#include "mm.h"
+#include "pages.h"
+#include "thread.h"
+#include "tracer.h"
+#include "wire.h"
+
+#define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+struct tracer_cpu {
+	uint8_t           *data;
+	uint32_t           size;       /* bytes, a power of two */
+	volatile uint32_t  head;       /* bytes ever written (producer) */
+	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
+	volatile uint64_t  fired, recorded, dropped, sent;
+} __attribute__((aligned(64)));
+
+static struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
+static volatile bool draining_paused;
+
+void tracer_count_fire(void)
+{
+	tcpu[this_cpu()->id].fired++;
+}
+
+void tracer_record(const struct probe *p, unsigned kind,
+		   const unsigned long *words, unsigned nwords)
+{
+	struct tracer_cpu *t = &tcpu[this_cpu()->id];
+	uint32_t len = sizeof(struct wire_event) + nwords * sizeof(unsigned long);
+	uint32_t head = t->head, tail = t->tail;
+	uint32_t off = head & (t->size - 1), contig = t->size - off;
+	uint32_t need = len <= contig ? len : contig + len;
+
+	if (!t->data || t->size - (head - tail) < need) {
+		t->dropped++;
+		return;
+	}
+	if (len > contig) {
+		((struct wire_event *)(t->data + off))->kind = WIRE_EVENT_PAD;
+		head += contig;
+		off = 0;
+	}
+	struct wire_event *e = (struct wire_event *)(t->data + off);
+	e->kind = (uint8_t)kind;
+	e->nwords = (uint8_t)nwords;
+	e->thread = (uint16_t)thread_current()->id;
+	e->probe = p->id;
+	e->cycles = arch_cycles();
+	unsigned long *w = (unsigned long *)(e + 1);
+	for (unsigned i = 0; i < nwords; i++)
+		w[i] = words[i];
+	compiler_barrier();
+	t->head = head + len;
+	t->recorded++;
+}
+
+/* Copy one frame's worth of cpu's records out and send it. Returns the
+ * number of records sent. */
+static unsigned drain_one(unsigned cpu)
+{
+	static uint8_t payload[KERNEL_MAX_CPUS][WIRE_MAX_PAYLOAD]
+		__attribute__((aligned(8)));
+	struct tracer_cpu *t = &tcpu[cpu];
+	struct wire_events head = { .cpu = (uint16_t)cpu };
+	size_t used = sizeof head;
+	uint32_t tail = t->tail, end = t->head;
+
+	compiler_barrier();
+	while (tail != end) {
+		uint32_t off = tail & (t->size - 1);
+		const struct wire_event *e = (const struct wire_event *)(t->data + off);
+		if (e->kind == WIRE_EVENT_PAD) {
+			tail += t->size - off;
+			continue;
+		}
+		size_t len = sizeof *e + e->nwords * sizeof(unsigned long);
+		if (used + len > WIRE_MAX_PAYLOAD)
+			break;
+		memcpy(payload[cpu] + used, e, len);
+		used += len;
+		head.count++;
+		tail += (uint32_t)len;
+	}
+	compiler_barrier();
+	t->tail = tail;
+	if (!head.count)
+		return 0;
+	memcpy(payload[cpu], &head, sizeof head);
+	link_send(WIRE_FRAME_EVENTS, payload[cpu], used, 0, 0);
+	t->sent += head.count;
+	return head.count;
+}
+
+static void drain_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		unsigned sent = 0;
+		if (!draining_paused)
+			for (unsigned c = 0; c < cpu_count(); c++)
+				sent += drain_one(c);
+		if (!sent)
+			thread_sleep(1);
+	}
+}
+
+void buffer_start_drain(void)
+{
+	if (!thread_create("drain", drain_thread, 0, THREAD_ANY_CPU))
+		panic("tracer: cannot create the drain thread");
+}
+
+bool buffer_empty(void)
+{
+	for (unsigned c = 0; c < cpu_count(); c++)
+		if (tcpu[c].sent != tcpu[c].recorded || tcpu[c].head != tcpu[c].tail)
+			return false;
+	return true;
+}
+
+void buffer_flush(void)
+{
+	uint64_t want[KERNEL_MAX_CPUS];
+	for (unsigned c = 0; c < cpu_count(); c++)
+		want[c] = tcpu[c].recorded;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		while (tcpu[c].sent < want[c])
+			thread_sleep(1);
+}
+
+void buffer_send_stats(void)
+{
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		struct wire_stats s = {
+			.cpu = c, .fired = t->fired, .recorded = t->recorded,
+			.dropped = t->dropped, .sent = t->sent, .buffer_bytes = t->size,
+		};
+		link_send(WIRE_FRAME_STATS, &s, sizeof s, 0, 0);
+	}
+}
+
+/* Only while no probe is enabled and every ring is drained. */
+void buffer_reset_counters(void)
+{
+	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		t->fired = t->recorded = t->dropped = t->sent = 0;
+	}
+}
+
+bool buffer_resize(size_t bytes)
+{
+	size_t page = mm_page_size;
+	if (bytes < page || (bytes & (bytes - 1)) || bytes > (1u << 30))
+		return false;
+	draining_paused = true;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		if (t->data)
+			pages_free(t->data, t->size / page);
+		t->data = 0;
+		t->size = 0;
+	}
+	bool ok = true;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		t->head = t->tail = 0;
+		t->data = pages_alloc(bytes / page);
+		if (!t->data) {
+			ok = false;
+			break;
+		}
+		t->size = (uint32_t)bytes;
+	}
+	if (!ok) {
+		for (unsigned c = 0; c < cpu_count(); c++) {
+			struct tracer_cpu *t = &tcpu[c];
+			if (t->data)
+				pages_free(t->data, t->size / page);
+			t->data = 0;
+			t->size = 0;
+		}
+	}
+	draining_paused = false;
+	return ok;
+}
+
+size_t buffer_size(void)
+{
+	return tcpu[0].size;
+}

@@ -1,0 +1,24 @@
+/*
+ * buffer.h — the tracer core's view of its per-CPU buffers (buffer.c).
+ * The fire path's half (tracer_record, tracer_count_fire) is in tracer.h.
+ */
+#ifndef TRACER_BUFFER_H
+#define TRACER_BUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+void buffer_start_drain(void);
+/* Every record written so far has been sent. */
+bool buffer_empty(void);
+/* Wait until every record written before the call has been sent. */
+void buffer_flush(void);
+/* One STATS frame per CPU. */
+void buffer_send_stats(void);
+void buffer_reset_counters(void);
+/* New rings of `bytes` (a power of two, at least a page) on every CPU;
+ * false if memory ran out (then no CPU has a ring). */
+bool buffer_resize(size_t bytes);
+size_t buffer_size(void);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * tracer.h — probes, as the kernel and the arch's fire path see them.
+ *
+ * The host finds candidate sites in the ELF and numbers them; `probe add`
+ * hands one to the guest, which decodes the instruction there once
+ * (tracer_arch.h) and refuses, with a reason, anything it cannot emulate or
+ * must not touch. A probe then moves between DISABLED and ENABLED as the
+ * host asks, while threads run: enabling writes the arch's trap over the
+ * first byte or word of the site through a writable alias of the read-only
+ * text, disabling writes the original back. Probe memory is reused only
+ * after `probe clear`, which first makes every CPU pass through an IPI: a
+ * CPU inside a fire path has interrupts masked, so once all have answered,
+ * none still looks at an old probe.
+ *
+ * The fire path (the arch's trap handler) looks the probe up by address
+ * (lock-free: entries are published before the trap is written and removed
+ * only by clear), records into this CPU's buffer (ring.h), and emulates.
+ *
+ * Everything here is arch-neutral; the arch supplies struct tarch_site and
+ * the functions of tracer_arch.h.
+ */
+#ifndef TRACER_H
+#define TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "command.h"
+#include "tracer_site.h"     /* struct tarch_site, from tracer/arch/<arch> */
+
+#define TRACER_MAX_PROBES 4096
+#define TRACER_MAX_ARGS   6
+
+enum probe_state { PROBE_FREE, PROBE_DISABLED, PROBE_ENABLED };
+
+struct probe {
+	uintptr_t          addr;
+	uint32_t           id;        /* the host's number, = index in the table */
+	uint8_t            kind;      /* WIRE_EVENT_ENTRY or WIRE_EVENT_RETURN */
+	uint8_t            nargs;     /* ENTRY: arguments to record */
+	volatile uint8_t   state;     /* enum probe_state */
+	uint8_t            mech;      /* trap mechanism it was armed with */
+	struct tarch_site  site;      /* the decoded original instruction */
+};
+
+extern struct probe tracer_probes[TRACER_MAX_PROBES];
+
+/* Fire path: the probe at addr, or 0. Lock-free. */
+struct probe *tracer_lookup(uintptr_t addr);
+/* Fire path: this CPU's event counter. */
+void tracer_count_fire(void);
+/* Fire path, interrupts masked: append one record to this CPU's buffer. */
+void tracer_record(const struct probe *p, unsigned kind,
+		   const unsigned long *words, unsigned nwords);
+/* Check mode is on: the arch records a CHECK event for each emulation. */
+extern volatile bool tracer_check_mode;
+/* The run's mechanism (index into tarch_mechs). */
+extern volatile unsigned tracer_mech;
+
+/* The kernel's own interface (the commands below and in-guest tests). The
+ * reason of a refusal goes to why. */
+int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
+		     char *why, size_t why_size);
+int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
+/* -1 if no such mechanism or probes are enabled. */
+int tracer_set_mode(const char *name);
+/* Disable and remove every probe; returns how many there were. */
+unsigned tracer_clear(void);
+
+/* The `probe` and `trace` commands (command.c dispatches to them). */
+int tracer_cmd_probe(int argc, char **argv, struct command_reply *r);
+int tracer_cmd_trace(int argc, char **argv, struct command_reply *r);
+
+/* Boot: map the text aliases, allocate default buffers. */
+void tracer_init(void);
+
+/* A writable alias of the kernel text byte at addr (mapped at init). */
+uint8_t *tracer_text_alias(uintptr_t addr);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * tracer_arch.h — what each arch's tracer provides (tracer/arch/<arch>/).
+ *
+ * Decode once, emulate by kind: tarch_decode() reads the instruction at a
+ * site when the probe is added and classifies it, or refuses with a reason
+ * the host prints. tarch_arm()/tarch_disarm() store the trap (or the
+ * original) with one atomic store through the text alias. The fire path
+ * itself lives in the arch's trap handler, which calls back into tracer.h.
+ *
+ * Mechanisms are the ways of getting control at a site, chosen per run:
+ * the emulating ones (int3 and LOCK-prefix #UD on i386, ILLTRAP on sparc64)
+ * and the lossy baselines of the seeds (single-step in situ, shell game).
+ */
+#ifndef TRACER_ARCH_H
+#define TRACER_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "tracer.h"
+
+struct tarch_mech {
+	const char *name;
+	const char *what;
+	bool        lossy;      /* a baseline: may miss firings by design */
+};
+
+extern const struct tarch_mech tarch_mechs[];
+extern const unsigned tarch_nmechs;
+
+/* Classify the instruction at addr as a probe of the given kind
+ * (WIRE_EVENT_ENTRY/RETURN). 0, or -1 with *why set. The address has
+ * already been checked to lie in probeable text. */
+int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
+		 const char **why);
+
+/* Whether p's site can take the trap of p->mech; if not, *why says why. */
+bool tarch_can_arm(const struct probe *p, const char **why);
+/* Write the trap of p->mech over the site / write the original back. */
+void tarch_arm(struct probe *p);
+void tarch_disarm(struct probe *p);
+
+/* Words in a CHECK record (0 if the arch has no check mode yet). */
+extern const unsigned tarch_check_words;
+
+/* Per-run statistics the arch keeps (e.g. single-step re-arms); may be 0. */
+void tarch_reset(void);
+
+#endif
