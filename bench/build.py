@@ -18,3 +18,21 @@ def ensure_image(arch: arches.Arch) -> None:
         out = (proc.stdout + proc.stderr).strip().splitlines()
         raise BuildError(f"building the {arch.name} image failed: {' '.join(cmd)}",
                          tail="\n".join(out[-30:]))
+
+
+def user_image(arch: arches.Arch, source) -> "Path":
+    """The guest image with a user's C file linked in, built in its own
+    directory (build/<arch>-user/<stem>/); returns the image to boot."""
+    from pathlib import Path
+    src = Path(source).resolve()
+    if not src.is_file():
+        raise BuildError(f"no such workload file: {source}")
+    out = Path("build") / f"{arch.name}-user" / src.stem
+    cmd = ["make", "-s", "--no-print-directory", "-f", "guest-kernel/image.mk",
+           f"ARCH={arch.name}", f"OUT={out}", f"USER_SRC={src}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0:
+        out_lines = (proc.stdout + proc.stderr).strip().splitlines()
+        raise BuildError(f"building {source} into the {arch.name} image failed: "
+                         f"{' '.join(cmd)}", tail="\n".join(out_lines[-30:]))
+    return REPO / out / arch.boot_image

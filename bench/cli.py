@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 
-from . import arches, build, junit, selftest
+from . import arches, build, junit, runs, selftest, trace
 from .cdefs import REPO
 from .errors import BenchError, GuestExited
 from .machine import Guest
@@ -77,6 +77,105 @@ def cmd_cmd(args) -> int:
             print(f"<< {r.status_name}: {r.message}", flush=True)
             worst = max(worst, 0 if r.ok else 1)
         g.exit(0)
+    return worst
+
+
+def _workload_of(source) -> str:
+    """The workload a user's C file defines: WORKLOAD(ident) = { "name", ..."""
+    import re
+    text = open(source, encoding="utf-8", errors="replace").read()
+    m = re.search(r'WORKLOAD\s*\(\s*\w+\s*\)\s*=\s*\{\s*"([^"]+)"', text)
+    if not m:
+        raise runs.TraceError(f"{source}: no `WORKLOAD(ident) = {{ \"name\", ... }}` "
+                              "descriptor (see guest-kernel/include/workload.h)")
+    return m.group(1)
+
+
+def cmd_run(args) -> int:
+    arch = arches.get(args.arch)
+    if args.workload:
+        image = build.user_image(arch, args.workload)
+        line = args.run or _workload_of(args.workload)
+        elf = image.parent / arch.symbols
+    else:
+        build.ensure_image(arch)
+        image, elf = None, None
+        line = args.run or "fib n=10"
+    try:
+        trace.parse_spec(args.probes)
+    except trace.SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    with Guest(arch, label="run", smp=args.smp, image=image, elf=elf,
+               command_timeout=args.timeout) as g:
+        s = runs.open_session(g)
+        try:
+            s.setup(args.probes, args.mode, check=args.check,
+                    buffer_bytes=args.buffer, strict=False)
+        except trace.SpecError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for n in s.notes:
+            print(f"note: {n}")
+        s.enable(True)
+        r = s.cmd(f"run {line}")
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    for ln in trace.format_trace(cap, s.probes, limit=args.limit):
+        print(ln)
+    for res in r.results:
+        print(f"result {res['name']} = {res['value']} "
+              f"({'ok' if res['status'] == 0 else 'WRONG'})")
+    rep = trace.verify(cap, s.probes, g.link_errors, allow_missing=args.mode == "step")
+    print(f"probes: {len(s.probes)} enabled in mode {args.mode}")
+    for ln in trace.summary_lines(rep):
+        print(ln)
+    status = 0 if r.ok else 1
+    if args.check:
+        from . import check_i386
+        sites = {p.id: type("Site", (), {"addr": p.addr,
+                                         "code": s.image.code(p.addr, 8)})
+                 for p in s.probes}
+        crep = check_i386.verify(cap.checks, sites)
+        print(crep.summary())
+        for m in crep.mismatches[:20]:
+            print(f"  MISMATCH {m}")
+        if crep.mismatches or not crep.checked:
+            status = 1
+    for prob in rep.problems:
+        print(f"PROBLEM: {prob}")
+    print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
+          f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
+    return status if rep.ok else 1
+
+
+def cmd_lossless(args) -> int:
+    arch = arches.get(args.arch)
+    modes = args.mode.split(",")
+    worst = 0
+    for mode in modes:
+        print(f"lossless {arch.name} mode={mode}:", flush=True)
+        res = runs.lossless(arch, mode, args.smp, args.threads, args.iters,
+                            depth=args.depth, timer_hz=args.timer_hz,
+                            on_line=lambda l: print(l, flush=True))
+        rep = res.report
+        for ln in trace.summary_lines(rep):
+            print(ln)
+        for prob in rep.problems:
+            print(f"  PROBLEM: {prob}")
+        pct = 100.0 * res.missed / res.firings_expected if res.firings_expected else 0
+        print(f"  expected={res.firings_expected} traced={rep.traced} "
+              f"fired={rep.fired} missed={res.missed} ({pct:.2f}%) "
+              f"dropped={rep.dropped} nesting_checked={rep.nesting_checked} "
+              f"workload={'ok' if res.result_ok else 'WRONG'} "
+              f"run {res.seconds:.1f} s", flush=True)
+        lossy = mode in runs.LOSSY_MODES
+        bad = (not res.result_ok or rep.dropped or rep.link_errors or
+               (not lossy and (res.missed or not rep.ok)))
+        worst = max(worst, 1 if bad else 0)
+        last = (res.missed, rep.dropped)
+    print(f"missed={last[0]} dropped={last[1]}")
     return worst
 
 
@@ -161,6 +260,35 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("commands", nargs="+", metavar="COMMAND",
                    help="e.g. 'run fib n=25' (quote each command)")
     s.set_defaults(func=cmd_cmd)
+
+    s = sub.add_parser("run", help="trace a workload with fbt probes")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD(); linked into "
+                   "the image (default: the built-in workloads)")
+    s.add_argument("--run", help="the run command's arguments, e.g. 'fib n=12' "
+                   "(default: the file's workload, or 'fib n=10')")
+    s.add_argument("--probes", default="fbt:*:entry,fbt:*:return",
+                   help="fbt:FUNCTION:entry|return, comma-separated; globs match "
+                   "workload functions")
+    s.add_argument("--mode", default="int3", help="int3, ud or step (i386)")
+    s.add_argument("--check", action="store_true", help="verify every emulation "
+                   "in unicorn")
+    s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
+    s.add_argument("--limit", type=int, default=200, help="trace lines to print")
+    s.add_argument("--timeout", type=float, default=300)
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("lossless", help="calltree under probes on many threads: "
+                       "expected vs traced, missed, dropped")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=4)
+    s.add_argument("--mode", default="int3", help="a mode or a comma list")
+    s.add_argument("--threads", type=int, default=8)
+    s.add_argument("--iters", type=int, default=3500)
+    s.add_argument("--depth", type=int, default=4)
+    s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    s.set_defaults(func=cmd_lossless)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")

@@ -80,11 +80,12 @@ class Guest:
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
-                 on_text=None, image: Path | None = None):
+                 on_text=None, image: Path | None = None, elf: Path | None = None):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
             raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
         self.image = Path(image) if image else self.arch.image()
+        self.elf = Path(elf) if elf else (self.image if image else self.arch.elf())
         self.boot_timeout = boot_timeout
         self.command_timeout = command_timeout
         self.on_text = on_text
@@ -104,6 +105,8 @@ class Guest:
         self.byte_order = "<"
         self.text: list[str] = []
         self.link_errors: list[wire.LinkError] = []
+        # EVENTS, STATS and EXPECT frames, in arrival order (bench/trace.py).
+        self.trace_frames: list[wire.Frame] = []
         self.exit_info: ExitInfo | None = None
         self.boot_seconds: float | None = None
         self._events: queue.Queue = queue.Queue()
@@ -327,6 +330,8 @@ class Guest:
             self._exit_status = wire.decode_exit(ev.payload, self.byte_order)
             self._note(f"== EXIT {self._exit_status} "
                        f"({exit_status_name(self._exit_status)})")
+        elif ev.type in wire.TRACE_TYPES:
+            self.trace_frames.append(ev)
         elif ev.type == wire.T_HELLO:
             raise ProtocolError("second HELLO: the guest rebooted", **self._context())
         else:
@@ -338,7 +343,7 @@ class Guest:
         if not regs or not any(r in line for r in regs):
             return line
         if self._symbols is None:
-            self._symbols = symbols.for_elf(self.arch.elf()) or False
+            self._symbols = symbols.for_elf(self.elf) or False
         return symbols.annotate(line, regs, self._symbols or None)
 
     def _note(self, line: str) -> None:

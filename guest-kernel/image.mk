@@ -10,7 +10,9 @@ ifeq ($(wildcard guest-kernel/arch/$(ARCH)/arch.mk),)
 $(error unknown ARCH '$(ARCH)': known are $(notdir $(wildcard guest-kernel/arch/*)))
 endif
 
-OUT := build/$(ARCH)
+# USER_SRC: a user's C file with its own WORKLOAD() linked in as well
+# (`python3 -m bench run --workload FILE.c`); build it into its own OUT.
+OUT ?= build/$(ARCH)
 include guest-kernel/arch/$(ARCH)/arch.mk
 
 CC := $(CROSS)gcc
@@ -28,6 +30,13 @@ SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/
 	tracer/arch/$(ARCH)/*.c) \
 	$(ARCH_SRCS)
 OBJS := $(patsubst %,$(OUT)/obj/%.o,$(SRCS))
+ifneq ($(USER_SRC),)
+USER_OBJ := $(OUT)/obj/user/$(notdir $(USER_SRC)).o
+OBJS += $(USER_OBJ)
+$(USER_OBJ): $(USER_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+endif
 
 all: $(IMAGES)
 

@@ -1,0 +1,149 @@
+"""Traced runs: put probes into a running guest, run a workload, get the
+records back and judge them (bench/trace.py).
+
+A session talks to the guest only through its commands:
+  probe mode M | probe check on | trace buffer BYTES | trace reset
+  probe add ID ADDR entry|return NARGS       (one per site; refusals noted)
+  probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
+`trace flush` returns once every record written so far has been sent and
+the per-CPU STATS frames are out, so the capture is complete when it
+answers. The lossless stress runs the calltree workload on many threads
+with probes on all its functions, and compares per-function entry and
+return counts with the counts the workload kept itself.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import arches, build, trace
+from .errors import BenchError
+from .machine import Guest
+
+
+class TraceError(BenchError):
+    """Probes could not be set up as asked."""
+
+
+def objdump_for(arch: arches.Arch) -> str:
+    return {"i386": "i686-linux-gnu-objdump",
+            "sparc64": "sparc64-linux-gnu-objdump"}[arch.name]
+
+
+@dataclass
+class Session:
+    guest: Guest
+    image: trace.Image
+    probes: list[trace.Probe] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def cmd(self, line: str, timeout: float | None = None):
+        r = self.guest.command(line, timeout=timeout)
+        return r
+
+    def must(self, line: str, timeout: float | None = None):
+        r = self.cmd(line, timeout)
+        if not r.ok:
+            raise TraceError(f"guest refused {line!r}: {r.status_name}: {r.message}",
+                             cmdline=self.guest.cmdline, log=str(self.guest.log_path))
+        return r
+
+    def setup(self, spec: str, mode: str, check: bool = False,
+              buffer_bytes: int | None = None, strict: bool = True) -> None:
+        self.probes, self.notes = trace.plan(spec, self.image, mode)
+        self.must(f"probe mode {mode}")
+        self.must(f"probe check {'on' if check else 'off'}")
+        if buffer_bytes:
+            self.must(f"trace buffer {buffer_bytes}", timeout=60)
+        self.must("trace reset")
+        kept = []
+        for p in self.probes:
+            kind = "entry" if p.kind == "entry" else "return"
+            r = self.cmd(f"probe add {p.id} {p.addr:#x} {kind} {p.nargs}")
+            if not r.ok:
+                p.refused = r.message
+                self.notes.append(f"{p.function} {p.kind} at {p.addr:#x}: {r.message}")
+                continue
+            kept.append(p)
+        refused = [p for p in self.probes if p.refused]
+        if refused and strict:
+            raise TraceError("the guest refused probes:\n  " +
+                             "\n  ".join(f"fbt:{p.function}:{p.kind} at {p.addr:#x}: "
+                                         f"{p.refused}" for p in refused))
+        self.probes = kept
+        if not kept:
+            raise TraceError("no probe left to enable:\n  " + "\n  ".join(self.notes))
+
+    def enable(self, on: bool = True) -> None:
+        if not on:
+            self.must("probe disable all")
+            return
+        for p in self.probes:
+            r = self.cmd(f"probe enable {p.id}")
+            if not r.ok:
+                raise TraceError(f"fbt:{p.function}:{p.kind} at {p.addr:#x}: "
+                                 f"{r.message}")
+
+    def finish(self) -> trace.Capture:
+        self.must("trace flush", timeout=600)
+        return trace.decode(self.guest.trace_frames, self.guest.byte_order,
+                            self.guest.hello["word_bytes"])
+
+
+def open_session(guest: Guest) -> Session:
+    return Session(guest, trace.load_image(guest.elf, objdump_for(guest.arch)))
+
+
+@dataclass
+class LosslessResult:
+    mode: str
+    report: trace.Report
+    capture: trace.Capture
+    result_ok: bool
+    seconds: float
+    firings_expected: int
+
+    @property
+    def missed(self) -> int:
+        return self.report.missed
+
+
+LOSSY_MODES = ("step", "shellgame")
+LOSSLESS_FUNCS = "fbt:ct_*:entry,fbt:ct_*:return"
+
+
+def lossless(arch: arches.Arch, mode: str, smp: int, threads: int, iters: int,
+             depth: int = 4, timer_hz: int = 0, on_line=print) -> LosslessResult:
+    build.ensure_image(arch)
+    # Room for every record of the run: ~36 bytes a firing, 32 firings per
+    # iteration at depth 4, threads + 1 reference run.
+    need = (threads + 1) * iters * (2 * depth + 8) * 2 * 40 // smp
+    buf = 1 << max(16, (need - 1).bit_length())
+    memory = 128 + (buf * smp) // (1 << 20) + 64
+    with Guest(arch, label=f"lossless-{mode}", smp=smp, memory_mb=min(memory, 1024),
+               command_timeout=1800) as g:
+        s = open_session(g)
+        s.setup(LOSSLESS_FUNCS, mode, buffer_bytes=buf, strict=False)
+        for n in s.notes:
+            on_line(f"  note: {n}")
+        if timer_hz:
+            s.must(f"timer {timer_hz}")
+        on_line(f"  {len(s.probes)} probes on calltree ({mode}), {threads} threads x "
+                f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU")
+        s.enable(True)
+        t0 = time.monotonic()
+        r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
+                  timeout=1800)
+        secs = time.monotonic() - t0
+        s.enable(False)
+        cap = s.finish()
+        rep = trace.verify(cap, s.probes, g.link_errors,
+                           allow_missing=mode in LOSSY_MODES)
+        g.exit(0)
+    probed = rep.entries_probed | rep.returns_probed
+    exp = sum(rep.expected.get(f, 0) for f in rep.entries_probed) + \
+        sum(rep.expected.get(f, 0) for f in rep.returns_probed)
+    if not probed:
+        raise TraceError("no calltree function could be probed")
+    return LosslessResult(mode, rep, cap, r.ok, secs, exp)

@@ -1,0 +1,462 @@
+"""Function-boundary tracing, host side: sites, probes, records, checks.
+
+The flow is one way (DESIGN.md):
+
+  ELF ─► functions and their instructions (objdump) ─► probe sites
+      ─► `probe add` lines the guest decodes and accepts or refuses
+  guest EVENTS/STATS/EXPECT frames ─► records ─► per-thread nesting,
+      counts against the workload's own ground truth, drops ─► Report
+      ─► a ctrace-like text trace: `cpu1 t3 -> fib(10)`, `cpu1 t3 <- fib = 55`
+
+Sites (fbt): a function's entry is its first instruction when that is a
+prologue (push %ebp, possibly fused with mov %esp,%ebp; enter). Its returns
+are found at every ret: the pop %ebp or leave just before it when there is
+one and no branch lands on the ret, else the ret itself. A function with no
+prologue at its start has no entry probe (the reason is reported). In mode
+`ud` (a two-byte ud2) returns are always probed at the ret.
+
+Probe patterns are `fbt:FUNCTION:entry|return`, comma-separated, FUNCTION a
+glob. A glob matches the workload functions (the ELF's
+[__workload_text_start, __workload_text_end)); an exact name may be any
+function of the kernel, and the guest refuses tracer and trap-path code.
+
+Records are decoded with the guest's word size and byte order (HELLO).
+Events of all CPUs are merged by cycle counter: QEMU gives every vCPU the
+same TSC, so a thread that migrates keeps its order.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import struct
+import subprocess
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from . import wire
+
+EVENT = wire.WIRE.structs["wire_event"]
+EVENTS_HEAD = wire.WIRE.structs["wire_events"]
+STATS = wire.WIRE.structs["wire_stats"]
+EXPECT = wire.WIRE.structs["wire_expect"]
+K_ENTRY = wire.WIRE.by_name("WIRE_EVENT_KINDS")["ENTRY"].value
+K_RETURN = wire.WIRE.by_name("WIRE_EVENT_KINDS")["RETURN"].value
+K_CHECK = wire.WIRE.by_name("WIRE_EVENT_KINDS")["CHECK"].value
+
+MAX_ARGS = 6
+
+
+class SpecError(ValueError):
+    """A probe pattern that names nothing, or is malformed."""
+
+
+# ---- the ELF: functions, instructions, arguments ----
+
+@dataclass
+class Insn:
+    addr: int
+    raw: bytes
+    text: str          # mnemonic and operands, as objdump prints them
+
+
+@dataclass
+class Function:
+    name: str
+    addr: int
+    size: int
+    insns: list[Insn] = field(default_factory=list)
+    nargs: int = 0
+
+
+_INSN = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f ]+?)\s*(?:\t(.*))?$")
+_FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+_TARGET = re.compile(r"^(?:j\w+|call\w*|loop\w*)\s+([0-9a-f]+)\b")
+
+
+@dataclass
+class Image:
+    """What the host knows about one guest ELF."""
+    path: Path
+    functions: dict[str, Function]
+    branch_targets: set[int]
+    symbols: dict[str, int]
+    text: bytes
+    text_addr: int
+
+    def code(self, addr: int, n: int = 8) -> bytes:
+        off = addr - self.text_addr
+        return self.text[off:off + n]
+
+    def workload_functions(self) -> list[Function]:
+        lo = self.symbols.get("__workload_text_start", 0)
+        hi = self.symbols.get("__workload_text_end", 0)
+        return [f for f in self.functions.values() if lo <= f.addr < hi]
+
+    def function_at(self, addr: int) -> Function | None:
+        for f in self.functions.values():
+            if f.addr <= addr < f.addr + max(f.size, 1):
+                return f
+        return None
+
+
+def _dwarf_nargs(elf: ELFFile) -> dict[int, int]:
+    """Function address -> number of formal parameters, from DWARF."""
+    out: dict[int, int] = {}
+    if not elf.has_dwarf_info():
+        return out
+    for cu in elf.get_dwarf_info().iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
+                continue
+            n = sum(1 for c in die.iter_children() if c.tag == "DW_TAG_formal_parameter")
+            out[die.attributes["DW_AT_low_pc"].value] = n
+    return out
+
+
+@lru_cache(maxsize=4)
+def _load_image(path: str, mtime: float, objdump: str) -> Image:
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        symtab = elf.get_section_by_name(".symtab")
+        symbols = {s.name: s["st_value"] for s in symtab.iter_symbols() if s.name}
+        sizes = {s.name: s["st_size"] for s in symtab.iter_symbols()
+                 if s.name and s["st_info"]["type"] == "STT_FUNC"}
+        text = elf.get_section_by_name(".text")
+        text_bytes, text_addr = text.data(), text["sh_addr"]
+        nargs = _dwarf_nargs(elf)
+    try:
+        out = subprocess.run([objdump, "-d", "-j", ".text", "-w", path],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"cannot disassemble {path} with {objdump}: {e}") from None
+    functions: dict[str, Function] = {}
+    targets: set[int] = set()
+    cur: Function | None = None
+    for line in out.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            name = m.group(2)
+            cur = None
+            if name in sizes:
+                cur = Function(name, int(m.group(1), 16), sizes[name])
+                cur.nargs = min(nargs.get(cur.addr, 0), MAX_ARGS)
+                functions[name] = cur
+            continue
+        m = _INSN.match(line)
+        if not m:
+            continue
+        addr, raw, text_ = int(m.group(1), 16), bytes.fromhex(m.group(2)), m.group(3) or ""
+        t = _TARGET.match(text_)
+        if t:
+            targets.add(int(t.group(1), 16))
+        if cur and addr < cur.addr + cur.size:
+            cur.insns.append(Insn(addr, raw, text_.strip()))
+    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr)
+
+
+def load_image(elf: Path, objdump: str) -> Image:
+    return _load_image(str(elf), elf.stat().st_mtime, objdump)
+
+
+# ---- probe sites ----
+
+@dataclass
+class Probe:
+    id: int
+    function: str
+    kind: str            # "entry" or "return"
+    addr: int
+    nargs: int = 0
+    refused: str = ""    # the guest's reason, if it refused
+
+
+def _is(insn: Insn, *mnemonics: str) -> bool:
+    return insn.text.split()[0] in mnemonics if insn.text else False
+
+
+def entry_site(f: Function) -> tuple[int | None, str]:
+    if not f.insns:
+        return None, "no instructions"
+    first = f.insns[0]
+    if _is(first, "push") and first.raw == b"\x55":
+        return first.addr, ""
+    if _is(first, "enter"):
+        return first.addr, ""
+    return None, f"first instruction is `{first.text}`, not a prologue"
+
+
+def return_sites(f: Function, image: Image, mode: str) -> list[int]:
+    sites = []
+    for i, insn in enumerate(f.insns):
+        if not _is(insn, "ret", "retl"):
+            continue
+        prev = f.insns[i - 1] if i else None
+        if (mode != "ud" and prev is not None and prev.raw in (b"\x5d", b"\xc9")
+                and insn.addr not in image.branch_targets):
+            sites.append(prev.addr)
+        else:
+            sites.append(insn.addr)
+    return sites
+
+
+def parse_spec(spec: str) -> list[tuple[str, str, str]]:
+    out = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        bits = part.split(":")
+        if len(bits) != 3 or bits[0] != "fbt" or bits[2] not in ("entry", "return", "*", ""):
+            raise SpecError(f"probe {part!r}: expected fbt:FUNCTION:entry|return")
+        if not bits[1]:
+            raise SpecError(f"probe {part!r}: no function")
+        kinds = ("entry", "return") if bits[2] in ("*", "") else (bits[2],)
+        out += [(bits[0], bits[1], k) for k in kinds]
+    if not out:
+        raise SpecError("no probes given")
+    return out
+
+
+def plan(spec: str, image: Image, mode: str) -> tuple[list[Probe], list[str]]:
+    """Probes for a pattern list, numbered from 0, and notes on functions
+    that matched but have no site of a kind."""
+    probes: list[Probe] = []
+    notes: list[str] = []
+    seen = set()
+    for _, pattern, kind in parse_spec(spec):
+        if any(c in pattern for c in "*?["):
+            pool = image.workload_functions()
+            matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
+        else:
+            matched = [image.functions[pattern]] if pattern in image.functions else []
+        if not matched:
+            raise SpecError(f"fbt:{pattern}:{kind} matches no function"
+                            + ("" if "*" in pattern else " (unknown symbol)"))
+        for f in sorted(matched, key=lambda f: f.addr):
+            if kind == "entry":
+                addr, why = entry_site(f)
+                addrs = [addr] if addr is not None else []
+                if why:
+                    notes.append(f"{f.name}: no entry probe: {why}")
+            else:
+                addrs = return_sites(f, image, mode)
+                if not addrs:
+                    notes.append(f"{f.name}: no return probe: no ret instruction")
+            for a in addrs:
+                if a in seen:
+                    continue
+                seen.add(a)
+                probes.append(Probe(len(probes), f.name, kind, a,
+                                    f.nargs if kind == "entry" else 0))
+    return probes, notes
+
+
+# ---- records ----
+
+@dataclass
+class Event:
+    cpu: int
+    thread: int
+    probe: int
+    kind: int
+    cycles: int
+    words: tuple
+
+
+@dataclass
+class Capture:
+    events: list[Event]
+    checks: list[Event]
+    stats: dict[int, dict]
+    expects: dict[str, int]
+    frames: int
+    bytes: int           # EVENTS payload bytes
+
+
+def decode(frames, order: str, word_bytes: int) -> Capture:
+    events: list[Event] = []
+    checks: list[Event] = []
+    stats: dict[int, dict] = {}
+    expects: dict[str, int] = {}
+    wfmt = {4: "I", 8: "Q"}[word_bytes]
+    nbytes = nframes = 0
+    for fr in frames:
+        p = fr.payload
+        if fr.type == wire.T_STATS:
+            s = STATS.unpack(p, order)
+            stats[s["cpu"]] = s
+        elif fr.type == wire.T_EXPECT:
+            e = EXPECT.unpack(p, order)
+            name = p[EXPECT.size:].decode("utf-8", "replace")
+            expects[name] = expects.get(name, 0) + e["calls"]
+        elif fr.type == wire.T_EVENTS:
+            nframes += 1
+            nbytes += len(p)
+            head = EVENTS_HEAD.unpack(p, order)
+            off = EVENTS_HEAD.size
+            for _ in range(head["count"]):
+                e = EVENT.unpack(p[off:off + EVENT.size], order)
+                off += EVENT.size
+                n = e["nwords"]
+                words = struct.unpack_from(f"{order}{n}{wfmt}", p, off)
+                off += n * word_bytes
+                ev = Event(head["cpu"], e["thread"], e["probe"], e["kind"],
+                           e["cycles"], words)
+                (checks if e["kind"] == K_CHECK else events).append(ev)
+            if off != len(p):
+                raise ValueError(f"EVENTS frame seq {fr.seq}: {len(p) - off} bytes "
+                                 "left over after its records")
+    events.sort(key=lambda e: e.cycles)
+    return Capture(events, checks, stats, expects, nframes, nbytes)
+
+
+# ---- verification ----
+
+@dataclass
+class Report:
+    entries: Counter
+    returns: Counter
+    expected: dict[str, int]
+    nesting_errors: list[str]
+    nesting_checked: int
+    dropped: int
+    fired: int
+    recorded: int
+    link_errors: list
+    problems: list[str]
+
+    @property
+    def expected_firings(self) -> int:
+        return sum(self.expected.get(f, 0) for f in self.entries_probed) + \
+            sum(self.expected.get(f, 0) for f in self.returns_probed)
+
+    entries_probed: set = field(default_factory=set)
+    returns_probed: set = field(default_factory=set)
+
+    @property
+    def traced(self) -> int:
+        return sum(self.entries.values()) + sum(self.returns.values())
+
+    @property
+    def missed(self) -> int:
+        """Firings the ground truth says happened and the trace lacks."""
+        m = 0
+        for f in self.entries_probed:
+            if f in self.expected:
+                m += max(0, self.expected[f] - self.entries[f])
+        for f in self.returns_probed:
+            if f in self.expected:
+                m += max(0, self.expected[f] - self.returns[f])
+        return m
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify(cap: Capture, probes: list[Probe], link_errors=(),
+           allow_missing: bool = False) -> Report:
+    by_id = {p.id: p for p in probes}
+    entries, returns = Counter(), Counter()
+    both = {p.function for p in probes if p.kind == "entry"} & \
+        {p.function for p in probes if p.kind == "return"}
+    stacks: dict[int, list[str]] = defaultdict(list)
+    nesting_errors: list[str] = []
+    checked = 0
+    problems: list[str] = []
+    for ev in cap.events:
+        p = by_id.get(ev.probe)
+        if p is None:
+            problems.append(f"record for unknown probe {ev.probe}")
+            continue
+        if ev.kind == K_ENTRY:
+            entries[p.function] += 1
+            if p.function in both:
+                stacks[ev.thread].append(p.function)
+        elif ev.kind == K_RETURN:
+            returns[p.function] += 1
+            if p.function in both:
+                st = stacks[ev.thread]
+                checked += 1
+                if not st or st[-1] != p.function:
+                    if len(nesting_errors) < 10:
+                        nesting_errors.append(
+                            f"t{ev.thread} cpu{ev.cpu}: return from {p.function} "
+                            f"while the innermost entry is "
+                            f"{st[-1] if st else 'none'}")
+                    if allow_missing and p.function in st:
+                        while st and st[-1] != p.function:
+                            st.pop()
+                        st.pop()
+                    elif not allow_missing:
+                        nesting_errors.append("(stopped checking this thread)")
+                        stacks[ev.thread] = []
+                else:
+                    st.pop()
+    dropped = sum(s["dropped"] for s in cap.stats.values())
+    fired = sum(s["fired"] for s in cap.stats.values())
+    recorded = sum(s["recorded"] for s in cap.stats.values())
+    rep = Report(entries, returns, dict(cap.expects), nesting_errors, checked,
+                 dropped, fired, recorded, list(link_errors), problems)
+    rep.entries_probed = {p.function for p in probes if p.kind == "entry"}
+    rep.returns_probed = {p.function for p in probes if p.kind == "return"}
+    if not cap.stats:
+        problems.append("no STATS frames: the guest's counters never arrived")
+    if link_errors:
+        problems.append(f"{len(link_errors)} link errors (lost or damaged frames): "
+                        + "; ".join(str(e) for e in link_errors[:3]))
+    if dropped:
+        problems.append(f"{dropped} records dropped (a trace buffer was full)")
+    sent = sum(s["sent"] for s in cap.stats.values())
+    got = len(cap.events) + len(cap.checks)
+    if cap.stats and sent != got:
+        problems.append(f"the guest sent {sent} records, the host decoded {got}")
+    if not allow_missing:
+        if nesting_errors:
+            problems.append(f"nesting broken: {nesting_errors[0]}")
+        for f in sorted(rep.entries_probed | rep.returns_probed):
+            if f not in rep.expected:
+                continue
+            for what, probed, seen in (("entries", rep.entries_probed, entries),
+                                       ("returns", rep.returns_probed, returns)):
+                if f in probed and seen[f] != rep.expected[f]:
+                    problems.append(f"{f}: {seen[f]} {what} traced, the workload "
+                                    f"counted {rep.expected[f]} calls")
+        # Balanced per-thread stacks: only probes enabled around the whole
+        # run can promise this; callers that toggle pass allow_missing.
+    return rep
+
+
+def summary_lines(rep: Report) -> list[str]:
+    lines = []
+    for f in sorted(rep.entries_probed | rep.returns_probed):
+        exp = rep.expected.get(f)
+        e = rep.entries[f] if f in rep.entries_probed else "-"
+        r = rep.returns[f] if f in rep.returns_probed else "-"
+        lines.append(f"  {f:24s} entries {e!s:>9} returns {r!s:>9} "
+                     f"expected {exp if exp is not None else '?'!s:>9}")
+    return lines
+
+
+# ---- printing ----
+
+def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None):
+    """ctrace-like lines, indented by each thread's depth."""
+    by_id = {p.id: p for p in probes}
+    depth: dict[int, int] = defaultdict(int)
+    for n, ev in enumerate(cap.events):
+        if limit is not None and n >= limit:
+            yield f"... {len(cap.events) - limit} more records"
+            return
+        p = by_id.get(ev.probe)
+        name = p.function if p else f"probe{ev.probe}"
+        if ev.kind == K_ENTRY:
+            args = ", ".join(str(w) for w in ev.words[2:])
+            yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}-> {name}({args})"
+            depth[ev.thread] += 1
+        else:
+            depth[ev.thread] = max(0, depth[ev.thread] - 1)
+            yield (f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = "
+                   f"{ev.words[2] if len(ev.words) > 2 else '?'}")
