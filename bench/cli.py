@@ -115,9 +115,9 @@ def cmd_run(args) -> int:
         except trace.SpecError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        s.enable(True)
         for n in s.notes:
             print(f"note: {n}")
-        s.enable(True)
         r = s.cmd(f"run {line}")
         s.enable(False)
         cap = s.finish()
@@ -177,6 +177,23 @@ def cmd_lossless(args) -> int:
         last = (res.missed, rep.dropped)
     print(f"missed={last[0]} dropped={last[1]}")
     return worst
+
+
+def cmd_toggle(args) -> int:
+    arch = arches.get(args.arch)
+    print(f"toggle {arch.name} mode={args.mode}: {args.toggles} arm/disarm cycles "
+          f"while {args.threads} threads run on {args.smp} CPUs", flush=True)
+    res = runs.toggle_stress(arch, args.mode, args.smp, args.threads, args.iters,
+                             args.toggles, on_line=lambda l: print(l, flush=True))
+    rep = res.report
+    print(f"  workload {'ok' if res.result_ok else 'WRONG'}; {res.windows} armed "
+          f"windows; {rep.traced} records; {res.nesting_checked} returns checked "
+          f"inside windows, {len(res.nesting_errors)} nesting errors; "
+          f"dropped={rep.dropped}; {res.seconds:.1f} s")
+    for e in res.nesting_errors[:10]:
+        print(f"  NESTING: {e}")
+    bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors
+    return 1 if bad else 0
 
 
 def cmd_image(args) -> int:
@@ -289,6 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--depth", type=int, default=4)
     s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
     s.set_defaults(func=cmd_lossless)
+
+    s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
+                       "threads run")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=4)
+    s.add_argument("--mode", default="int3")
+    s.add_argument("--threads", type=int, default=8)
+    s.add_argument("--iters", type=int, default=100000)
+    s.add_argument("--toggles", type=int, default=1000)
+    s.set_defaults(func=cmd_toggle)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")

@@ -460,3 +460,36 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None):
             depth[ev.thread] = max(0, depth[ev.thread] - 1)
             yield (f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = "
                    f"{ev.words[2] if len(ev.words) > 2 else '?'}")
+
+
+def check_windows(cap: Capture, probes: list[Probe],
+                  windows: list[tuple[int, int]]) -> tuple[int, list[str]]:
+    """Nesting inside windows of guest time in which every probe was armed.
+    Per thread and window: an entry pushes; a return must match the
+    innermost entry of the window, or come while the window has none (a
+    call that began before the window). Returns (returns checked, errors)."""
+    by_id = {p.id: p for p in probes}
+    both = {p.function for p in probes if p.kind == "entry"} & \
+        {p.function for p in probes if p.kind == "return"}
+    starts = [w[0] for w in windows]
+    stacks: dict[tuple[int, int], list[str]] = defaultdict(list)
+    checked, errors = 0, []
+    import bisect
+    for ev in cap.events:
+        i = bisect.bisect_right(starts, ev.cycles) - 1
+        if i < 0 or ev.cycles > windows[i][1]:
+            continue
+        p = by_id.get(ev.probe)
+        if p is None or p.function not in both:
+            continue
+        st = stacks[(i, ev.thread)]
+        if ev.kind == K_ENTRY:
+            st.append(p.function)
+        elif ev.kind == K_RETURN:
+            checked += 1
+            if st and st[-1] == p.function:
+                st.pop()
+            elif st:
+                errors.append(f"window {i} t{ev.thread}: return from {p.function} "
+                              f"while the innermost entry is {st[-1]}")
+    return checked, errors

@@ -60,7 +60,8 @@ NOINLINE uint32_t ct_root(struct ct_counts *c, uint32_t i, uint32_t depth)
 	return ct_mid(c, i) + ct_rec(c, depth, i);
 }
 
-static void ct_thread(void *arg)
+NOINLINE void ct_thread(void *arg);
+NOINLINE void ct_thread(void *arg)
 {
 	struct ct_counts *c = arg;
 	for (uint64_t i = 0; i < c->iters; i++)

@@ -248,6 +248,10 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 			     argv[1]);
 	if (argc == 3 && strcmp(argv[2], "all") == 0) {
 		unsigned changed = 0, refused = 0;
+		/* The reply's cycles: when every probe was armed (enable), or
+		 * before the first was disarmed (disable) — the window in which
+		 * all of them were live, for the host's checks. */
+		uint64_t before = arch_cycles();
 		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 			struct probe *p = &tracer_probes[i];
 			if (p->state == PROBE_FREE || (p->state == PROBE_ENABLED) == enable)
@@ -261,8 +265,9 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 		if (refused)
 			return reply(r, WIRE_REPLY_FAILED, "%u probes enabled, %u refused; "
 				     "first: %s", changed, refused, why);
-		return reply(r, WIRE_REPLY_OK, "%u probes %s, %u enabled", changed,
-			     enable ? "enabled" : "disabled", probes_enabled);
+		return reply(r, WIRE_REPLY_OK, "%u probes %s, %u enabled, cycles=%llu",
+			     changed, enable ? "enabled" : "disabled", probes_enabled,
+			     (unsigned long long)(enable ? arch_cycles() : before));
 	}
 	/* Check every id first: a bad one changes nothing. */
 	for (int i = 2; i < argc; i++) {

@@ -1,0 +1,314 @@
+"""Check mode, host half, IA-32: re-execute every emulation the guest made.
+
+Theory of operation. In check mode the guest records, for each displaced
+instruction a probe emulates, a CHECK record (tracer/arch/i386/check.h):
+the registers before, the registers after, and the one stack word touched
+(address, value before, value after). verify() runs the ORIGINAL
+instruction bytes of the site in python3-unicorn from the "before" state,
+at the guest's own addresses, and compares unicorn's result ("expected")
+with the guest's "after" state ("actual"), field by field. The register
+order and record size come from check.h through cdefs; nothing here
+repeats them.
+
+The model's memory is the site's code and the stack pages the instruction
+can touch (around ESP and EBP), mapped at their real addresses. Stack
+contents are unknown to the host, so the word a pop/leave/ret reads is
+supplied by a read hook: whatever address unicorn reads receives the value
+the guest recorded as read. The address itself is then compared, so an
+emulator that read the wrong word is caught by that field alone. A push or
+enter's store is caught by a write hook and compared (address and value);
+the value the store overwrote is not knowable and not compared.
+
+Speed: one unicorn instance serves all records. Every site's code is
+written into it before anything runs and is never written again, so
+unicorn 2.0.1's translation cache (which ignores later code writes, see
+ref_i386) cannot go stale for code we run. A record whose stack pages
+would share a page with site code, and any record that disagrees, is run
+(again) on a fresh instance, and only the fresh result is reported.
+
+EFLAGS: all 32 bits are compared, with one adjustment, measured on
+unicorn 2.0.1: with TF (bit 8) set, unicorn raises a #DB exception after
+the instruction (UC_ERR_EXCEPTION) instead of completing it. None of the
+emulated forms reads or writes EFLAGS, so the model runs with TF clear and
+puts the recorded TF back into its result. Unicorn also forces bit 1
+(reserved, always 1 on a real CPU) on; a record with bit 1 clear is a
+real mismatch and is reported.
+
+A RET whose return address is unmapped in the model stops with a fetch
+(or read) error at the target after the ret completed; that stop is
+treated as the end of the run (as in ref_i386), any other error is
+reported as a mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
+                     UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
+from unicorn import x86_const as X
+
+from . import cdefs
+
+CHECK = cdefs.load("tracer/arch/i386/check.h")
+_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
+NREGS = CHECK.const("I386_CHECK_NREGS")
+WORDS = CHECK.const("I386_CHECK_WORDS")
+if [e.value for e in _TABLE] != list(range(NREGS)) or WORDS != 2 * NREGS + 3:
+    raise cdefs.CdefsError("check.h: I386_CHECK_REGS must number 0..NREGS-1 "
+                           "and a record be 2*NREGS+3 words")
+REGS = tuple(e.meaning for e in _TABLE)           # field names: eax ... eflags
+_UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
+I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
+I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
+I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
+I_EBP = next(e.value for e in _TABLE if e.name == "EBP")
+W_ADDR, W_BEFORE, W_AFTER = 2 * NREGS, 2 * NREGS + 1, 2 * NREGS + 2
+
+FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
+         "ENTER", "NOP")
+_WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER"}
+_READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
+
+TF = 0x100
+PAGE = 0x1000
+M32 = 0xffffffff
+
+
+@dataclass(frozen=True)
+class Form:
+    name: str
+    length: int         # bytes of the site the emulation covers
+    count: int          # instructions in it
+
+
+def classify(code: bytes) -> Form | str:
+    """The emulated form the site's original bytes make, or why none."""
+    c = bytes(code)
+    if not c:
+        return "no code bytes"
+    if c[0] == 0x55:
+        if c[1:3] in (b"\x89\xe5", b"\x8b\xec"):
+            return Form("PUSH_EBP_MOV", 3, 2)
+        return Form("PUSH_EBP", 1, 1)
+    one = {0x5d: "POP_EBP", 0xc9: "LEAVE", 0xc3: "RET", 0x90: "NOP"}
+    if c[0] in one:
+        return Form(one[c[0]], 1, 1)
+    if c[0] == 0xc2 and len(c) >= 3:
+        if c[2] & 0x80:
+            return "ret imm16 >= 0x8000 is refused by the guest"
+        return Form("RET_IMM", 3, 1)
+    if c[0] == 0xc8 and len(c) >= 4:
+        if c[3]:
+            return "enter with a nesting level is refused by the guest"
+        return Form("ENTER", 4, 1)
+    return f"{c[:4].hex()} is not an emulated form"
+
+
+@dataclass
+class CheckReport:
+    checked: int = 0
+    by_form: dict[str, int] = field(default_factory=dict)
+    mismatches: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        forms = ", ".join(f"{f} {self.by_form[f]}" for f in
+                          sorted(self.by_form, key=lambda f: (FORMS.index(f)
+                                 if f in FORMS else len(FORMS), f)))
+        return (f"check: {self.checked} emulations checked"
+                f"{f' ({forms})' if forms else ''}, "
+                f"{len(self.mismatches)} mismatches")
+
+
+def _pages(addr: int, size: int) -> set[int]:
+    first = addr & M32 & ~(PAGE - 1)
+    last = (addr + size - 1) & M32 & ~(PAGE - 1)
+    return {first, last}
+
+
+def _stack_pages(w) -> set[int]:
+    esp, ebp = w[I_ESP], w[I_EBP]
+    return _pages(esp - 4, 8) | _pages(ebp, 4)
+
+
+class _Model:
+    """One unicorn instance at the guest's addresses, with access hooks."""
+
+    def __init__(self, code: dict[int, int]):
+        self.uc = Uc(UC_ARCH_X86, UC_MODE_32)
+        self.mapped: set[int] = set()
+        self.map(set().union(*(_pages(a, 1) for a in code)) if code else set())
+        for a, b in _runs(code):
+            self.uc.mem_write(a, b)
+        self.uc.hook_add(UC_HOOK_MEM_READ, self._on_read)
+        self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_write)
+        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
+
+    def map(self, pages):
+        for p in sorted(set(pages) - self.mapped):
+            self.uc.mem_map(p, PAGE)
+            self.mapped.add(p)
+
+    @staticmethod
+    def _piece_of(spans, address, size):
+        # An unaligned access across a page is reported whole, then again
+        # as its pieces (see ref_i386); the pieces are not accesses.
+        return any(a < address + size and address < a + s for a, s in spans)
+
+    def _on_read(self, uc, access, address, size, value, user):
+        if self._piece_of(self._rspans, address, size):
+            return
+        self._rspans.append((address, size))
+        self.reads.append(address)
+        try:
+            uc.mem_write(address, (self.word & ((1 << (8 * size)) - 1))
+                         .to_bytes(size, "little"))
+        except UcError:
+            pass                        # unmapped: the unmapped hook stops it
+
+    def _on_write(self, uc, access, address, size, value, user):
+        if self._piece_of(self._wspans, address, size):
+            return
+        self._wspans.append((address, size))
+        self.writes.append((address, value & ((1 << (8 * size)) - 1)))
+
+    def _on_unmapped(self, uc, access, address, size, value, user):
+        self.unmapped.append(address)
+        return False
+
+    def run(self, w, form: Form):
+        """Registers after, reads, writes, error text (or None)."""
+        self.reads, self.writes, self.unmapped = [], [], []
+        self._rspans, self._wspans = [], []
+        self.word = w[W_BEFORE]
+        before = list(w[:NREGS])
+        before[I_EFLAGS] &= ~TF & M32
+        for reg, v in zip(_UC, before):
+            self.uc.reg_write(reg, v & M32)
+        eip = w[I_EIP]
+        err = None
+        try:
+            self.uc.emu_start(eip, (eip + form.length) & M32, count=form.count)
+        except UcError as e:
+            pc = self.uc.reg_read(X.UC_X86_REG_EIP)
+            if not self.unmapped or any(a != pc for a in self.unmapped):
+                err = str(e)
+        after = [self.uc.reg_read(reg) & M32 for reg in _UC]
+        after[I_EFLAGS] |= w[I_EFLAGS] & TF
+        return after, list(self.reads), list(self.writes), err
+
+
+def _runs(code: dict[int, int]):
+    """Byte map -> contiguous (address, bytes) runs."""
+    out, start, buf, prev = [], None, bytearray(), None
+    for a in sorted(code):
+        if prev is not None and a == prev + 1:
+            buf.append(code[a])
+        else:
+            if buf:
+                out.append((start, bytes(buf)))
+            start, buf = a, bytearray([code[a]])
+        prev = a
+    if buf:
+        out.append((start, bytes(buf)))
+    return out
+
+
+def _hx(v: int) -> str:
+    return f"{v:#010x}"
+
+
+def _diffs(w, form: Form, result) -> list[str]:
+    after, reads, writes, err = result
+    out = [f"unicorn: {err}"] if err else []
+    out += [f"{name}: expected {_hx(want)} vs actual {_hx(got)}"
+            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS])
+            if want != got]
+    addr, before, written = w[W_ADDR], w[W_BEFORE], w[W_AFTER]
+    if form.name in _WRITES:
+        if len(writes) != 1:
+            out.append(f"stack writes: unicorn made {len(writes)}, the guest "
+                       f"recorded 1")
+        if writes:
+            wa, wv = writes[0]
+            if wa != addr:
+                out.append(f"stack address: expected {_hx(wa)} vs actual {_hx(addr)}")
+            if wv != written:
+                out.append(f"stack word written: expected {_hx(wv)} vs actual "
+                           f"{_hx(written)}")
+    elif form.name in _READS:
+        if len(reads) != 1 or writes:
+            out.append(f"stack accesses: unicorn made {len(reads)} reads and "
+                       f"{len(writes)} writes, the guest recorded 1 read")
+        if reads and reads[0] != addr:
+            out.append(f"stack address: expected {_hx(reads[0])} vs actual {_hx(addr)}")
+        if written != before:
+            out.append(f"stack word after a read: expected {_hx(before)} vs "
+                       f"actual {_hx(written)}")
+    else:
+        if reads or writes:
+            out.append(f"stack accesses: unicorn made {len(reads)} reads and "
+                       f"{len(writes)} writes, the guest recorded none")
+        for what, v in (("stack address", addr), ("stack word before", before),
+                        ("stack word after", written)):
+            if v:
+                out.append(f"{what}: expected {_hx(0)} vs actual {_hx(v)}")
+    return out
+
+
+def _fresh(site_code: dict[int, int], w, form: Form):
+    m = _Model(site_code)
+    m.map(_stack_pages(w))
+    return m.run(w, form)
+
+
+def verify(checks, sites) -> CheckReport:
+    """Re-execute each CHECK record's site in unicorn; see the docstring."""
+    report = CheckReport()
+    forms: dict[int, Form | str] = {}
+    code: dict[int, int] = {}          # every site's bytes, by address
+    conflicts: set[int] = set()        # sites whose bytes disagree with another's
+    for pid, s in sites.items():
+        forms[pid] = classify(s.code)
+        for i, b in enumerate(bytes(s.code)):
+            a = (s.addr + i) & M32
+            if code.setdefault(a, b) != b:
+                conflicts.add(pid)
+    code_pages = set().union(*(_pages(a, 1) for a in code)) if code else set()
+    shared = _Model(code)
+
+    for rec in checks:
+        pid, w = rec.probe, tuple(rec.words)
+        site = sites.get(pid)
+        if site is None:
+            report.mismatches.append(f"probe {pid}: CHECK record for a probe "
+                                     "with no known site")
+            continue
+        form = forms[pid]
+        head = f"probe {pid} at {site.addr:#x}"
+        if isinstance(form, str):
+            report.mismatches.append(f"{head}: {form}")
+            continue
+        head += f" {form.name}"
+        if len(w) != WORDS:
+            report.mismatches.append(f"{head}: record has {len(w)} words, "
+                                     f"not {WORDS}")
+            continue
+        report.checked += 1
+        report.by_form[form.name] = report.by_form.get(form.name, 0) + 1
+        if w[I_EIP] != site.addr:
+            report.mismatches.append(f"{head}: eip before: expected "
+                                     f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
+            continue
+        own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
+        pages = _stack_pages(w)
+        if pid in conflicts or pages & code_pages:
+            diffs = _diffs(w, form, _fresh(own, w, form))
+        else:
+            shared.map(pages)
+            diffs = _diffs(w, form, shared.run(w, form))
+            if diffs:                   # confirm on an instance with no past
+                diffs = _diffs(w, form, _fresh(own, w, form))
+        if diffs:
+            report.mismatches.append(f"{head}: " + "; ".join(diffs))
+    return report

@@ -1,0 +1,127 @@
+/*
+ * selftest_probes.S — code for the differential self-test of the probe
+ * emulator (selftest_probes.c).
+ *
+ * dt_call(in, entry) saves the C caller's callee-saved registers and ESP,
+ * loads EFLAGS and all eight GPRs (ESP too: it points into the test's
+ * scratch stack) from *in and jumps to entry, where one of the dt_* snippets
+ * below runs the instruction under test at its exported dt_site_* label and
+ * then reaches dt_capture (by jmp, or as the return address a ret pops).
+ * dt_capture stores every GPR and EFLAGS into dt_out exactly as the
+ * instruction left them, then restores the C state and returns.
+ *
+ * The register loads are movs and the jump is memory-indirect, so nothing
+ * between popfl and the site changes a flag. The one pushfl in dt_capture
+ * writes the word just below the final ESP, which the test does not
+ * compare. Each site starts on a 16-byte boundary, so a ud2 never straddles
+ * a page; a ret site is followed by a nop that ud2 may cover.
+ *
+ * Struct layout (struct dt_regs): eax ecx edx ebx esp ebp esi edi eflags.
+ */
+	.text
+
+	.global dt_call
+dt_call:
+	pushl	%ebp
+	movl	%esp, %ebp
+	pushl	%ebx
+	pushl	%esi
+	pushl	%edi
+	movl	%esp, dt_saved_esp
+	movl	12(%ebp), %eax
+	movl	%eax, dt_entry
+	movl	8(%ebp), %eax           /* in */
+	pushl	32(%eax)
+	popfl
+	movl	4(%eax), %ecx
+	movl	8(%eax), %edx
+	movl	12(%eax), %ebx
+	movl	16(%eax), %esp
+	movl	20(%eax), %ebp
+	movl	24(%eax), %esi
+	movl	28(%eax), %edi
+	movl	0(%eax), %eax
+	jmp	*dt_entry
+
+	.global dt_capture
+	.align 16
+dt_capture:
+	movl	%eax, dt_out + 0
+	movl	%ecx, dt_out + 4
+	movl	%edx, dt_out + 8
+	movl	%ebx, dt_out + 12
+	movl	%esp, dt_out + 16
+	movl	%ebp, dt_out + 20
+	movl	%esi, dt_out + 24
+	movl	%edi, dt_out + 28
+	pushfl
+	popl	dt_out + 32
+	cld
+	movl	dt_saved_esp, %esp
+	popl	%edi
+	popl	%esi
+	popl	%ebx
+	popl	%ebp
+	ret
+
+/* The snippets: each site at an exported label, 16-byte aligned. */
+	.macro SITE name
+	.global dt_site_\name
+	.align 16
+dt_site_\name:
+	.endm
+
+	SITE push_ebp
+	pushl	%ebp                    /* 55, not followed by a mov */
+	jmp	dt_capture
+
+	SITE push_ebp_mov
+	pushl	%ebp                    /* 55 89 e5 */
+	.byte	0x89, 0xe5
+	jmp	dt_capture
+
+	SITE push_ebp_mov_8b
+	.byte	0x55, 0x8b, 0xec        /* push %ebp; mov %esp,%ebp (8b ec) */
+	jmp	dt_capture
+
+	SITE pop_ebp
+	popl	%ebp                    /* 5d */
+	jmp	dt_capture
+
+	SITE leave
+	leave                           /* c9 */
+	jmp	dt_capture
+
+	SITE ret
+	ret                             /* c3, [esp] = dt_capture */
+	nop                             /* padding that ud2 may cover */
+
+	SITE ret_imm
+	ret	$0x10                   /* c2 10 00 */
+	nop
+
+	SITE ret_imm_big
+	ret	$0x1f4                  /* c2 f4 01: the high byte too */
+	nop
+
+	SITE enter
+	enter	$0x1c, $0               /* c8 1c 00 00 */
+	jmp	dt_capture
+
+	SITE enter_0
+	enter	$0, $0                  /* c8 00 00 00 */
+	jmp	dt_capture
+
+	SITE nop
+	nop                             /* 90 */
+	jmp	dt_capture
+
+	.bss
+	.align 4
+	.global dt_out
+dt_out:
+	.space	36
+dt_saved_esp:
+	.space	4
+dt_entry:
+	.space	4
