@@ -6,6 +6,11 @@
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
+#   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MODE=m] [RUN='name k=v']
+#                                trace a workload (yours, or fib) and check it
+#   make lossless ARCH=a [SMP=4] [MODE=int3,ud,step]
+#                                10^6 firings on 8 threads: missed, dropped
+#   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -17,10 +22,14 @@ ARCH ?=
 ARCH_OPT := $(if $(ARCH),--arch $(ARCH))
 SMP ?= 1
 
-.PHONY: help deps check selftest boot-time image clean
+PROBES ?= fbt:*:entry,fbt:*:return
+MODE ?=
+NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
+
+.PHONY: help deps check selftest boot-time run lossless toggle image clean
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@ci/deps.sh
@@ -33,6 +42,19 @@ selftest:
 
 boot-time:
 	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64)) --smp $(SMP)
+
+run:
+	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
+		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(MODE),--mode $(MODE)) \
+		$(if $(RUN),--run '$(RUN)')
+
+lossless:
+	$(BENCH) lossless --arch $(NEED_ARCH) --smp $(if $(filter-out 1,$(SMP)),$(SMP),4) \
+		--mode $(or $(MODE),int3,ud,step)
+
+toggle:
+	$(BENCH) toggle --arch $(NEED_ARCH) --smp $(if $(filter-out 1,$(SMP)),$(SMP),4) \
+		$(if $(MODE),--mode $(MODE))
 
 image:
 	$(BENCH) image $(ARCH_OPT)

@@ -16,8 +16,8 @@ prologue at its start has no entry probe (the reason is reported). In mode
 `ud` (a two-byte ud2) returns are always probed at the ret.
 
 Probe patterns are `fbt:FUNCTION:entry|return`, comma-separated, FUNCTION a
-glob. A glob matches the workload functions (the ELF's
-[__workload_text_start, __workload_text_end)); an exact name may be any
+glob. A glob matches the user's workload file when one is linked in, else
+the built-in workloads (Image.workload_functions); an exact name may be any
 function of the kernel, and the guest refuses tracer and trap-path code.
 
 Records are decoded with the guest's word size and byte order (HELLO).
@@ -93,8 +93,14 @@ class Image:
         return self.text[off:off + n]
 
     def workload_functions(self) -> list[Function]:
-        lo = self.symbols.get("__workload_text_start", 0)
-        hi = self.symbols.get("__workload_text_end", 0)
+        """What a glob matches: a user's own file if one is linked in (its
+        objects sit in [__user_text_start, __user_text_end)), else the
+        built-in workloads."""
+        lo = self.symbols.get("__user_text_start", 0)
+        hi = self.symbols.get("__user_text_end", 0)
+        if lo == hi:
+            lo = self.symbols.get("__workload_text_start", 0)
+            hi = self.symbols.get("__workload_text_end", 0)
         return [f for f in self.functions.values() if lo <= f.addr < hi]
 
     def function_at(self, addr: int) -> Function | None:
@@ -433,6 +439,8 @@ def summary_lines(rep: Report) -> list[str]:
     lines = []
     for f in sorted(rep.entries_probed | rep.returns_probed):
         exp = rep.expected.get(f)
+        if exp is None and not rep.entries[f] and not rep.returns[f]:
+            continue
         e = rep.entries[f] if f in rep.entries_probed else "-"
         r = rep.returns[f] if f in rep.returns_probed else "-"
         lines.append(f"  {f:24s} entries {e!s:>9} returns {r!s:>9} "

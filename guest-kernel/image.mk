@@ -13,6 +13,7 @@ endif
 # USER_SRC: a user's C file with its own WORKLOAD() linked in as well
 # (`python3 -m bench run --workload FILE.c`); build it into its own OUT.
 OUT ?= build/$(ARCH)
+.DEFAULT_GOAL := all
 include guest-kernel/arch/$(ARCH)/arch.mk
 
 CC := $(CROSS)gcc
@@ -27,7 +28,7 @@ CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 	$(ARCH_CFLAGS) -MMD -MP
 
 SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
-	tracer/arch/$(ARCH)/*.c) \
+	tracer/arch/$(ARCH)/*.c tracer/arch/$(ARCH)/*.S) \
 	$(ARCH_SRCS)
 OBJS := $(patsubst %,$(OUT)/obj/%.o,$(SRCS))
 ifneq ($(USER_SRC),)

@@ -131,6 +131,11 @@ static void drain_thread(void *arg)
 	}
 }
 
+void tracer_drain_pause(bool pause)
+{
+	draining_paused = pause;
+}
+
 void buffer_start_drain(void)
 {
 	if (!thread_create("drain", drain_thread, 0, THREAD_ANY_CPU))

@@ -71,6 +71,13 @@ unsigned tracer_clear(void);
 int tracer_cmd_probe(int argc, char **argv, struct command_reply *r);
 int tracer_cmd_trace(int argc, char **argv, struct command_reply *r);
 
+/* The bare trap round trip and its trap-less twin (arch), for costs. */
+void tracer_bare_trap(void);
+void tracer_bare_none(void);
+
+/* Hold the drain thread off the serial line (measurements), or let it go. */
+void tracer_drain_pause(bool pause);
+
 /* Boot: map the text aliases, allocate default buffers. */
 void tracer_init(void);
 

@@ -62,6 +62,8 @@ const unsigned tarch_check_words = I386_CHECK_WORDS;
 #define STACK_LOW      0x1000u          /* page 0 is unmapped */
 #define STACK_HIGH     0x10000000u      /* the identity map: 256 MiB */
 
+extern const char tracer_bare_int3[];
+
 static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
 static volatile uint64_t step_rearms;
 
@@ -298,6 +300,10 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 	}
 
 	uint32_t site = tf->vector == 3 ? tf->eip - 1 : tf->eip;
+	if (tf->vector == 3 && site == (uint32_t)tracer_bare_int3) {
+		*handled = true;        /* the bare round trip: nothing to do */
+		return 0;
+	}
 	struct probe *p = tracer_lookup(site);
 	if (!p || (tf->vector == 6) != (p->mech == MECH_UD))
 		return 0;                /* not a probe's trap: trap_try's, or a bug */

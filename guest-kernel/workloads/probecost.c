@@ -1,0 +1,95 @@
+/*
+ * probecost.c — what one probe firing costs, every mechanism in one boot.
+ *
+ * A loop calls cost_fn (a frame-pointer function: push %ebp; mov %esp,%ebp
+ * ... pop %ebp; ret) n times: once unprobed, then with an entry probe on it
+ * under each mechanism the arch offers. Per firing = (probed loop - plain
+ * loop) / n cycles. The bare trap round trip is a loop over an int3 the
+ * handler returns from at once, minus the same loop with a nop. The
+ * figures go out as TEXT lines `cost NAME CYCLES` (cycles per firing, in
+ * the arch cycle counter, whose rate HELLO gives); the value is n. The
+ * drain thread is held off during the probed loops, so the records (one a
+ * firing, into the default 256 KiB buffer: n at most 5000 leaves no drop)
+ * are written but sent afterwards.
+ */
+#include "arch.h"
+#include "console.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+#include "workload.h"
+
+__attribute__((noinline)) unsigned cost_fn(unsigned x);
+__attribute__((noinline)) unsigned cost_fn(unsigned x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+static uint64_t loop_fn(uint64_t n)
+{
+	unsigned acc = 0;
+	uint64_t t0 = arch_cycles();
+	for (uint64_t i = 0; i < n; i++)
+		acc = cost_fn(acc);
+	uint64_t t1 = arch_cycles();
+	return acc == (unsigned)n ? t1 - t0 : 0;
+}
+
+static uint64_t loop_bare(uint64_t n, void (*fn)(void))
+{
+	uint64_t t0 = arch_cycles();
+	for (uint64_t i = 0; i < n; i++)
+		fn();
+	return arch_cycles() - t0;
+}
+
+static void report(const char *name, uint64_t cycles, uint64_t base, uint64_t n)
+{
+	uint64_t per = cycles > base ? (cycles - base) / n : 0;
+	kprintf("cost %s %llu\n", name, (unsigned long long)per);
+}
+
+static void run_probecost(const uint64_t *v, struct workload_result *res)
+{
+	enum { ID = 4095 };
+	uint64_t n = v[0];
+	char why[128];
+
+	res->ok = true;
+	res->value = n;
+	uint64_t plain = loop_fn(n);
+	kprintf("cost plain_call %llu\n", (unsigned long long)(plain / n));
+	report("bare_trap", loop_bare(n, tracer_bare_trap), loop_bare(n, tracer_bare_none), n);
+
+	for (unsigned m = 0; m < tarch_nmechs; m++) {
+		const char *name = tarch_mechs[m].name;
+		if (tracer_set_mode(name) != 0 ||
+		    tracer_probe_add(ID, (uintptr_t)cost_fn, WIRE_EVENT_ENTRY, 1, why,
+				     sizeof why) != 0 ||
+		    tracer_probe_set(ID, true, why, sizeof why) != 0) {
+			kprintf("cost %s refused: %s\n", name, why);
+			tracer_clear();
+			res->ok = false;
+			continue;
+		}
+		tracer_drain_pause(true);       /* time the fire path, not the UART */
+		uint64_t probed = loop_fn(n);
+		tracer_drain_pause(false);
+		tracer_clear();
+		if (!probed)
+			res->ok = false;
+		report(name, probed, plain, n);
+	}
+	tracer_set_mode(tarch_mechs[0].name);
+}
+
+static const struct workload_param probecost_params[] = {
+	{ "n", 5000, 100, 5000, "firings per mechanism" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(probecost) = {
+	"probecost", "cycles per probe firing for each mechanism, and the bare "
+	"trap round trip; value = n", probecost_params, run_probecost,
+};
