@@ -193,6 +193,8 @@ def entry_site(f: Function) -> tuple[int | None, str]:
         return first.addr, ""
     if _is(first, "enter"):
         return first.addr, ""
+    if first.raw == b"\x90":
+        return first.addr, ""       # a patchable entry: nop before the prologue
     return None, f"first instruction is `{first.text}`, not a prologue"
 
 

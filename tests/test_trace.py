@@ -165,3 +165,36 @@ def test_a_damaged_events_frame_is_reported(i386):
     assert not rep.ok
     assert any("link errors" in p for p in rep.problems)
     assert any("the guest sent" in p for p in rep.problems)
+
+
+ALL_FORMS = ("fbt:fm_*:entry,fbt:fm_*:return,fbt:fib:entry,fbt:fib:return,"
+             "fbt:ct_mid:entry,fbt:ct_mid:return")
+
+
+@pytest.mark.parametrize("mode", ["int3", "ud"])
+def test_check_mode_verifies_every_form_in_unicorn(i386, mode):
+    from bench import check_i386
+    with Guest(i386, label=f"check-{mode}", smp=2) as g:
+        s = runs.open_session(g)
+        s.setup(ALL_FORMS, mode, check=True, buffer_bytes=4 << 20, strict=True)
+        s.enable(True)
+        for line in ("forms n=200", "fib n=10", "calltree threads=2 iters=50"):
+            assert s.must(f"run {line}").ok
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    sites = {p.id: type("Site", (), {"addr": p.addr, "code": s.image.code(p.addr, 8)})
+             for p in s.probes}
+    rep = check_i386.verify(cap.checks, sites)
+    print(rep.summary())
+    assert rep.mismatches == [], rep.mismatches[:5]
+    # ud2 is two bytes: in ud mode returns are probed at the ret, and the
+    # one-byte push %ebp / nop entries are refused; int3 covers all eight.
+    want = {"PUSH_EBP_MOV", "RET", "RET_IMM", "ENTER"}
+    if mode == "int3":
+        want |= {"PUSH_EBP", "NOP", "POP_EBP", "LEAVE"}
+    missing = {f for f in want if rep.by_form.get(f, 0) == 0}
+    assert not missing, f"no emulation of {missing} was checked: {rep.summary()}"
+    assert rep.checked == len(cap.checks) > 0
+    traced = trace.verify(cap, s.probes, g.link_errors)
+    assert traced.ok, traced.problems

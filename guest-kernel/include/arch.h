@@ -96,6 +96,11 @@ extern const struct selftest *const arch_selftest_table;
 void arch_crash(const char *kind);
 extern const char arch_crash_kinds[];
 
+/* The `forms` workload: call the arch's functions built from every form
+ * its probe emulator handles n times each; *calls = calls made. False if
+ * an answer was wrong. */
+bool arch_forms_run(uint64_t n, uint64_t *calls);
+
 /* Text placement, from the linker script: [text_start, text_end) is mapped
  * read-only; kernel_end is the first byte after the image. */
 extern char __text_start[], __text_end[], __kernel_end[];
