@@ -19,8 +19,10 @@ emulator that read the wrong word is caught by that field alone. A push or
 enter's store is caught by a write hook and compared (address and value);
 the value the store overwrote is not knowable and not compared.
 
-Speed: one unicorn instance serves all records. Every site's code is
-written into it before anything runs and is never written again, so
+Speed: one unicorn instance serves RECYCLE records at a time (unicorn
+2.0.1 aborts the process after tens of thousands of rets to distinct
+targets in one instance). Every site's code is written into it before
+anything runs and is never written again, so
 unicorn 2.0.1's translation cache (which ignores later code writes, see
 ref_i386) cannot go stale for code we run. A record whose stack pages
 would share a page with site code, and any record that disagrees, is run
@@ -71,6 +73,11 @@ _WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER"}
 _READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
 
 TF = 0x100
+# Runs per shared instance. unicorn 2.0.1 aborts the process ("tcg fatal
+# error", tcg.c:3073) after some 40000-90000 rets to distinct mapped
+# targets in one instance (each target is translated when the count stops
+# there); a new instance every RECYCLE runs costs well under 1%.
+RECYCLE = 10000
 PAGE = 0x1000
 M32 = 0xffffffff
 
@@ -275,7 +282,7 @@ def verify(checks, sites) -> CheckReport:
             if code.setdefault(a, b) != b:
                 conflicts.add(pid)
     code_pages = set().union(*(_pages(a, 1) for a in code)) if code else set()
-    shared = _Model(code)
+    shared, runs = None, 0
 
     for rec in checks:
         pid, w = rec.probe, tuple(rec.words)
@@ -305,6 +312,9 @@ def verify(checks, sites) -> CheckReport:
         if pid in conflicts or pages & code_pages:
             diffs = _diffs(w, form, _fresh(own, w, form))
         else:
+            if shared is None or runs >= RECYCLE:
+                shared, runs = _Model(code), 0
+            runs += 1
             shared.map(pages)
             diffs = _diffs(w, form, shared.run(w, form))
             if diffs:                   # confirm on an instance with no past
