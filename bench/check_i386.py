@@ -19,13 +19,21 @@ emulator that read the wrong word is caught by that field alone. A push or
 enter's store is caught by a write hook and compared (address and value);
 the value the store overwrote is not knowable and not compared.
 
-Speed: one unicorn instance serves RECYCLE records at a time (unicorn
-2.0.1 aborts the process after tens of thousands of rets to distinct
-targets in one instance). Every site's code is written into it before
-anything runs and is never written again, so
+Where a run stops: emu_start's `until` is the address the form ends at
+(site + length; for a ret, the return address, i.e. the word it reads),
+plus an instruction count. Unicorn 2.0.1 turns `until` into a stop at
+translation time, before decoding a byte there, so nothing but the site's
+own instructions is ever decoded. That matters: stopping by count alone
+makes unicorn translate whatever lies at a ret's target, and translating
+arbitrary bytes there aborted the whole process ("tcg fatal error",
+tcg.c:3073) once in some 10^5 records, and raised fetch errors when the
+junk ran into an unmapped page. (A ret to the site itself stops by count.)
+
+Speed: one unicorn instance serves up to RECYCLE records. Every site's
+code is written into it before anything runs and never written again, so
 unicorn 2.0.1's translation cache (which ignores later code writes, see
 ref_i386) cannot go stale for code we run. A record whose stack pages
-would share a page with site code, and any record that disagrees, is run
+share a page with site code, and any record that disagrees, is run
 (again) on a fresh instance, and only the fresh result is reported.
 
 EFLAGS: all 32 bits are compared, with one adjustment, measured on
@@ -36,10 +44,9 @@ puts the recorded TF back into its result. Unicorn also forces bit 1
 (reserved, always 1 on a real CPU) on; a record with bit 1 clear is a
 real mismatch and is reported.
 
-A RET whose return address is unmapped in the model stops with a fetch
-(or read) error at the target after the ret completed; that stop is
-treated as the end of the run (as in ref_i386), any other error is
-reported as a mismatch.
+Should a run still stop with an unmapped access at the address execution
+reached (a jump into unmapped memory; see ref_i386), that is the end of
+the run; any other unicorn error is reported as a mismatch.
 """
 
 from __future__ import annotations
@@ -71,12 +78,12 @@ FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
          "ENTER", "NOP")
 _WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER"}
 _READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
+_RETS = {"RET", "RET_IMM"}
 
 TF = 0x100
-# Runs per shared instance. unicorn 2.0.1 aborts the process ("tcg fatal
-# error", tcg.c:3073) after some 40000-90000 rets to distinct mapped
-# targets in one instance (each target is translated when the count stops
-# there); a new instance every RECYCLE runs costs well under 1%.
+# Runs per shared instance: a bound on what one instance accumulates
+# (mapped stack pages, translations). 10^6-record stress runs pass with
+# and without it; a new instance every RECYCLE runs costs under 1%.
 RECYCLE = 10000
 PAGE = 0x1000
 M32 = 0xffffffff
@@ -141,10 +148,10 @@ def _stack_pages(w) -> set[int]:
 class _Model:
     """One unicorn instance at the guest's addresses, with access hooks."""
 
-    def __init__(self, code: dict[int, int]):
+    def __init__(self, code: dict[int, int], pages: set[int]):
         self.uc = Uc(UC_ARCH_X86, UC_MODE_32)
         self.mapped: set[int] = set()
-        self.map(set().union(*(_pages(a, 1) for a in code)) if code else set())
+        self.map(pages)
         for a, b in _runs(code):
             self.uc.mem_write(a, b)
         self.uc.hook_add(UC_HOOK_MEM_READ, self._on_read)
@@ -193,9 +200,12 @@ class _Model:
         for reg, v in zip(_UC, before):
             self.uc.reg_write(reg, v & M32)
         eip = w[I_EIP]
+        until = (eip + form.length) & M32
+        if form.name in _RETS and w[W_BEFORE] != eip:
+            until = w[W_BEFORE]         # where the ret goes: the word it reads
         err = None
         try:
-            self.uc.emu_start(eip, (eip + form.length) & M32, count=form.count)
+            self.uc.emu_start(eip, until, count=form.count)
         except UcError as e:
             pc = self.uc.reg_read(X.UC_X86_REG_EIP)
             if not self.unmapped or any(a != pc for a in self.unmapped):
@@ -263,8 +273,15 @@ def _diffs(w, form: Form, result) -> list[str]:
     return out
 
 
-def _fresh(site_code: dict[int, int], w, form: Form):
-    m = _Model(site_code)
+def _code_pages(addr: int, code: bytes) -> set[int]:
+    # One byte past the code too: the run stops there (emu_start's until),
+    # and unicorn translates that address, to a stop, before stopping.
+    return _pages(addr, len(code) + 1)
+
+
+def _fresh(site, w, form: Form):
+    own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
+    m = _Model(own, _code_pages(site.addr, site.code))
     m.map(_stack_pages(w))
     return m.run(w, form)
 
@@ -281,7 +298,8 @@ def verify(checks, sites) -> CheckReport:
             a = (s.addr + i) & M32
             if code.setdefault(a, b) != b:
                 conflicts.add(pid)
-    code_pages = set().union(*(_pages(a, 1) for a in code)) if code else set()
+    code_pages = set().union(set(), *(_code_pages(s.addr, s.code)
+                                      for s in sites.values()))
     shared, runs = None, 0
 
     for rec in checks:
@@ -307,18 +325,17 @@ def verify(checks, sites) -> CheckReport:
             report.mismatches.append(f"{head}: eip before: expected "
                                      f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
             continue
-        own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
         pages = _stack_pages(w)
         if pid in conflicts or pages & code_pages:
-            diffs = _diffs(w, form, _fresh(own, w, form))
+            diffs = _diffs(w, form, _fresh(site, w, form))
         else:
             if shared is None or runs >= RECYCLE:
-                shared, runs = _Model(code), 0
+                shared, runs = _Model(code, code_pages), 0
             runs += 1
             shared.map(pages)
             diffs = _diffs(w, form, shared.run(w, form))
             if diffs:                   # confirm on an instance with no past
-                diffs = _diffs(w, form, _fresh(own, w, form))
+                diffs = _diffs(w, form, _fresh(site, w, form))
         if diffs:
             report.mismatches.append(f"{head}: " + "; ".join(diffs))
     return report

@@ -13,6 +13,7 @@ the record's as "actual".
 """
 
 import random
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -45,6 +46,7 @@ SITES = {
     8: Site(0x00101070, b"\xc8\x10\x01\x00"),
     9: Site(0x00101080, b"\x90\x55\x89\xe5"),
     10: Site(0x00101ffe, b"\x55\x89\xe5\x83"),      # code straddles a page
+    11: Site(0x00101031, b"\xc3\x90\x90\x90"),      # right after site 4's pop
 }
 
 
@@ -80,7 +82,7 @@ def _after(form, regs, word, addr):
 
 FORM_OF = {1: "PUSH_EBP", 2: "PUSH_EBP_MOV", 3: "PUSH_EBP_MOV", 4: "POP_EBP",
            5: "LEAVE", 6: "RET", 7: "RET_IMM", 8: "ENTER", 9: "NOP",
-           10: "PUSH_EBP_MOV"}
+           10: "PUSH_EBP_MOV", 11: "RET"}
 SITE_CODE = {"ENTER": SITES[8].code}
 
 
@@ -91,7 +93,8 @@ def _record(pid, rnd, **over):
     regs["eflags"] = (rnd.getrandbits(32) & 0x00000cd5) | 0x202
     regs["esp"] = 0x00200000 + rnd.randrange(0x100, 0x7f00) & ~3
     regs["ebp"] = 0x00208000 + rnd.randrange(0x100, 0x7f00) & ~3
-    word = rnd.choice([rnd.getrandbits(32), addr + 0x40, 0x00101004])
+    word = rnd.choice([rnd.getrandbits(32), addr + 0x40, 0x00101004,
+                       rnd.choice(list(SITES.values())).addr, regs["esp"] + 0x10])
     regs.update({k: v for k, v in over.items() if k in regs})
     word = over.get("word", word)
     after, touched = _after(form, regs, word, addr)
@@ -114,7 +117,11 @@ def _good_records(n_each=25, seed=1):
         _record(2, rnd, esp=0x00101800),                  # stack in the code page
         _record(5, rnd, ebp=0x00101804, word=0x1234),
         _record(9, rnd, esp=0, ebp=M32),                  # nop: no memory at all
+        _record(1, rnd, esp=0),                           # push wraps to 0xfffffffc
+        _record(4, rnd, esp=0xfffffffc),                  # pop wraps ESP to 0
+        _record(6, rnd, word=SITES[6].addr),              # ret to itself
     ]
+    rnd.shuffle(recs)                                     # sites interleaved
     return recs
 
 
@@ -131,6 +138,11 @@ def test_correct_records_give_no_mismatches_and_count_every_form():
     s = rep.summary()
     assert s.startswith(f"check: {len(recs)} emulations checked (PUSH_EBP ")
     assert s.endswith(", 0 mismatches") and "RET_IMM " in s
+
+
+def test_form_names_are_the_guest_emulators():
+    text = (C.cdefs.REPO / "tracer/arch/i386/emulate.h").read_text()
+    assert tuple(re.findall(r"X\(([A-Z][A-Z0-9_]*),", text)) == C.FORMS
 
 
 def test_register_order_comes_from_the_header():
