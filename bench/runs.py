@@ -180,14 +180,15 @@ def _cycles_of(message: str) -> int:
 
 
 def toggle_stress(arch: arches.Arch, mode: str, smp: int, threads: int,
-                  iters: int, toggles: int, on_line=print) -> ToggleResult:
+                  iters: int, toggles: int, on_line=print,
+                  buffer_bytes: int = 32 << 20) -> ToggleResult:
     """Arm and disarm every calltree probe `toggles` times while the
     workload runs on all CPUs; the workload checks its own results."""
     build.ensure_image(arch)
     with Guest(arch, label=f"toggle-{mode}", smp=smp, memory_mb=256,
                command_timeout=1800) as g:
         s = open_session(g)
-        s.setup(LOSSLESS_FUNCS, mode, buffer_bytes=8 << 20, strict=False)
+        s.setup(LOSSLESS_FUNCS, mode, buffer_bytes=buffer_bytes, strict=False)
         s.enable(True)          # drops probes the mode cannot arm
         s.enable(False)
         t0 = time.monotonic()

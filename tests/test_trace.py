@@ -141,8 +141,8 @@ def test_single_step_baseline_misses_on_smp(i386):
 
 
 def test_toggling_probes_while_threads_run(i386):
-    res = runs.toggle_stress(i386, "int3", smp=2, threads=4, iters=20000,
-                             toggles=60, on_line=lambda l: None)
+    res = runs.toggle_stress(i386, "int3", smp=2, threads=4, iters=400000,
+                             toggles=60, on_line=lambda l: None, buffer_bytes=8 << 20)
     assert res.result_ok, "the workload's results changed under toggling"
     assert res.nesting_errors == [], res.nesting_errors[:5]
     assert res.nesting_checked > 0 and res.report.dropped == 0

@@ -41,7 +41,9 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
 		FIELD(wire_hello, byte_order); FIELD(wire_hello, arch);
-		FIELD(wire_hello, word_bytes); FIELD(wire_hello, max_command); FIELD(wire_hello, ncpus);
+		FIELD(wire_hello, word_bytes); FIELD(wire_hello, max_command);
+		FIELD(wire_hello, reserved0); FIELD(wire_hello, reserved1);
+		FIELD(wire_hello, reserved2); FIELD(wire_hello, ncpus);
 		FIELD(wire_hello, timer_hz); FIELD(wire_hello, page_size);
 		FIELD(wire_hello, cycles_at_hello); FIELD(wire_hello, cycles_hz);
 		FIELD(wire_reply, status); FIELD(wire_reply, command);
@@ -52,6 +54,7 @@ int main(int argc, char **argv)
 		FIELD(wire_event, thread); FIELD(wire_event, probe);
 		FIELD(wire_event, cycles);
 		FIELD(wire_events, cpu); FIELD(wire_events, count);
+		FIELD(wire_events, reserved); FIELD(wire_stats, reserved);
 		FIELD(wire_stats, cpu); FIELD(wire_stats, fired);
 		FIELD(wire_stats, recorded); FIELD(wire_stats, dropped);
 		FIELD(wire_stats, sent); FIELD(wire_stats, buffer_bytes);

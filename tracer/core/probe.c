@@ -262,6 +262,10 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 			else
 				refused++;
 		}
+		/* Every CPU takes an interrupt before the window opens: a CPU
+		 * still running code translated (or fetched) before the stores
+		 * must leave it, as cross-modifying code requires. */
+		sync_cpus();
 		if (refused)
 			return reply(r, WIRE_REPLY_FAILED, "%u probes enabled, %u refused; "
 				     "first: %s", changed, refused, why);
@@ -281,6 +285,7 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 	for (unsigned i = 0; i < n; i++)
 		if (tracer_probe_set(ids[i], enable, why, sizeof why) != 0)
 			return reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	sync_cpus();
 	return reply(r, WIRE_REPLY_OK, "%u enabled", probes_enabled);
 }
 
