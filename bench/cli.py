@@ -190,6 +190,8 @@ def cmd_toggle(args) -> int:
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "
           f"inside windows, {len(res.nesting_errors)} nesting errors; "
           f"dropped={rep.dropped}; {res.seconds:.1f} s")
+    if rep.dropped:
+        print("  records were dropped: nesting errors below may come from them")
     for e in res.nesting_errors[:10]:
         print(f"  NESTING: {e}")
     bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors
