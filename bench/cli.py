@@ -134,10 +134,7 @@ def cmd_run(args) -> int:
     status = 0 if r.ok else 1
     if args.check:
         from . import check_i386
-        sites = {p.id: type("Site", (), {"addr": p.addr,
-                                         "code": s.image.code(p.addr, 8)})
-                 for p in s.probes}
-        crep = check_i386.verify(cap.checks, sites)
+        crep = check_i386.verify(cap.checks, trace.sites_of(s.image, s.probes))
         print(crep.summary())
         for m in crep.mismatches[:20]:
             print(f"  MISMATCH {m}")

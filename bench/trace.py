@@ -27,6 +27,7 @@ same TSC, so a thread that migrates keeps its order.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 import struct
@@ -102,12 +103,6 @@ class Image:
             lo = self.symbols.get("__workload_text_start", 0)
             hi = self.symbols.get("__workload_text_end", 0)
         return [f for f in self.functions.values() if lo <= f.addr < hi]
-
-    def function_at(self, addr: int) -> Function | None:
-        for f in self.functions.values():
-            if f.addr <= addr < f.addr + max(f.size, 1):
-                return f
-        return None
 
 
 def _dwarf_nargs(elf: ELFFile) -> dict[int, int]:
@@ -210,6 +205,18 @@ def return_sites(f: Function, image: Image, mode: str) -> list[int]:
         else:
             sites.append(insn.addr)
     return sites
+
+
+@dataclass(frozen=True)
+class Site:
+    """What check mode needs of a probe's site: where, and the original
+    bytes there (bench/check_i386.py)."""
+    addr: int
+    code: bytes
+
+
+def sites_of(image: Image, probes: list[Probe]) -> dict[int, Site]:
+    return {p.id: Site(p.addr, image.code(p.addr, 8)) for p in probes}
 
 
 def parse_spec(spec: str) -> list[tuple[str, str, str]]:
@@ -322,6 +329,40 @@ def decode(frames, order: str, word_bytes: int) -> Capture:
 
 # ---- verification ----
 
+def _nesting(events, probes: list[Probe], key, outer_ok: bool) -> tuple[int, list[str]]:
+    """Walk events against per-key call stacks (key(ev) is the thread, or
+    (window, thread); None skips the event). An entry pushes; a return must
+    match the innermost entry. With outer_ok, a return on an empty stack is
+    a call that began before the window, not an error. After a mismatch the
+    stack is unwound to the returning function if it is on it, so one lost
+    record costs one error, not every one after it. Only functions with
+    both an entry and a return probe take part. Returns (returns checked,
+    errors)."""
+    by_id = {p.id: p for p in probes}
+    both = {p.function for p in probes if p.kind == "entry"} & \
+        {p.function for p in probes if p.kind == "return"}
+    stacks: dict = defaultdict(list)
+    checked, errors = 0, []
+    for ev in events:
+        p = by_id.get(ev.probe)
+        k = key(ev)
+        if p is None or k is None or p.function not in both:
+            continue
+        st = stacks[k]
+        if ev.kind == K_ENTRY:
+            st.append(p.function)
+            continue
+        checked += 1
+        if st and st[-1] == p.function:
+            st.pop()
+        elif st or not outer_ok:
+            errors.append(f"{k}: t{ev.thread} cpu{ev.cpu}: return from {p.function} "
+                          f"while the innermost entry is {st[-1] if st else 'none'}")
+            if p.function in st:
+                del st[len(st) - 1 - st[::-1].index(p.function):]
+    return checked, errors
+
+
 @dataclass
 class Report:
     entries: Counter
@@ -334,14 +375,17 @@ class Report:
     recorded: int
     link_errors: list
     problems: list[str]
+    entries_probed: set
+    returns_probed: set
+
+    def _per_kind(self):
+        return (("entries", self.entries_probed, self.entries),
+                ("returns", self.returns_probed, self.returns))
 
     @property
     def expected_firings(self) -> int:
-        return sum(self.expected.get(f, 0) for f in self.entries_probed) + \
-            sum(self.expected.get(f, 0) for f in self.returns_probed)
-
-    entries_probed: set = field(default_factory=set)
-    returns_probed: set = field(default_factory=set)
+        return sum(self.expected.get(f, 0) for _, probed, _ in self._per_kind()
+                   for f in probed)
 
     @property
     def traced(self) -> int:
@@ -350,14 +394,9 @@ class Report:
     @property
     def missed(self) -> int:
         """Firings the ground truth says happened and the trace lacks."""
-        m = 0
-        for f in self.entries_probed:
-            if f in self.expected:
-                m += max(0, self.expected[f] - self.entries[f])
-        for f in self.returns_probed:
-            if f in self.expected:
-                m += max(0, self.expected[f] - self.returns[f])
-        return m
+        return sum(max(0, self.expected[f] - seen[f])
+                   for _, probed, seen in self._per_kind()
+                   for f in probed if f in self.expected)
 
     @property
     def ok(self) -> bool:
@@ -366,74 +405,47 @@ class Report:
 
 def verify(cap: Capture, probes: list[Probe], link_errors=(),
            allow_missing: bool = False) -> Report:
+    """Counts, nesting, drops and link errors. allow_missing is for the
+    lossy baselines and for toggled probes: nesting and counts are then
+    measured but not held against the run."""
     by_id = {p.id: p for p in probes}
     entries, returns = Counter(), Counter()
-    both = {p.function for p in probes if p.kind == "entry"} & \
-        {p.function for p in probes if p.kind == "return"}
-    stacks: dict[int, list[str]] = defaultdict(list)
-    nesting_errors: list[str] = []
-    checked = 0
     problems: list[str] = []
     for ev in cap.events:
         p = by_id.get(ev.probe)
         if p is None:
             problems.append(f"record for unknown probe {ev.probe}")
-            continue
-        if ev.kind == K_ENTRY:
+        elif ev.kind == K_ENTRY:
             entries[p.function] += 1
-            if p.function in both:
-                stacks[ev.thread].append(p.function)
         elif ev.kind == K_RETURN:
             returns[p.function] += 1
-            if p.function in both:
-                st = stacks[ev.thread]
-                checked += 1
-                if not st or st[-1] != p.function:
-                    if len(nesting_errors) < 10:
-                        nesting_errors.append(
-                            f"t{ev.thread} cpu{ev.cpu}: return from {p.function} "
-                            f"while the innermost entry is "
-                            f"{st[-1] if st else 'none'}")
-                    if allow_missing and p.function in st:
-                        while st and st[-1] != p.function:
-                            st.pop()
-                        st.pop()
-                    elif not allow_missing:
-                        nesting_errors.append("(stopped checking this thread)")
-                        stacks[ev.thread] = []
-                else:
-                    st.pop()
-    dropped = sum(s["dropped"] for s in cap.stats.values())
-    fired = sum(s["fired"] for s in cap.stats.values())
-    recorded = sum(s["recorded"] for s in cap.stats.values())
+    checked, nesting_errors = _nesting(cap.events, probes, lambda ev: ev.thread,
+                                       outer_ok=False)
+    stats = cap.stats.values()
     rep = Report(entries, returns, dict(cap.expects), nesting_errors, checked,
-                 dropped, fired, recorded, list(link_errors), problems)
-    rep.entries_probed = {p.function for p in probes if p.kind == "entry"}
-    rep.returns_probed = {p.function for p in probes if p.kind == "return"}
+                 sum(s["dropped"] for s in stats), sum(s["fired"] for s in stats),
+                 sum(s["recorded"] for s in stats), list(link_errors), problems,
+                 {p.function for p in probes if p.kind == "entry"},
+                 {p.function for p in probes if p.kind == "return"})
     if not cap.stats:
         problems.append("no STATS frames: the guest's counters never arrived")
     if link_errors:
         problems.append(f"{len(link_errors)} link errors (lost or damaged frames): "
                         + "; ".join(str(e) for e in link_errors[:3]))
-    if dropped:
-        problems.append(f"{dropped} records dropped (a trace buffer was full)")
-    sent = sum(s["sent"] for s in cap.stats.values())
+    if rep.dropped:
+        problems.append(f"{rep.dropped} records dropped (a trace buffer was full)")
+    sent = sum(s["sent"] for s in stats)
     got = len(cap.events) + len(cap.checks)
     if cap.stats and sent != got:
         problems.append(f"the guest sent {sent} records, the host decoded {got}")
     if not allow_missing:
         if nesting_errors:
             problems.append(f"nesting broken: {nesting_errors[0]}")
-        for f in sorted(rep.entries_probed | rep.returns_probed):
-            if f not in rep.expected:
-                continue
-            for what, probed, seen in (("entries", rep.entries_probed, entries),
-                                       ("returns", rep.returns_probed, returns)):
-                if f in probed and seen[f] != rep.expected[f]:
+        for what, probed, seen in rep._per_kind():
+            for f in sorted(probed & rep.expected.keys()):
+                if seen[f] != rep.expected[f]:
                     problems.append(f"{f}: {seen[f]} {what} traced, the workload "
                                     f"counted {rep.expected[f]} calls")
-        # Balanced per-thread stacks: only probes enabled around the whole
-        # run can promise this; callers that toggle pass allow_missing.
     return rep
 
 
@@ -474,32 +486,14 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None):
 
 def check_windows(cap: Capture, probes: list[Probe],
                   windows: list[tuple[int, int]]) -> tuple[int, list[str]]:
-    """Nesting inside windows of guest time in which every probe was armed.
-    Per thread and window: an entry pushes; a return must match the
-    innermost entry of the window, or come while the window has none (a
-    call that began before the window). Returns (returns checked, errors)."""
-    by_id = {p.id: p for p in probes}
-    both = {p.function for p in probes if p.kind == "entry"} & \
-        {p.function for p in probes if p.kind == "return"}
+    """Nesting inside windows of guest time in which every probe was armed
+    (start, end in cycles); a return may belong to a call that began before
+    its window. Returns (returns checked, errors)."""
     starts = [w[0] for w in windows]
-    stacks: dict[tuple[int, int], list[str]] = defaultdict(list)
-    checked, errors = 0, []
-    import bisect
-    for ev in cap.events:
+
+    def window_of(ev):
         i = bisect.bisect_right(starts, ev.cycles) - 1
         if i < 0 or ev.cycles > windows[i][1]:
-            continue
-        p = by_id.get(ev.probe)
-        if p is None or p.function not in both:
-            continue
-        st = stacks[(i, ev.thread)]
-        if ev.kind == K_ENTRY:
-            st.append(p.function)
-        elif ev.kind == K_RETURN:
-            checked += 1
-            if st and st[-1] == p.function:
-                st.pop()
-            elif st:
-                errors.append(f"window {i} t{ev.thread}: return from {p.function} "
-                              f"while the innermost entry is {st[-1]}")
-    return checked, errors
+            return None
+        return (f"window {i}", ev.thread)
+    return _nesting(cap.events, probes, window_of, outer_ok=True)

@@ -188,9 +188,7 @@ def test_check_mode_verifies_every_form_in_unicorn(i386, mode):
         s.enable(False)
         cap = s.finish()
         g.exit(0)
-    sites = {p.id: type("Site", (), {"addr": p.addr, "code": s.image.code(p.addr, 8)})
-             for p in s.probes}
-    rep = check_i386.verify(cap.checks, sites)
+    rep = check_i386.verify(cap.checks, trace.sites_of(s.image, s.probes))
     print(rep.summary())
     assert rep.mismatches == [], rep.mismatches[:5]
     # ud2 is two bytes: in ud mode returns are probed at the ret, and the

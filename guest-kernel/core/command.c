@@ -191,13 +191,19 @@ void workload_expect(const char *function, uint64_t calls)
 	link_send(WIRE_FRAME_EXPECT, &e, sizeof e, function, strlen(function));
 }
 
-static int cmd_run(int argc, char **argv, const char *rest, struct command_reply *r)
+/* Take the workload of argv as the job, unless one is still running. */
+static int job_set(int argc, char **argv, struct command_reply *r)
 {
-	(void)rest;
 	if (job.thread)
 		return reply_msg(r, WIRE_REPLY_FAILED, "refused: %s is running (`wait`)",
 				 job.w->name);
-	int status = parse_workload(argc, argv, &job.w, job.values, r);
+	return parse_workload(argc, argv, &job.w, job.values, r);
+}
+
+static int cmd_run(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	int status = job_set(argc, argv, r);
 	if (status != WIRE_REPLY_OK)
 		return status;
 	job_run();
@@ -207,10 +213,7 @@ static int cmd_run(int argc, char **argv, const char *rest, struct command_reply
 static int cmd_start(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)rest;
-	if (job.thread)
-		return reply_msg(r, WIRE_REPLY_FAILED, "refused: %s is running (`wait`)",
-				 job.w->name);
-	int status = parse_workload(argc, argv, &job.w, job.values, r);
+	int status = job_set(argc, argv, r);
 	if (status != WIRE_REPLY_OK)
 		return status;
 	job.thread = thread_create("workload", job_thread, 0, THREAD_ANY_CPU);

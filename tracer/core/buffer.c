@@ -44,15 +44,9 @@ struct tracer_cpu {
 static struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
 static volatile bool draining_paused;
 
-void tracer_count_fire(void)
+static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
+			const unsigned long *words, unsigned nwords)
 {
-	tcpu[this_cpu()->id].fired++;
-}
-
-void tracer_record(const struct probe *p, unsigned kind,
-		   const unsigned long *words, unsigned nwords)
-{
-	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	uint32_t len = sizeof(struct wire_event) + nwords * sizeof(unsigned long);
 	uint32_t head = t->head, tail = t->tail;
 	uint32_t off = head & (t->size - 1), contig = t->size - off;
@@ -79,6 +73,20 @@ void tracer_record(const struct probe *p, unsigned kind,
 	compiler_barrier();
 	t->head = head + len;
 	t->recorded++;
+}
+
+void tracer_fire(const struct probe *p, unsigned kind,
+		 const unsigned long *words, unsigned nwords)
+{
+	struct tracer_cpu *t = &tcpu[this_cpu()->id];
+	t->fired++;
+	record_into(t, p, kind, words, nwords);
+}
+
+void tracer_record(const struct probe *p, unsigned kind,
+		   const unsigned long *words, unsigned nwords)
+{
+	record_into(&tcpu[this_cpu()->id], p, kind, words, nwords);
 }
 
 /* Copy one frame's worth of cpu's records out and send it. Returns the
@@ -140,14 +148,6 @@ void buffer_start_drain(void)
 {
 	if (!thread_create("drain", drain_thread, 0, THREAD_ANY_CPU))
 		panic("tracer: cannot create the drain thread");
-}
-
-bool buffer_empty(void)
-{
-	for (unsigned c = 0; c < cpu_count(); c++)
-		if (tcpu[c].sent != tcpu[c].recorded || tcpu[c].head != tcpu[c].tail)
-			return false;
-	return true;
 }
 
 void buffer_flush(void)

@@ -1,6 +1,6 @@
 /*
  * buffer.h — the tracer core's view of its per-CPU buffers (buffer.c).
- * The fire path's half (tracer_record, tracer_count_fire) is in tracer.h.
+ * The fire path's half (tracer_fire, tracer_record) is in tracer.h.
  */
 #ifndef TRACER_BUFFER_H
 #define TRACER_BUFFER_H
@@ -9,8 +9,6 @@
 #include <stddef.h>
 
 void buffer_start_drain(void);
-/* Every record written so far has been sent. */
-bool buffer_empty(void);
 /* Wait until every record written before the call has been sent. */
 void buffer_flush(void);
 /* One STATS frame per CPU. */

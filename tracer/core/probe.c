@@ -294,7 +294,7 @@ int tracer_set_mode(const char *name)
 	for (unsigned m = 0; m < tarch_nmechs; m++) {
 		if (strcmp(name, tarch_mechs[m].name) == 0) {
 			if (probes_enabled)
-				return -1;
+				return -2;
 			tracer_mech = m;
 			return 0;
 		}
@@ -326,15 +326,12 @@ static int probe_mode(int argc, char **argv, struct command_reply *r)
 		return reply(r, WIRE_REPLY_OK, "mode %s", tarch_mechs[tracer_mech].name);
 	if (argc != 3)
 		return reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe mode [NAME]");
-	for (unsigned m = 0; m < tarch_nmechs; m++) {
-		if (strcmp(argv[2], tarch_mechs[m].name) == 0) {
-			if (probes_enabled)
-				return reply(r, WIRE_REPLY_FAILED, "refused: %u probes are "
-					     "enabled; disable them first", probes_enabled);
-			tracer_mech = m;
-			return reply(r, WIRE_REPLY_OK, "mode %s", tarch_mechs[m].name);
-		}
-	}
+	int err = tracer_set_mode(argv[2]);
+	if (err == 0)
+		return reply(r, WIRE_REPLY_OK, "mode %s", tarch_mechs[tracer_mech].name);
+	if (err == -2)
+		return reply(r, WIRE_REPLY_FAILED, "refused: %u probes are enabled; "
+			     "disable them first", probes_enabled);
 	char names[128] = "";
 	size_t used = 0;
 	for (unsigned m = 0; m < tarch_nmechs; m++)
@@ -414,7 +411,6 @@ int tracer_cmd_trace(int argc, char **argv, struct command_reply *r)
 		sync_cpus();
 		buffer_flush();
 		buffer_reset_counters();
-		tarch_reset();
 		return reply(r, WIRE_REPLY_OK, "counters reset");
 	}
 	if ((argc == 2 || argc == 3) && strcmp(argv[1], "buffer") == 0) {

@@ -47,9 +47,10 @@ extern struct probe tracer_probes[TRACER_MAX_PROBES];
 
 /* Fire path: the probe at addr, or 0. Lock-free. */
 struct probe *tracer_lookup(uintptr_t addr);
-/* Fire path: this CPU's event counter. */
-void tracer_count_fire(void);
-/* Fire path, interrupts masked: append one record to this CPU's buffer. */
+/* Fire path, interrupts masked: count a firing of p on this CPU and
+ * append its record; tracer_record appends a further record (CHECK). */
+void tracer_fire(const struct probe *p, unsigned kind,
+		 const unsigned long *words, unsigned nwords);
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
 /* Check mode is on: the arch records a CHECK event for each emulation. */
@@ -62,7 +63,7 @@ extern volatile unsigned tracer_mech;
 int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size);
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
-/* -1 if no such mechanism or probes are enabled. */
+/* 0; -1 if there is no such mechanism; -2 while probes are enabled. */
 int tracer_set_mode(const char *name);
 /* Disable and remove every probe; returns how many there were. */
 unsigned tracer_clear(void);

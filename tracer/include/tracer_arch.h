@@ -42,7 +42,4 @@ void tarch_disarm(struct probe *p);
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;
 
-/* Per-run statistics the arch keeps (e.g. single-step re-arms); may be 0. */
-void tarch_reset(void);
-
 #endif

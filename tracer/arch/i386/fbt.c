@@ -65,7 +65,6 @@ const unsigned tarch_check_words = I386_CHECK_WORDS;
 extern const char tracer_bare_int3[];
 
 static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
-static volatile uint64_t step_rearms;
 
 /* The bytes gcc and gas pad with after a ret: nop, lea/nopw/nopl forms. */
 static bool padding_byte(uint8_t b)
@@ -153,16 +152,6 @@ void tarch_disarm(struct probe *p)
 	spin_unlock_irqrestore(&step_lock, f);
 }
 
-void tarch_reset(void)
-{
-	step_rearms = 0;
-}
-
-uint64_t i386_step_rearms(void)
-{
-	return step_rearms;
-}
-
 /* ---- the fire path ---- */
 
 struct access_log {
@@ -221,7 +210,6 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	uint32_t sp = trapframe_sp(tf);
 	unsigned n = 2;
 
-	tracer_count_fire();
 	w[0] = p->addr;
 	w[1] = sp;
 	if (p->kind == WIRE_EVENT_ENTRY) {
@@ -234,7 +222,7 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	} else {
 		w[n++] = tf->eax;
 	}
-	tracer_record(p, p->kind, w, n);
+	tracer_fire(p, p->kind, w, n);
 }
 
 static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
@@ -292,7 +280,6 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		spin_lock(&step_lock);
 		if (p->state == PROBE_ENABLED && p->mech == MECH_STEP)
 			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
-		step_rearms++;
 		spin_unlock(&step_lock);
 		tf->eflags &= ~TF_FLAG;
 		*handled = true;

@@ -14,7 +14,4 @@
  * tf->vector (address, 0 for none) and tf->error (value). */
 uint32_t i386_probe_trap(struct trapframe *tf, bool *handled);
 
-/* #DB re-arms done by the single-step baseline since the last reset. */
-uint64_t i386_step_rearms(void);
-
 #endif

@@ -30,10 +30,6 @@ void tarch_disarm(struct probe *p)
 	(void)p;
 }
 
-void tarch_reset(void)
-{
-}
-
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
 	(void)p;
