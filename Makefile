@@ -6,6 +6,8 @@
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
+#   make bench ARCH=a            probe costs and lossless counts with targets;
+#                                JSON in build/bench/<arch>/ (partial: see README)
 #   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MODE=m] [RUN='name k=v']
 #                                trace a workload (yours, or fib) and check it
 #   make lossless ARCH=a [SMP=4] [MODE=int3,ud,step]
@@ -26,10 +28,10 @@ PROBES ?= fbt:*:entry,fbt:*:return
 MODE ?=
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check selftest boot-time run lossless toggle image clean
+.PHONY: help deps check selftest boot-time bench run lossless toggle image clean
 
 help:
-	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@ci/deps.sh
@@ -42,6 +44,9 @@ selftest:
 
 boot-time:
 	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64)) --smp $(SMP)
+
+bench:
+	$(BENCH) bench --arch $(NEED_ARCH)
 
 run:
 	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \

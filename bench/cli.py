@@ -195,6 +195,11 @@ def cmd_toggle(args) -> int:
     return 1 if bad else 0
 
 
+def cmd_bench(args) -> int:
+    from . import perf
+    return perf.run(args.arch, reps=args.reps)
+
+
 def cmd_image(args) -> int:
     for name in _arch_list(args.arch):
         build.ensure_image(arches.get(name))
@@ -315,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
     s.set_defaults(func=cmd_toggle)
+
+    s = sub.add_parser("bench", help="the figures measured so far, with targets")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--reps", type=int, default=5)
+    s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
