@@ -73,6 +73,7 @@ static void run_probecost(const uint64_t *v, struct workload_result *res)
 			res->ok = false;
 			continue;
 		}
+		tracer_settle();
 		tracer_drain_pause(true);       /* time the fire path, not the UART */
 		uint64_t probed = loop_fn(n);
 		tracer_drain_pause(false);

@@ -99,6 +99,32 @@ static void sync_cpus(void)
 	smp_call_others(ipi_nothing, 0);
 }
 
+/* Make a batch of site stores visible to every CPU's instruction stream.
+ * One store and one sync are not enough under QEMU's multi-threaded TCG:
+ * a CPU that is translating a block over the site while the store lands
+ * reads the old bytes, and publishes its translation after the store's
+ * invalidation has run, so it keeps executing the old code until the
+ * page is written again (seen as a return probe missing for a whole
+ * armed window). After the first sync no translation is in flight, so
+ * storing the same bytes again invalidates any such block, and every
+ * translation begun after it reads the new bytes. On hardware the second
+ * store changes nothing. */
+void tracer_settle(void)
+{
+	sync_cpus();
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		struct probe *p = &tracer_probes[i];
+		if (!p->unsettled)
+			continue;
+		p->unsettled = 0;
+		if (p->state == PROBE_ENABLED)
+			tarch_arm(p);
+		else if (p->state == PROBE_DISABLED)
+			tarch_disarm(p);
+	}
+	sync_cpus();
+}
+
 /* ---- commands ---- */
 
 static int reply(struct command_reply *r, int status, const char *fmt, ...)
@@ -227,11 +253,13 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
 		compiler_barrier();
 		tarch_arm(p);
 		probes_enabled++;
+		p->unsettled = 1;
 	} else if (!enable && p->state == PROBE_ENABLED) {
 		p->state = PROBE_DISABLED;
 		compiler_barrier();
 		tarch_disarm(p);
 		probes_enabled--;
+		p->unsettled = 1;
 	}
 	return 0;
 }
@@ -262,10 +290,8 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 			else
 				refused++;
 		}
-		/* Every CPU takes an interrupt before the window opens: a CPU
-		 * still running code translated (or fetched) before the stores
-		 * must leave it, as cross-modifying code requires. */
-		sync_cpus();
+		/* Every CPU executes the new bytes before the window opens. */
+		tracer_settle();
 		if (refused)
 			return reply(r, WIRE_REPLY_FAILED, "%u probes enabled, %u refused; "
 				     "first: %s", changed, refused, why);
@@ -283,9 +309,11 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 		n++;
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (tracer_probe_set(ids[i], enable, why, sizeof why) != 0)
+		if (tracer_probe_set(ids[i], enable, why, sizeof why) != 0) {
+			tracer_settle();
 			return reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
-	sync_cpus();
+		}
+	tracer_settle();
 	return reply(r, WIRE_REPLY_OK, "%u enabled", probes_enabled);
 }
 
@@ -308,7 +336,7 @@ unsigned tracer_clear(void)
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state == PROBE_ENABLED)
 			tracer_probe_set(i, false, why, sizeof why);
-	sync_cpus();
+	tracer_settle();
 	/* No fire path is inside now, and no site traps: reuse the memory. */
 	for (unsigned i = 0; i < HASH_SLOTS; i++)
 		hash_slot[i] = 0;

@@ -40,6 +40,7 @@ struct probe {
 	uint8_t            nargs;     /* ENTRY: arguments to record */
 	volatile uint8_t   state;     /* enum probe_state */
 	uint8_t            mech;      /* trap mechanism it was armed with */
+	uint8_t            unsettled; /* stored to since tracer_settle() */
 	struct tarch_site  site;      /* the decoded original instruction */
 };
 
@@ -63,6 +64,9 @@ extern volatile unsigned tracer_mech;
 int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size);
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
+/* After a batch of tracer_probe_set calls: every CPU executes the new
+ * bytes from here on (probe.c says why this takes two syncs). */
+void tracer_settle(void);
 /* 0; -1 if there is no such mechanism; -2 while probes are enabled. */
 int tracer_set_mode(const char *name);
 /* Disable and remove every probe; returns how many there were. */

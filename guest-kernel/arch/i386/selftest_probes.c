@@ -269,9 +269,11 @@ static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
 		info(t, "pattern %u: enable refused: %s", p, why);
 		return false;
 	}
+	tracer_settle();
 	prepare_stack(f, fi, p, &in);
 	bool ran = run_checked(&probed, t, p, "probed");
 	tracer_probe_set(id, false, why, sizeof why);
+	tracer_settle();
 	if (!ran)
 		return false;
 	unsigned probed_trail = trail_changes(lo, p + fi);
@@ -348,6 +350,7 @@ static void test_form(const struct dt_form *f, unsigned fi, bool ud)
 		int rc = tracer_probe_set(id, true, why, sizeof why);
 		if (rc == 0)
 			tracer_probe_set(id, false, why, sizeof why);
+		tracer_settle();
 		report(rc != 0, "refused, one-byte site: %s", rc ? why : "(armed!)");
 		goto out;
 	}
