@@ -132,7 +132,7 @@ void arch_send_ipi(unsigned cpu, enum ipi_kind kind)
 void arch_free_memory(uintptr_t *lo, uintptr_t *hi)
 {
 	*lo = (uintptr_t)__kernel_end;
-	*hi = RAM_MAPPED;
+	*hi = mmu_ram_top();
 }
 
 /*

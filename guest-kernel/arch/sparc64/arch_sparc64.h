@@ -16,9 +16,18 @@ void trap_init(void);
 void trap_dispatch(struct trapframe *tf);
 _Noreturn void double_fault(const struct df_record *rec);
 const char *trap_name(unsigned tt);
+/* Where the trapped context's register r (0-31, as an instruction names
+ * it) lives now — the frame for %g/%o, the save area for %l/%i — or NULL
+ * if the trapped %sp is not mapped. trapframe_reg flushes the windows
+ * first, so that writes through it take effect at retry; %g0 is a slot
+ * like any other (tf->g[0]) and is never reloaded. */
+uint64_t *trapframe_reg(struct trapframe *tf, unsigned r);
+const uint64_t *trapframe_reg_read(const struct trapframe *tf, unsigned r);
 
 /* mmu.c */
 void mmu_init(void);
+/* The end of identity-mapped RAM: RAM_MAPPED or the RAM QEMU has. */
+uintptr_t mmu_ram_top(void);
 /* Drop any TLB entry for the page of va (both MMUs). */
 void mmu_demap(uintptr_t va);
 /* The TTE the page table holds for va, or 0 if none. */

@@ -3,7 +3,7 @@
  *
  * The UltraSPARC IIi MMUs are software-loaded: a TLB miss traps, and our
  * handlers (trap_table.S) load the TTE from page_table, one 8-byte entry
- * per 8 KiB page of VA [0, 64 MiB) (vmlayout.h), of which RAM up to 16
+ * per 8 KiB page of VA [0, 320 MiB) (vmlayout.h), of which RAM up to 256
  * MiB or the RAM size the PROM found, if smaller, is mapped. The table is a
  * direct index by virtual page number, so a TSB in front of it would save
  * nothing: the miss handler is one physical load either way. RAM is
@@ -68,11 +68,17 @@ uint64_t mmu_lookup(uintptr_t va)
 	return (tte & TTE_V) ? tte : 0;
 }
 
-void mmu_init(void)
+uintptr_t mmu_ram_top(void)
 {
 	uintptr_t ram_top = RAM_MAPPED;
 	if (prom_ram_bytes && prom_ram_bytes < ram_top)
 		ram_top = prom_ram_bytes & ~(PAGE_SIZE - 1);
+	return ram_top;
+}
+
+void mmu_init(void)
+{
+	uintptr_t ram_top = mmu_ram_top();
 
 	for (uintptr_t va = 0; va < ram_top; va += PAGE_SIZE) {
 		uint64_t flags = ram_page_flags(va);

@@ -89,6 +89,7 @@
 #define TICK_NPT          (UL(1) << 63)
 
 /* Trap types several files refer to (trap.c has the named list). */
+#define TT_ILLEGAL_INSTRUCTION 0x10
 #define TT_INTERRUPT_LEVEL_14 0x4e
 #define TT_INTERRUPT_VECTOR   0x60
 

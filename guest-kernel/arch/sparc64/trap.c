@@ -24,6 +24,7 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
+#include "tracer_sparc64.h"
 
 /* The V9 / UltraSPARC IIi trap types. Some ranges stand for a number n
  * = (tt - base) / step — interrupt level, spill/fill type, software trap
@@ -118,30 +119,47 @@ void trap_init(void)
 
 /* ---- the trapped context's registers ---- */
 
-/* The trapped window's register save area (%l0-7 then %i0-7), flushed
- * there, or NULL if its %sp does not point at mapped memory. */
-static const uint64_t *trapped_save_area(const struct trapframe *tf)
+/* The trapped window's register save area (%l0-7 then %i0-7), which
+ * trap_entry filled, or NULL if its %sp does not point at mapped memory.
+ * With flush, the window is flushed there too, so that stores into the
+ * area are what `restore` reloads. */
+static uint64_t *trapped_save_area(const struct trapframe *tf, bool flush)
 {
 	uintptr_t area = trapframe_sp(tf) + STACK_BIAS;
 	if ((area & 7) || mm_virt_to_phys((void *)area) == (uintptr_t)-1 ||
 	    mm_virt_to_phys((void *)(area + 127)) == (uintptr_t)-1)
 		return 0;
-	flushw();
-	return (const uint64_t *)area;
+	if (flush)
+		flushw();
+	return (uint64_t *)area;
+}
+
+uint64_t *trapframe_reg(struct trapframe *tf, unsigned r)
+{
+	if (r < 8)
+		return &tf->g[r];
+	if (r < 16)
+		return &tf->o[r - 8];
+	uint64_t *area = trapped_save_area(tf, true);
+	return area ? &area[r - 16] : 0;
+}
+
+const uint64_t *trapframe_reg_read(const struct trapframe *tf, unsigned r)
+{
+	if (r < 8)
+		return &tf->g[r];
+	if (r < 16)
+		return &tf->o[r - 8];
+	const uint64_t *area = trapped_save_area(tf, false);
+	return area ? &area[r - 16] : 0;
 }
 
 static bool trapped_reg(const struct trapframe *tf, unsigned r, uint64_t *v)
 {
-	if (r < 8) {
-		*v = tf->g[r];
-	} else if (r < 16) {
-		*v = tf->o[r - 8];
-	} else {
-		const uint64_t *area = trapped_save_area(tf);
-		if (!area)
-			return false;
-		*v = area[r - 16];
-	}
+	const uint64_t *slot = trapframe_reg_read(tf, r);
+	if (!slot)
+		return false;
+	*v = r ? *slot : 0;
 	return true;
 }
 
@@ -265,7 +283,7 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf,
 		kprintf("  fault address 0x%lx  I-SFSR 0x%lx\n", t->fault_addr, t->error);
 	dump_regs("g", tf->g);
 	dump_regs("o", tf->o);
-	const uint64_t *area = trapped_save_area(tf);
+	const uint64_t *area = trapped_save_area(tf, false);
 	if (area) {
 		dump_regs("l", area);
 		dump_regs("i", area + 8);
@@ -309,6 +327,8 @@ void trap_dispatch(struct trapframe *tf)
 	unsigned tt = (unsigned)tf->tt;
 	struct caught_trap t;
 
+	if (tt == TT_INTERRUPT_LEVEL_14 || tt == TT_INTERRUPT_VECTOR)
+		sparc64_probe_interrupted(tf);
 	if (tt == TT_INTERRUPT_LEVEL_14) {
 		timer_interrupt();
 		sched_irq_exit();
@@ -319,6 +339,8 @@ void trap_dispatch(struct trapframe *tf)
 		sched_irq_exit();
 		return;
 	}
+	if (tt == TT_ILLEGAL_INSTRUCTION && sparc64_probe_trap(tf))
+		return;
 	describe(tf, &t);
 	/* Interrupts are never offered to trap_try (trap.h). */
 	bool interrupt = tt >= TT_INTERRUPT_FIRST && tt <= TT_INTERRUPT_LAST;

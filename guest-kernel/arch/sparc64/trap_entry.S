@@ -3,7 +3,9 @@
  * entry; setjmp/longjmp.
  *
  * trap_entry runs at TL 1 in the trapped window, on the trapped stack
- * (this kernel has one address space and always a valid %sp). It `save`s
+ * (this kernel has one address space and always a valid %sp). It stores
+ * the trapped %l/%i into that window's register save area (so C can read
+ * them without a flushw; trapframe.h), `save`s
  * a new window with room for a struct trapframe (trapframe.h), copies the
  * trap registers and the normal globals into it, and drops to TL 0 before
  * calling trap_dispatch with interrupts off: C then runs with the whole
@@ -12,7 +14,8 @@
  * from the (possibly edited) frame, `restore`s into the trapped window
  * (a fill if C flushed it or switched threads) and `retry`s at TPC/TNPC,
  * with TSTATE.CWP made to name that window wherever it now is. Interrupts and
- * faults resume alike; C moves TPC/TNPC where it wants execution to go.
+ * faults resume alike; C moves TPC/TNPC where it wants execution to go,
+ * and for an emulated `save` asks to stay one window deeper (trapframe.h).
  *
  * double_fault_entry is where every trap at TL > 0 goes that the table
  * does not handle in place. It trusts nothing: it saves the trap
@@ -31,6 +34,24 @@
 	.text
 	.align	32
 FUNC(trap_entry)
+	/* The trapped window's %l and %i into its register save area, where
+	 * a spill would put them: C reads them there without a flushw. */
+	stx	%l0, [%sp + STACK_BIAS + 0x00]
+	stx	%l1, [%sp + STACK_BIAS + 0x08]
+	stx	%l2, [%sp + STACK_BIAS + 0x10]
+	stx	%l3, [%sp + STACK_BIAS + 0x18]
+	stx	%l4, [%sp + STACK_BIAS + 0x20]
+	stx	%l5, [%sp + STACK_BIAS + 0x28]
+	stx	%l6, [%sp + STACK_BIAS + 0x30]
+	stx	%l7, [%sp + STACK_BIAS + 0x38]
+	stx	%i0, [%sp + STACK_BIAS + 0x40]
+	stx	%i1, [%sp + STACK_BIAS + 0x48]
+	stx	%i2, [%sp + STACK_BIAS + 0x50]
+	stx	%i3, [%sp + STACK_BIAS + 0x58]
+	stx	%i4, [%sp + STACK_BIAS + 0x60]
+	stx	%i5, [%sp + STACK_BIAS + 0x68]
+	stx	%i6, [%sp + STACK_BIAS + 0x70]
+	stx	%i7, [%sp + STACK_BIAS + 0x78]
 	save	%sp, -(STACK_FRAME + TF_SIZE), %sp
 	add	%sp, STACK_BIAS + STACK_FRAME, %l7
 	rdpr	%tstate, %l0
@@ -53,6 +74,8 @@ FUNC(trap_entry)
 	stx	%i5, [%l7 + TF_O + 0x28]
 	stx	%i6, [%l7 + TF_O + 0x30]
 	stx	%i7, [%l7 + TF_O + 0x38]
+	stx	%g0, [%l7 + TF_SAVE_SP]
+	stx	%g0, [%l7 + TF_RESTORE2]
 	wrpr	%g0, PSTATE_PRIV, %pstate    /* normal globals, IE off */
 	stx	%g0, [%l7 + TF_G + 0x00]
 	stx	%g1, [%l7 + TF_G + 0x08]
@@ -87,22 +110,45 @@ FUNC(trap_entry)
 	ldx	[%l7 + TF_TSTATE], %l0
 	ldx	[%l7 + TF_TPC], %l1
 	ldx	[%l7 + TF_TNPC], %l2
+	ldx	[%l7 + TF_SAVE_SP], %l4
+	brnz,pn	%l4, 2f
+	 rdpr	%cwp, %l3
 	/* retry sets CWP from TSTATE. If C switched threads, this thread may
 	 * be back in a different window than the one it trapped in, so make
-	 * TSTATE.CWP the window `restore` is about to enter: CWP - 1, mod
-	 * NWINDOWS (VER.MAXWIN + 1). */
-	rdpr	%cwp, %l3
-	brnz,pt	%l3, 1f
-	 sub	%l3, 1, %l3
-	rdpr	%ver, %l3
-	and	%l3, 0x1f, %l3
+	 * TSTATE.CWP the window the restores are about to enter: CWP - 1, or
+	 * CWP - 2 after an emulated `return`, mod NWINDOWS (VER.MAXWIN + 1). */
+	ldx	[%l7 + TF_RESTORE2], %l5
+	add	%l5, 1, %l5                  /* restores: 1 or 2 */
+	rdpr	%ver, %l6
+	and	%l6, 0x1f, %l6
+	add	%l6, 1, %l6                  /* NWINDOWS */
+	add	%l3, %l6, %l3
+	sub	%l3, %l5, %l3
+	cmp	%l3, %l6
+	bgeu,a,pt %xcc, 1f
+	 sub	%l3, %l6, %l3
 1:	andn	%l0, TSTATE_CWP_MASK, %l0
+	or	%l0, %l3, %l0
+	cmp	%l5, 2
+	wrpr	%g0, 1, %tl
+	wrpr	%l0, 0, %tstate
+	wrpr	%l1, 0, %tpc
+	be,pn	%xcc, 3f
+	 wrpr	%l2, 0, %tnpc
+	restore
+	retry
+	/* An emulated return: its own restore as well. */
+3:	restore
+	restore
+	retry
+	/* An emulated save: resume in this window, the callee's. */
+2:	andn	%l0, TSTATE_CWP_MASK, %l0
 	or	%l0, %l3, %l0
 	wrpr	%g0, 1, %tl
 	wrpr	%l0, 0, %tstate
 	wrpr	%l1, 0, %tpc
 	wrpr	%l2, 0, %tnpc
-	restore
+	mov	%l4, %sp
 	retry
 	END(trap_entry)
 

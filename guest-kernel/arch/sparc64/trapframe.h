@@ -8,9 +8,19 @@
  * those %o registers into this frame, drops to TL 0 and calls C; on the way
  * back it reloads all of them, so whatever C changed here — TPC/TNPC for a
  * trap_try landing, later the tracer's emulation — takes effect at `retry`.
- * The trapped window's %l and %i are not copied: after a `flushw` they sit
- * in its register save area at o[6] + STACK_BIAS (the trapped %sp), and
- * the `restore` on the way back refills them from there.
+ * The trapped window's %l and %i are not copied into the frame: trap_entry
+ * stores them in the window's own register save area at o[6] + STACK_BIAS
+ * (the trapped %sp), where C can read them. To change one, C must flushw
+ * first — then the window is in memory only, and the `restore` on the way
+ * back refills it from there.
+ *
+ * An emulated `save` (the tracer's entry probe) sets save_sp: trap_entry's
+ * own `save` already made the window the callee needs — its %i are the
+ * trapped %o, CANSAVE/CANRESTORE moved as a real save moves them — so the
+ * way back skips the `restore`, sets that window's %sp to save_sp and
+ * retries in it. An emulated `return` sets restore2: the way back
+ * restores once more, into the window `return` restores to (a fill if it
+ * is not in the register file). trap_entry clears both on every trap.
  *
  * The TF_* offsets are for assembly; the struct is checked against them.
  */
@@ -25,7 +35,9 @@
 #define TF_Y       40
 #define TF_G       48     /* %g0..%g7; g[0] is always 0 */
 #define TF_O       112    /* the trapped window's %o0..%o7 */
-#define TF_SIZE    176    /* a multiple of 16: keeps %sp aligned */
+#define TF_SAVE_SP 176    /* nonzero: resume in trap_entry's window (below) */
+#define TF_RESTORE2 184   /* nonzero: one more restore before retry (below) */
+#define TF_SIZE    192    /* a multiple of 16: keeps %sp aligned */
 
 /*
  * The double-fault record: a trap at TL > 1 that no inline handler takes
@@ -52,6 +64,7 @@ struct trapframe {
 	uint64_t tstate, tpc, tnpc, tt, tl, y;
 	uint64_t g[8];
 	uint64_t o[8];
+	uint64_t save_sp, restore2;
 };
 
 _Static_assert(offsetof(struct trapframe, tstate) == TF_TSTATE, "TF_TSTATE");
@@ -62,6 +75,8 @@ _Static_assert(offsetof(struct trapframe, tl) == TF_TL, "TF_TL");
 _Static_assert(offsetof(struct trapframe, y) == TF_Y, "TF_Y");
 _Static_assert(offsetof(struct trapframe, g) == TF_G, "TF_G");
 _Static_assert(offsetof(struct trapframe, o) == TF_O, "TF_O");
+_Static_assert(offsetof(struct trapframe, save_sp) == TF_SAVE_SP, "TF_SAVE_SP");
+_Static_assert(offsetof(struct trapframe, restore2) == TF_RESTORE2, "TF_RESTORE2");
 _Static_assert(sizeof(struct trapframe) == TF_SIZE, "TF_SIZE");
 
 struct df_level {

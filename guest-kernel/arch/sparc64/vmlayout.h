@@ -15,11 +15,11 @@
 #define SPARC64_VMLAYOUT_H
 
 #define KERNEL_BASE      0x00100000
-#define RAM_MAPPED       0x01000000      /* 16 MiB; QEMU's sun4u has 128 MiB by default */
-#define ALIAS_BASE       0x02000000
+#define RAM_MAPPED       0x10000000      /* 256 MiB (QEMU gives 128 MiB unless -m says more) */
+#define ALIAS_BASE       0x12000000
 #define ALIAS_SLOTS      256
 #define ALIAS_SLOT_SIZE  0x4000          /* two pages: see mmu.c on D-cache colour */
-#define PT_PAGES         8192            /* the table maps VA [0, 64 MiB) */
+#define PT_PAGES         40960           /* the table maps VA [0, 320 MiB) */
 #define UNMAPPED_PROBE   0xb0000000      /* beyond the table: never mapped */
 
 #endif
