@@ -41,7 +41,10 @@ struct thread {
 	uint64_t        wake_tick;
 	struct thread  *joiner;
 	void           *try_ctx;        /* trap_try state (core/trap.c) */
-	unsigned        tracer_step;    /* single-step baseline: probe id + 1 */
+	unsigned        tracer_slot;    /* the arch tracer's probe id + 1: i386 the probe
+					 * being single-stepped, sparc64 the
+					 * shell-game probe it was interrupted
+					 * in front of */
 	uint64_t        switches_in;
 };
 

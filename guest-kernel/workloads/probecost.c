@@ -1,16 +1,18 @@
 /*
  * probecost.c — what one probe firing costs, every mechanism in one boot.
  *
- * A loop calls cost_fn (a frame-pointer function: push %ebp; mov %esp,%ebp
- * ... pop %ebp; ret) n times: once unprobed, then with an entry probe on it
- * under each mechanism the arch offers. Per firing = (probed loop - plain
- * loop) / n cycles. The bare trap round trip is a loop over an int3 the
- * handler returns from at once, minus the same loop with a nop. The
- * figures go out as TEXT lines `cost NAME CYCLES` (cycles per firing, in
- * the arch cycle counter, whose rate HELLO gives); the value is n. The
- * drain thread is held off during the probed loops, so the records (one a
- * firing, into the default 256 KiB buffer: n at most 5000 leaves no drop)
- * are written but sent afterwards.
+ * A loop calls two small functions, cost_fn and cost_gn, n times each:
+ * once unprobed, then with a return probe on each under every mechanism
+ * the arch offers (i386: the pop %ebp before the ret; sparc64: the ret or
+ * return, a CTI). Two probes, not one, so that the shell game's re-insertion (when the *next*
+ * probe fires) is part of what it costs. Per firing = (probed loop - plain
+ * loop) / firings, the firings being the tracer's own count over the loop.
+ * The bare trap round trip is a loop over a trap the handler resumes past
+ * at once, minus the same loop with a nop. The figures go out as TEXT
+ * lines `cost NAME CYCLES` (cycles per firing, in the arch cycle counter,
+ * whose rate HELLO gives); the value is n. The drain thread is held off
+ * during the probed loops, so the records (one a firing, into the default
+ * 256 KiB buffer: 2n at n <= 5000 leaves no drop) are sent afterwards.
  */
 #include "arch.h"
 #include "console.h"
@@ -26,14 +28,21 @@ __attribute__((noinline)) unsigned cost_fn(unsigned x)
 	return x + 1;
 }
 
+__attribute__((noinline)) unsigned cost_gn(unsigned x);
+__attribute__((noinline)) unsigned cost_gn(unsigned x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 2;
+}
+
 static uint64_t loop_fn(uint64_t n)
 {
 	unsigned acc = 0;
 	uint64_t t0 = arch_cycles();
 	for (uint64_t i = 0; i < n; i++)
-		acc = cost_fn(acc);
+		acc = cost_gn(cost_fn(acc));
 	uint64_t t1 = arch_cycles();
-	return acc == (unsigned)n ? t1 - t0 : 0;
+	return acc == (unsigned)(3 * n) ? t1 - t0 : 0;
 }
 
 static uint64_t loop_bare(uint64_t n, void (*fn)(void))
@@ -46,28 +55,39 @@ static uint64_t loop_bare(uint64_t n, void (*fn)(void))
 
 static void report(const char *name, uint64_t cycles, uint64_t base, uint64_t n)
 {
-	uint64_t per = cycles > base ? (cycles - base) / n : 0;
+	uint64_t per = cycles > base && n ? (cycles - base) / n : 0;
 	kprintf("cost %s %llu\n", name, (unsigned long long)per);
+}
+
+/* A probe with id on fn's first return site (i386: the pop %ebp before
+ * its ret; sparc64: its ret or return, a CTI). */
+static int probe_fn(unsigned id, uintptr_t fn, char *why, size_t size)
+{
+	for (uintptr_t a = fn; a < fn + 64; a++)
+		if (tracer_probe_add(id, a, WIRE_EVENT_RETURN, 0, why, size) == 0)
+			return 0;
+	return -1;
 }
 
 static void run_probecost(const uint64_t *v, struct workload_result *res)
 {
-	enum { ID = 4095 };
+	enum { ID_F = 4094, ID_G = 4095 };
 	uint64_t n = v[0];
 	char why[128];
 
 	res->ok = true;
 	res->value = n;
 	uint64_t plain = loop_fn(n);
-	kprintf("cost plain_call %llu\n", (unsigned long long)(plain / n));
+	kprintf("cost plain_call %llu\n", (unsigned long long)(plain / (2 * n)));
 	report("bare_trap", loop_bare(n, tracer_bare_trap), loop_bare(n, tracer_bare_none), n);
 
 	for (unsigned m = 0; m < tarch_nmechs; m++) {
 		const char *name = tarch_mechs[m].name;
 		if (tracer_set_mode(name) != 0 ||
-		    tracer_probe_add(ID, (uintptr_t)cost_fn, WIRE_EVENT_ENTRY, 1, why,
-				     sizeof why) != 0 ||
-		    tracer_probe_set(ID, true, why, sizeof why) != 0) {
+		    probe_fn(ID_F, (uintptr_t)cost_fn, why, sizeof why) != 0 ||
+		    probe_fn(ID_G, (uintptr_t)cost_gn, why, sizeof why) != 0 ||
+		    tracer_probe_set(ID_F, true, why, sizeof why) != 0 ||
+		    tracer_probe_set(ID_G, true, why, sizeof why) != 0) {
 			kprintf("cost %s refused: %s\n", name, why);
 			tracer_clear();
 			res->ok = false;
@@ -75,12 +95,15 @@ static void run_probecost(const uint64_t *v, struct workload_result *res)
 		}
 		tracer_settle();
 		tracer_drain_pause(true);       /* time the fire path, not the UART */
+		uint64_t fired = tracer_fired_count();
 		uint64_t probed = loop_fn(n);
+		fired = tracer_fired_count() - fired;
 		tracer_drain_pause(false);
 		tracer_clear();
 		if (!probed)
 			res->ok = false;
-		report(name, probed, plain, n);
+		report(name, probed, plain, fired);
+		kprintf("firings %s %llu\n", name, (unsigned long long)fired);
 	}
 	tracer_set_mode(tarch_mechs[0].name);
 }

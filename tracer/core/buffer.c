@@ -42,6 +42,14 @@ struct tracer_cpu {
 } __attribute__((aligned(64)));
 
 static struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
+
+uint64_t tracer_fired_count(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tcpu[c].fired;
+	return n;
+}
 static volatile bool draining_paused;
 
 static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,

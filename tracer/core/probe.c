@@ -154,7 +154,8 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size)
 {
 	if (id >= TRACER_MAX_PROBES || nargs > TRACER_MAX_ARGS ||
-	    (kind != WIRE_EVENT_ENTRY && kind != WIRE_EVENT_RETURN)) {
+	    (kind != WIRE_EVENT_ENTRY && kind != WIRE_EVENT_RETURN &&
+	     kind != WIRE_EVENT_BRANCH)) {
 		ksnprintf(why, why_size, "bad id, kind or nargs");
 		return -1;
 	}
@@ -203,7 +204,7 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	return 0;
 }
 
-/* probe add ID ADDR entry|return [NARGS] */
+/* probe add ID ADDR entry|return|branch [NARGS] */
 static int probe_add(int argc, char **argv, struct command_reply *r)
 {
 	unsigned id;
@@ -214,15 +215,17 @@ static int probe_add(int argc, char **argv, struct command_reply *r)
 	    !parse_u64(argv[3], &addr) ||
 	    (argc == 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS)))
 		return reply(r, WIRE_REPLY_BAD_ARGS,
-			     "usage: probe add ID ADDR entry|return [NARGS], ID < %d, "
+			     "usage: probe add ID ADDR entry|return|branch [NARGS], ID < %d, "
 			     "NARGS <= %d", TRACER_MAX_PROBES, TRACER_MAX_ARGS);
 	if (strcmp(argv[4], "entry") == 0)
 		kind = WIRE_EVENT_ENTRY;
 	else if (strcmp(argv[4], "return") == 0)
 		kind = WIRE_EVENT_RETURN;
+	else if (strcmp(argv[4], "branch") == 0)
+		kind = WIRE_EVENT_BRANCH;
 	else
 		return reply(r, WIRE_REPLY_BAD_ARGS, "probe kind \"%s\": expected "
-			     "entry or return", argv[4]);
+			     "entry, return or branch", argv[4]);
 	if ((uint64_t)(uintptr_t)addr != addr)
 		return reply(r, WIRE_REPLY_FAILED, "refused: 0x%llx is outside kernel "
 			     "text", (unsigned long long)addr);

@@ -54,6 +54,9 @@ void tracer_fire(const struct probe *p, unsigned kind,
 		 const unsigned long *words, unsigned nwords);
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
+/* Probe firings counted so far, all CPUs (self-tests compare it with the
+ * executions they expect). */
+uint64_t tracer_fired_count(void);
 /* Check mode is on: the arch records a CHECK event for each emulation. */
 extern volatile bool tracer_check_mode;
 /* The run's mechanism (index into tarch_mechs). */

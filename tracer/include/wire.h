@@ -122,6 +122,8 @@ struct wire_result {
  *   RETURN  pc, sp, the return value
  *   CHECK   the arch's pre/post state of one emulation (see the arch's
  *           tracer header: tracer/arch/<arch>/check.h)
+ *   BRANCH  pc, target, flags: bit 0 taken, bit 1 delay slot annulled
+ *           (the branch provider; seed 001's btfrec)
  *
  * pc is the probed instruction, sp the stack pointer when it trapped. A
  * record's size is a multiple of 4 bytes on i386, 8 on sparc64.
@@ -130,7 +132,8 @@ struct wire_result {
 	X(PAD,    0, "ring padding; never sent") \
 	X(ENTRY,  1, "a function was entered") \
 	X(RETURN, 2, "a function is returning") \
-	X(CHECK,  3, "pre/post state of one emulation (check mode)")
+	X(CHECK,  3, "pre/post state of one emulation (check mode)") \
+	X(BRANCH, 4, "a control transfer executed")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };

@@ -12,7 +12,6 @@
 #include "selftest_sparc64.h"
 #include "trap.h"
 
-#define TT_ILLEGAL_INSTRUCTION   0x010
 #define TT_PRIVILEGED_OPCODE     0x011
 #define TT_DIVISION_BY_ZERO      0x028
 #define TT_DATA_ACCESS_EXCEPTION 0x030
@@ -228,10 +227,13 @@ static void test_mm(void)
 	test_tlb_pressure();
 }
 
+extern void selftest_probes(void);          /* selftest_probes.c */
+
 static const struct selftest sparc64_selftests[] = {
 	{ "traps", test_traps },
 	{ "mm", test_mm },
 	{ "windows", selftest_windows },
+	{ "probes", selftest_probes },
 	{ 0, 0 },
 };
 const struct selftest *const arch_selftest_table = sparc64_selftests;

@@ -118,6 +118,11 @@ static void store_original(const struct probe *p)
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why)
 {
+	if (kind == WIRE_EVENT_BRANCH) {
+		*why = "branch probes are a sparc64 provider; IA-32 probes emulate "
+		       "function entry and return forms";
+		return -1;
+	}
 	size_t avail = (uintptr_t)__text_end - addr;
 	if (avail > 16)
 		avail = 16;
@@ -273,10 +278,10 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 	if (tf->vector == 1) {
 		/* The single-step baseline's #DB, one instruction after the site. */
 		struct thread *me = thread_current();
-		if (!me->tracer_step)
+		if (!me->tracer_slot)
 			return 0;
-		const struct probe *p = &tracer_probes[me->tracer_step - 1];
-		me->tracer_step = 0;
+		const struct probe *p = &tracer_probes[me->tracer_slot - 1];
+		me->tracer_slot = 0;
 		spin_lock(&step_lock);
 		if (p->state == PROBE_ENABLED && p->mech == MECH_STEP)
 			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
@@ -301,7 +306,7 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		spin_lock(&step_lock);
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
 		spin_unlock(&step_lock);
-		thread_current()->tracer_step = p->id + 1;
+		thread_current()->tracer_slot = p->id + 1;
 		tf->eip = site;
 		tf->eflags |= TF_FLAG;
 		return 0;

@@ -1,38 +1,441 @@
 /*
- * fbt.c — sparc64 probes. The CTI emulator (ILLTRAP const22 probes) is not
- * in this kernel yet: every site is refused with that reason, so the host
- * gets a clear answer instead of a probe that cannot fire.
+ * fbt.c — sparc64 probes: decode and arm a site, and the fire path.
+ *
+ * A probe is the word `illtrap <const22>` over its site, const22 being the
+ * probe's index in tracer_probes[] (room for 2^22; the table holds 4096).
+ * It traps as illegal_instruction (tt 0x10) with TPC at the site; the
+ * handler reads the const22 back from TPC, so finding the probe is one
+ * index and one address compare, no search.
+ *
+ * Mechanisms (chosen per run, `probe mode`):
+ *   emulate    record, then emulate the displaced instruction on the
+ *              trapped state (emulate.c for CTIs; `save` below) and
+ *              `retry` at the PC/nPC it chose. The ILLTRAP stays; nothing
+ *              is ever written back, so no thread can run past a probe.
+ *   shellgame  the lossy baseline of seed 001 (Btrace1): record, store the
+ *              original word back and retry it natively; the ILLTRAP goes
+ *              back in when the next probe fires. Until then every
+ *              execution of the site, by this thread or any other, is lost.
+ *              The game can also count one execution twice: an interrupt
+ *              due while the probe fired is taken at the retry, before the
+ *              original runs; if another thread fires meanwhile, the
+ *              ILLTRAP is back when this one resumes. The interrupt path
+ *              tells us (sparc64_probe_interrupted), and that second trap
+ *              is not recorded, so the baseline's counts show its losses
+ *              alone. (A thread that ran the original natively and came
+ *              back to it with no probe in between is not told apart.)
+ *
+ * Sites and kinds:
+ *   branch  any emulated CTI (emulate.h): records pc, target, taken and
+ *           annulled — Btrace's btfrec.
+ *   return  `ret` (jmpl %i7+8, %g0), `retl` (jmpl %o7+8, %g0) or the V9
+ *           `return %i7+8`: records pc, sp and the value the caller will
+ *           see in %o0, which the delay slot often computes (`ret;
+ *           restore %g0, 1, %o0`, `retl; sra %o0, 0, %o0`); a slot this
+ *           file cannot evaluate leaves the value out of the record (the
+ *           host prints "?"). `return` restores the caller's window
+ *           itself: trap_entry's way back does one more `restore`.
+ *   entry   a function's `save %rs1, simm13|%rs2, %sp`: records pc, sp and
+ *           %o0..%o5 as the arguments. trap_entry's own `save` already
+ *           opened the callee's window, so emulating it is resuming there
+ *           with %sp = rs1 + operand (trapframe.h); a window overflow it
+ *           needed was taken by that save.
+ * Refused: an ILLTRAP/unimp word already there (a probe, or a word a
+ * struct-returning call expects), a site in a CTI's delay slot (its PC/nPC
+ * pair belongs to the CTI before it), any other instruction, and code of
+ * the tracer or trap path (probe.c).
+ *
+ * Registers are read and written where the trapped context keeps them:
+ * %g and %o in the trap frame, %l and %i in the trapped window's save area
+ * (trap_entry stored them there; a write to one flushes the windows
+ * first, trapframe.h). CCR comes from
+ * TSTATE, fcc0..3 from %fsr (read with PSTATE.PEF set for that moment).
+ * This kernel runs on one CPU (sun4u), so the shell game's pending probe
+ * is one variable and a store needs only a `flush` of the site.
  */
+#include "arch_sparc64.h"
+#include "console.h"
+#include "emulate.h"
+#include "sparc64.h"
+#include "thread.h"
+#include "trapframe.h"
 #include "tracer.h"
 #include "tracer_arch.h"
+#include "tracer_sparc64.h"
+#include "wire.h"
+
+enum { MECH_EMULATE, MECH_SHELLGAME };
 
 const struct tarch_mech tarch_mechs[] = {
-	{ "illtrap", "ILLTRAP const22, emulate the displaced CTI", false },
+	[MECH_EMULATE]   = { "emulate", "illtrap const22, emulate the displaced "
+			     "instruction", false },
+	[MECH_SHELLGAME] = { "shellgame", "illtrap, put the original back until "
+			     "the next probe fires (lossy)", true },
 };
 const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
 const unsigned tarch_check_words = 0;
 
+extern const char tracer_bare_illtrap[];
+
+#define ILLTRAP(index)  ((uint32_t)(index) & 0x3fffff)
+#define OP3_SAVE        0x3c
+#define OP3_RESTORE     0x3d
+#define OP3_RETURN      0x39
+#define REG_SP          14
+
+/* The probe whose original is in the stream (shell game), or 0, and the
+ * thread whose trap put it there. */
+static struct probe *shell_pending;
+static struct thread *shell_thread;
+
+static bool is_save_to_sp(uint32_t w)
+{
+	return w >> 30 == 2 && ((w >> 19) & 0x3f) == OP3_SAVE &&
+	       ((w >> 25) & 0x1f) == REG_SP;
+}
+
+static uint32_t field_regs(uint32_t w)
+{
+	uint32_t m = 1u << ((w >> 14) & 0x1f);
+	if (!((w >> 13) & 1))
+		m |= 1u << (w & 0x1f);
+	return m;
+}
+
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why)
 {
-	(void)addr, (void)kind, (void)site;
-	*why = "sparc64 probes are not implemented in this kernel yet";
-	return -1;
-}
+	const uint32_t *code = (const uint32_t *)addr;
 
-void tarch_arm(struct probe *p)
-{
-	(void)p;
-}
-
-void tarch_disarm(struct probe *p)
-{
-	(void)p;
+	if (addr & 3) {
+		*why = "not a word-aligned instruction address";
+		return -1;
+	}
+	uint32_t w = code[0];
+	*site = (struct tarch_site){ .insn = w };
+	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(code[-1])) {
+		*why = "in the delay slot of a control transfer";
+		return -1;
+	}
+	if (addr + 8 <= (uintptr_t)__text_end)
+		site->slot = code[1];
+	if (kind == WIRE_EVENT_ENTRY) {
+		if (!is_save_to_sp(w)) {
+			*why = "an entry probe sits on a function's save (a leaf "
+			       "function without one has no entry probe)";
+			return -1;
+		}
+		site->what = SPARC_SITE_SAVE;
+		site->regs = field_regs(w);
+		return 0;
+	}
+	if (w >> 30 == 2 && ((w >> 19) & 0x3f) == OP3_RETURN) {
+		bool ret = ((w >> 14) & 0x1f) == SPARC_I7 && ((w >> 13) & 1) &&
+			   (w & 0x1fff) == 8;
+		if (kind == WIRE_EVENT_RETURN && !ret) {
+			*why = "a return probe sits on ret, retl or return %i7+8";
+			return -1;
+		}
+		site->what = SPARC_SITE_RETURN;
+		site->regs = field_regs(w) | 0xff000000u;   /* %i: the caller's %o */
+		return 0;
+	}
+	if (sparc_decode(w, &site->cti, why) != 0)
+		return -1;
+	site->what = SPARC_SITE_CTI;
+	site->regs = sparc_cti_regs(&site->cti);
+	if (kind == WIRE_EVENT_RETURN) {
+		const struct sparc_cti *c = &site->cti;
+		if (c->cls != SPARC_JMPL || c->rd != 0 || !c->imm || c->simm13 != 8 ||
+		    (c->rs1 != SPARC_I7 && c->rs1 != SPARC_O7)) {
+			*why = "a return probe sits on ret, retl or return %i7+8";
+			return -1;
+		}
+		/* The value: %i0 after ret (%o0 once restored), %o0 after retl;
+		 * the delay slot may compute it from any register. */
+		site->regs |= 1u << (c->rs1 == SPARC_I7 ? 24 : 8);
+		if (site->slot >> 30 == 2)
+			site->regs |= field_regs(site->slot);
+	}
+	return 0;
 }
 
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	(void)p;
-	*why = "sparc64 probes are not implemented in this kernel yet";
+	(void)p, (void)why;
+	return true;
+}
+
+static void store_word(const struct probe *p, uint32_t w)
+{
+	*(volatile uint32_t *)tracer_text_alias(p->addr) = w;
+	flush_insn((const void *)p->addr);
+}
+
+void tarch_arm(struct probe *p)
+{
+	if (shell_pending == p)
+		shell_pending = 0;
+	store_word(p, ILLTRAP(p->id));
+}
+
+void tarch_disarm(struct probe *p)
+{
+	if (shell_pending == p)
+		shell_pending = 0;
+	store_word(p, p->site.insn);
+}
+
+/* ---- the fire path ---- */
+
+static uint64_t read_fsr(void)
+{
+	uint64_t fsr, pstate = rdpr(pstate);
+	wrpr(pstate, pstate | PSTATE_PEF);
+	__asm__ volatile("stx %%fsr, %0" : "=m"(fsr));
+	wrpr(pstate, pstate);
+	return fsr;
+}
+
+/* The trapped registers an emulation needs, into r; false if the trapped
+ * window's save area is unmapped (the kernel then stops with the trap). */
+static bool load_regs(struct trapframe *tf, uint32_t need, struct sparc_regs *r)
+{
+	r->pc = tf->tpc;
+	r->npc = tf->tnpc;
+	r->ccr = (uint8_t)(tf->tstate >> 32);
+	for (unsigned n = 0; n < 8; n++) {
+		r->r[n] = n ? tf->g[n] : 0;
+		r->r[n + 8] = tf->o[n];
+	}
+	if (!(need >> 16))
+		return true;
+	const uint64_t *li = trapframe_reg_read(tf, 16);   /* %l0..%l7, %i0..%i7 */
+	if (!li)
+		return false;
+	for (unsigned n = 0; n < 16; n++)
+		r->r[n + 16] = li[n];
+	return true;
+}
+
+/* A format-3 ALU result the delay slot computes, from r; false if the
+ * slot is not one of the forms compilers put there. */
+static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
+{
+	unsigned op3 = (w >> 19) & 0x3f, rs1 = (w >> 14) & 0x1f;
+	bool imm = (w >> 13) & 1, x = (w >> 12) & 1;
+	uint64_t a = rs1 ? r->r[rs1] : 0;
+	uint64_t b = imm ? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
+			 : ((w & 0x1f) ? r->r[w & 0x1f] : 0);
+	unsigned sh = (unsigned)b & (x ? 63 : 31);
+
+	if (w >> 30 != 2)
+		return false;
+	switch (op3) {
+	case 0x00: case OP3_RESTORE: *v = a + b; return true;   /* add, restore */
+	case 0x01: *v = a & b; return true;
+	case 0x02: *v = a | b; return true;                     /* or, mov */
+	case 0x03: *v = a ^ b; return true;
+	case 0x04: *v = a - b; return true;
+	case 0x25: *v = a << sh; return true;                  /* sll(x) */
+	case 0x26: *v = x ? a >> sh : (uint64_t)((uint32_t)a >> sh); return true;
+	case 0x27: *v = x ? (uint64_t)((int64_t)a >> sh)
+			  : (uint64_t)(int64_t)((int32_t)(uint32_t)a >> sh);
+		return true;
+	}
 	return false;
+}
+
+/* Whether a delay-slot word writes register n of the window it runs in. */
+static bool slot_writes(uint32_t w, unsigned n)
+{
+	unsigned op = w >> 30, rd = (w >> 25) & 0x1f;
+	if (op == 0)
+		return ((w >> 22) & 7) == 4 && rd == n;        /* sethi */
+	if (op == 1)
+		return n == SPARC_O7;
+	return rd == n;                                        /* ALU, loads */
+}
+
+/* The value the caller sees in %o0 after this return; false if unknown. */
+static bool return_value(const struct probe *p, const struct sparc_regs *r,
+			 uint64_t *v)
+{
+	uint32_t slot = p->site.slot;
+	if (p->site.what == SPARC_SITE_RETURN) {
+		/* The slot runs in the caller's window: its %o are our %i. */
+		if (!slot_writes(slot, 8)) {
+			*v = r->r[24];
+			return true;
+		}
+		unsigned rs1 = (slot >> 14) & 0x1f, rs2 = slot & 0x1f;
+		bool imm = (slot >> 13) & 1;
+		if ((rs1 >= 16) || (!imm && rs2 >= 16))
+			return false;           /* the caller's %l/%i: not loaded */
+		struct sparc_regs caller = *r;
+		for (unsigned n = 8; n < 16; n++)
+			caller.r[n] = r->r[n + 16];
+		return slot_value(slot, &caller, v);
+	}
+	bool ret = p->site.cti.rs1 == SPARC_I7;
+	unsigned vreg = ret ? 24 : 8;       /* %i0 becomes the caller's %o0 */
+	bool restore = slot >> 30 == 2 && ((slot >> 19) & 0x3f) == OP3_RESTORE;
+
+	if (ret && restore) {
+		/* restore's rd names the caller's window: %o0 there is ours. */
+		if (((slot >> 25) & 0x1f) == 8)
+			return slot_value(slot, r, v);
+		*v = r->r[vreg];
+		return true;
+	}
+	if (!slot_writes(slot, vreg)) {
+		*v = r->r[vreg];
+		return true;
+	}
+	return !restore && slot_value(slot, r, v);
+}
+
+static void store_back(struct trapframe *tf, const struct sparc_regs *r,
+		       uint32_t written)
+{
+	for (unsigned n = 1; n < 32; n++)
+		if (written >> n & 1)
+			*trapframe_reg(tf, n) = r->r[n];
+}
+
+static void record_fire(const struct probe *p, struct trapframe *tf,
+			const struct sparc_regs *r, const struct sparc_outcome *o)
+{
+	unsigned long w[2 + TRACER_MAX_ARGS];
+	unsigned n = 0;
+	uint64_t v;
+
+	switch (p->kind) {
+	case WIRE_EVENT_ENTRY:
+		w[n++] = tf->tpc;
+		w[n++] = trapframe_sp(tf) + STACK_BIAS;
+		for (unsigned a = 0; a < p->nargs; a++)
+			w[n++] = tf->o[a];
+		break;
+	case WIRE_EVENT_RETURN:
+		w[n++] = tf->tpc;
+		w[n++] = trapframe_sp(tf) + STACK_BIAS;
+		if (return_value(p, r, &v))
+			w[n++] = v;
+		break;
+	default:
+		w[n++] = tf->tpc;
+		w[n++] = o->target;
+		w[n++] = (o->taken ? 1 : 0) | (o->annulled ? 2 : 0);
+		break;
+	}
+	tracer_fire(p, p->kind, w, n);
+}
+
+static _Noreturn void fire_failed(const struct probe *p, const char *what,
+				  uint64_t value)
+{
+	panic("probe %u at 0x%lx: %s (0x%llx)", p->id, (unsigned long)p->addr,
+	      what, (unsigned long long)value);
+}
+
+bool sparc64_probe_trap(struct trapframe *tf)
+{
+	uint32_t word = *(const volatile uint32_t *)tf->tpc;
+
+	if (word >> 22 != 0)
+		return false;                   /* not an illtrap we wrote */
+	if (tf->tpc == (uintptr_t)tracer_bare_illtrap) {
+		tf->tpc = tf->tnpc;             /* the bare round trip */
+		tf->tnpc += 4;
+		return true;
+	}
+	if (word >= TRACER_MAX_PROBES)
+		return false;
+	struct probe *p = &tracer_probes[word];
+	if (p->state == PROBE_FREE || p->addr != tf->tpc)
+		return false;
+
+	struct sparc_regs r;
+	struct sparc_outcome o = { 0 };
+	if (!load_regs(tf, p->site.regs, &r))
+		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
+	const struct sparc_cti *c = &p->site.cti;
+	if (p->site.what == SPARC_SITE_CTI &&
+	    (c->cls == SPARC_FBFCC || c->cls == SPARC_FBPFCC)) {
+		if (!(tf->tstate >> TSTATE_PSTATE_SHIFT & PSTATE_PEF))
+			fire_failed(p, "an FP branch with PSTATE.PEF clear would "
+				    "trap fp_disabled; tstate", tf->tstate);
+		r.fsr = read_fsr();
+	}
+
+	if (p->site.what == SPARC_SITE_RETURN) {
+		uint32_t w = p->site.insn;
+		o.target = r.r[(w >> 14) & 0x1f] + ((w >> 13) & 1
+			? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
+			: r.r[w & 0x1f]);
+		o.taken = true;
+	}
+	if (p->mech == MECH_SHELLGAME) {
+		struct thread *me = thread_current();
+		bool again = me->tracer_slot == p->id + 1;
+		me->tracer_slot = 0;
+		if (p->site.what == SPARC_SITE_CTI) {
+			struct sparc_regs after = r;   /* the outcome, for the record */
+			uint64_t fault;
+			(void)sparc_emulate(c, &after, &o, &fault);
+		}
+		if (!again)                     /* else: the same execution, resumed */
+			record_fire(p, tf, &r, &o);
+		struct probe *q = shell_pending;
+		if (q && q != p && q->state == PROBE_ENABLED)
+			store_word(q, ILLTRAP(q->id));
+		store_word(p, p->site.insn);
+		shell_pending = p;
+		shell_thread = me;
+		return true;                    /* retry runs the original */
+	}
+
+	if (p->site.what == SPARC_SITE_RETURN) {
+		if (o.target & 3)
+			fire_failed(p, "return to a misaligned address", o.target);
+		record_fire(p, tf, &r, &o);
+		tf->restore2 = 1;
+		tf->tpc = tf->tnpc;
+		tf->tnpc = o.target;
+		return true;
+	}
+	if (p->site.what == SPARC_SITE_SAVE) {
+		uint32_t w = p->site.insn;
+		uint64_t rs1 = r.r[(w >> 14) & 0x1f];
+		uint64_t op2 = (w >> 13) & 1
+			? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
+			: r.r[w & 0x1f];
+		record_fire(p, tf, &r, &o);
+		tf->save_sp = rs1 + op2;
+		tf->tpc = tf->tnpc;
+		tf->tnpc += 4;
+		return true;
+	}
+
+	struct sparc_regs before = r;
+	uint64_t fault;
+	if (sparc_emulate(c, &r, &o, &fault) != 0)
+		fire_failed(p, "jmpl to a misaligned address", fault);
+	record_fire(p, tf, &before, &o);
+	uint32_t written = 0;
+	for (unsigned n = 1; n < 32; n++)
+		if (r.r[n] != before.r[n])
+			written |= 1u << n;
+	store_back(tf, &r, written);
+	tf->tpc = r.pc;
+	tf->tnpc = r.npc;
+	return true;
+}
+
+void sparc64_probe_interrupted(const struct trapframe *tf)
+{
+	struct probe *p = shell_pending;
+	if (p && tf->tpc == p->addr && thread_current() == shell_thread)
+		shell_thread->tracer_slot = p->id + 1;
 }

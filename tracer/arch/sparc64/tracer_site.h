@@ -1,14 +1,30 @@
 /*
- * tracer_site.h — what a sparc64 probe remembers about its site: the
- * original instruction word. Included by tracer.h.
+ * tracer_site.h — what a sparc64 probe remembers about its site, decoded
+ * once when the probe is added. Included by tracer.h.
+ *
+ * A site is one of:
+ *   CTI   a control transfer (emulate.h's classes): branch probes, and
+ *         return probes on `ret` / `retl`;
+ *   SAVE  `save %rs1, simm13|%rs2, %sp`, a function's first instruction:
+ *         entry probes, emulated by resuming in the window trap_entry
+ *         already saved (trapframe.h).
+ * slot is the word after the site (a CTI's delay slot): a return probe
+ * computes the value the caller will see from it.
  */
 #ifndef SPARC64_TRACER_SITE_H
 #define SPARC64_TRACER_SITE_H
 
 #include <stdint.h>
+#include "emulate.h"
+
+enum sparc_site_what { SPARC_SITE_CTI, SPARC_SITE_SAVE, SPARC_SITE_RETURN };
 
 struct tarch_site {
-	uint32_t insn;
+	uint32_t         insn;     /* the original word */
+	uint32_t         slot;     /* the word after it */
+	uint8_t          what;     /* enum sparc_site_what */
+	uint32_t         regs;     /* registers the emulation touches (bit n: r[n]) */
+	struct sparc_cti cti;      /* CTI sites */
 };
 
 #endif
