@@ -10,7 +10,7 @@
 #                                JSON in build/bench/<arch>/ (partial: see README)
 #   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MODE=m] [RUN='name k=v']
 #                                trace a workload (yours, or fib) and check it
-#   make lossless ARCH=a [SMP=4] [MODE=int3,ud,step]
+#   make lossless ARCH=a [SMP=4] [MODE=m,...]  (default: every mode of the arch)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
 #   make image [ARCH=a]          build guest images into build/<arch>/
@@ -54,11 +54,11 @@ run:
 		$(if $(RUN),--run '$(RUN)')
 
 lossless:
-	$(BENCH) lossless --arch $(NEED_ARCH) --smp $(if $(filter-out 1,$(SMP)),$(SMP),4) \
-		--mode $(or $(MODE),int3,ud,step)
+	$(BENCH) lossless --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
+		$(if $(MODE),--mode $(MODE))
 
 toggle:
-	$(BENCH) toggle --arch $(NEED_ARCH) --smp $(if $(filter-out 1,$(SMP)),$(SMP),4) \
+	$(BENCH) toggle --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
 		$(if $(MODE),--mode $(MODE))
 
 image:

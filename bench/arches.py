@@ -32,6 +32,13 @@ class Arch:
     pc_registers: tuple[str, ...] = ()
     # `crash KIND` kinds whose exit status is not UNEXPECTED_TRAP.
     crash_status: dict = field(default_factory=dict)
+    # Probe mechanisms (the guest's `probe mode` names), the default first;
+    # the lossy baselines are runs.LOSSY_MODES.
+    modes: tuple[str, ...] = ()
+    # The guest has the branch provider (a probe on any control transfer).
+    branch_provider: bool = False
+    # RAM for runs that need much of it (trace buffers).
+    max_memory_mb: int = 256
 
     @property
     def build_dir(self) -> Path:
@@ -57,6 +64,9 @@ ARCHES: dict[str, Arch] = {
         check_smp=(1, 2, 4),
         pc_registers=("EIP",),
         crash_status={"df": "DOUBLE_FAULT"},
+        modes=("int3", "ud", "step"),
+        # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
+        max_memory_mb=256,
     ),
     "sparc64": Arch(
         name="sparc64",
@@ -70,6 +80,9 @@ ARCHES: dict[str, Arch] = {
         pc_registers=("TPC", "TNPC"),
         # A spill onto an unmapped stack faults at TL 2 (arch/sparc64/arch.c).
         crash_status={"df": "DOUBLE_FAULT"},
+        modes=("emulate", "shellgame"),
+        branch_provider=True,
+        max_memory_mb=256,
     ),
 }
 

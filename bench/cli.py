@@ -91,8 +91,24 @@ def _workload_of(source) -> str:
     return m.group(1)
 
 
+def _probe_args(args, arch, all_modes: bool = False) -> None:
+    """Fill in the arch's defaults: its first mode (or all of them), and
+    4 CPUs or as many as it has."""
+    if args.mode is None:
+        args.mode = ",".join(arch.modes) if all_modes else arch.modes[0]
+    for m in args.mode.split(","):
+        if m not in arch.modes:
+            raise runs.TraceError(f"mode {m!r}: {arch.name} has {', '.join(arch.modes)}")
+    if args.smp is None:
+        args.smp = min(4, arch.max_smp)
+    if args.smp > arch.max_smp:
+        raise runs.TraceError(f"{arch.name} runs at most {arch.max_smp} CPUs "
+                              f"(asked for {args.smp})")
+
+
 def cmd_run(args) -> int:
     arch = arches.get(args.arch)
+    _probe_args(args, arch)
     if args.workload:
         image = build.user_image(arch, args.workload)
         line = args.run or _workload_of(args.workload)
@@ -122,12 +138,12 @@ def cmd_run(args) -> int:
         s.enable(False)
         cap = s.finish()
         g.exit(0)
-    for ln in trace.format_trace(cap, s.probes, limit=args.limit):
+    for ln in trace.format_trace(cap, s.probes, limit=args.limit, image=s.image):
         print(ln)
     for res in r.results:
         print(f"result {res['name']} = {res['value']} "
               f"({'ok' if res['status'] == 0 else 'WRONG'})")
-    rep = trace.verify(cap, s.probes, g.link_errors, allow_missing=args.mode == "step")
+    rep = trace.verify(cap, s.probes, g.link_errors, allow_missing=args.mode in runs.LOSSY_MODES)
     print(f"probes: {len(s.probes)} enabled in mode {args.mode}")
     for ln in trace.summary_lines(rep):
         print(ln)
@@ -149,6 +165,7 @@ def cmd_run(args) -> int:
 
 def cmd_lossless(args) -> int:
     arch = arches.get(args.arch)
+    _probe_args(args, arch, all_modes=True)
     modes = args.mode.split(",")
     worst = 0
     for mode in modes:
@@ -178,6 +195,7 @@ def cmd_lossless(args) -> int:
 
 def cmd_toggle(args) -> int:
     arch = arches.get(args.arch)
+    _probe_args(args, arch)
     print(f"toggle {arch.name} mode={args.mode}: {args.toggles} arm/disarm cycles "
           f"while {args.threads} threads run on {args.smp} CPUs", flush=True)
     res = runs.toggle_stress(arch, args.mode, args.smp, args.threads, args.iters,
@@ -290,9 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--run", help="the run command's arguments, e.g. 'fib n=12' "
                    "(default: the file's workload, or 'fib n=10')")
     s.add_argument("--probes", default="fbt:*:entry,fbt:*:return",
-                   help="fbt:FUNCTION:entry|return, comma-separated; globs match "
-                   "workload functions")
-    s.add_argument("--mode", default="int3", help="int3, ud or step (i386)")
+                   help="fbt:FUNCTION:entry|return or branch:FUNCTION (sparc64), "
+                   "comma-separated; globs match workload functions")
+    s.add_argument("--mode", help="int3, ud or step (i386); emulate or shellgame "
+                   "(sparc64); default the first")
     s.add_argument("--check", action="store_true", help="verify every emulation "
                    "in unicorn")
     s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
@@ -303,8 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
                        "expected vs traced, missed, dropped")
     s.add_argument("--arch", required=True)
-    s.add_argument("--smp", type=int, default=4)
-    s.add_argument("--mode", default="int3", help="a mode or a comma list")
+    s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
+    s.add_argument("--mode", help="a mode or a comma list (default: all of the "
+                   "arch's modes)")
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=3500)
     s.add_argument("--depth", type=int, default=4)
@@ -314,8 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
                        "threads run")
     s.add_argument("--arch", required=True)
-    s.add_argument("--smp", type=int, default=4)
-    s.add_argument("--mode", default="int3")
+    s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
+    s.add_argument("--mode", help="default: the arch's first mode")
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)

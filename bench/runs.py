@@ -58,8 +58,7 @@ class Session:
         self.must("trace reset")
         kept = []
         for p in self.probes:
-            kind = "entry" if p.kind == "entry" else "return"
-            r = self.cmd(f"probe add {p.id} {p.addr:#x} {kind} {p.nargs}")
+            r = self.cmd(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
             if not r.ok:
                 p.refused = r.message
                 self.notes.append(f"{p.function} {p.kind} at {p.addr:#x}: {r.message}")
@@ -123,22 +122,29 @@ LOSSY_MODES = ("step", "shellgame")
 LOSSLESS_FUNCS = "fbt:ct_*:entry,fbt:ct_*:return"
 
 
+def lossless_probes(arch: arches.Arch) -> str:
+    """The stress's probes: calltree's entries and returns, plus every
+    other control transfer of it where the arch has a branch provider."""
+    return LOSSLESS_FUNCS + (",branch:ct_*" if arch.branch_provider else "")
+
+
 def lossless(arch: arches.Arch, mode: str, smp: int, threads: int, iters: int,
              depth: int = 4, timer_hz: int = 0, on_line=print) -> LosslessResult:
     build.ensure_image(arch)
     # Room for every record of the run even if the drain falls behind: ~40
-    # bytes a firing, (2 depth + 8) calls of two firings per iteration,
-    # threads + 1 reference run; one CPU may take twice its share.
-    total = (threads + 1) * iters * (2 * depth + 8) * 2 * 40
+    # bytes a firing on i386 (72 with sparc64's words), (2 depth + 8) calls
+    # of two firings per iteration (four with branch probes), threads + 1
+    # reference run; one CPU may take twice its share.
+    per_call = 4 * 72 if arch.branch_provider else 2 * 40
+    total = (threads + 1) * iters * (2 * depth + 8) * per_call
     need = total * 2 // smp if smp > 1 else total
-    buf = 1 << max(16, (need - 1).bit_length())
-    # RAM above the 256 MiB the i386 kernel maps would hold the ACPI tables
-    # out of its reach; 256 MiB leaves room for 4 x 32 MiB of buffers.
-    memory = 256
+    memory = arch.max_memory_mb
+    cap = (memory << 20) // 2 // smp
+    buf = 1 << max(16, min((need - 1).bit_length(), cap.bit_length() - 1))
     with Guest(arch, label=f"lossless-{mode}", smp=smp, memory_mb=memory,
                command_timeout=1800) as g:
         s = open_session(g)
-        s.setup(LOSSLESS_FUNCS, mode, buffer_bytes=buf, strict=False)
+        s.setup(lossless_probes(arch), mode, buffer_bytes=buf, strict=False)
         s.enable(True)
         for n in s.notes:
             on_line(f"  note: {n}")

@@ -8,15 +8,21 @@ The flow is one way (DESIGN.md):
       counts against the workload's own ground truth, drops ─► Report
       ─► a ctrace-like text trace: `cpu1 t3 -> fib(10)`, `cpu1 t3 <- fib = 55`
 
-Sites (fbt): a function's entry is its first instruction when that is a
-prologue (push %ebp, possibly fused with mov %esp,%ebp; enter). Its returns
-are found at every ret: the pop %ebp or leave just before it when there is
-one and no branch lands on the ret, else the ret itself. A function with no
-prologue at its start has no entry probe (the reason is reported). In mode
-`ud` (a two-byte ud2) returns are always probed at the ret.
+Sites (fbt), IA-32: a function's entry is its first instruction when that
+is a prologue (push %ebp, possibly fused with mov %esp,%ebp; enter). Its
+returns are found at every ret: the pop %ebp or leave just before it when
+there is one and no branch lands on the ret, else the ret itself. In mode
+`ud` (a two-byte ud2) returns are always probed at the ret. SPARC V9: the
+entry is the function's `save`, the returns are its `ret`/`retl`. A
+function without such an entry (a frameless or leaf function) has no entry
+probe, and the reason is reported.
 
-Probe patterns are `fbt:FUNCTION:entry|return`, comma-separated, FUNCTION a
-glob. A glob matches the user's workload file when one is linked in, else
+The branch provider (SPARC V9) puts a probe on every control transfer of a
+function that does not sit in another's delay slot; its records are
+Btrace's btfrec: pc, target, taken, annulled.
+
+Probe patterns are `fbt:FUNCTION:entry|return` and `branch:FUNCTION`,
+comma-separated, FUNCTION a glob. A glob matches the user's workload file when one is linked in, else
 the built-in workloads (Image.workload_functions); an exact name may be any
 function of the kernel, and the guest refuses tracer and trap-path code.
 
@@ -34,7 +40,7 @@ import struct
 import subprocess
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -48,6 +54,7 @@ EXPECT = wire.WIRE.structs["wire_expect"]
 K_ENTRY = wire.WIRE.by_name("WIRE_EVENT_KINDS")["ENTRY"].value
 K_RETURN = wire.WIRE.by_name("WIRE_EVENT_KINDS")["RETURN"].value
 K_CHECK = wire.WIRE.by_name("WIRE_EVENT_KINDS")["CHECK"].value
+K_BRANCH = wire.WIRE.by_name("WIRE_EVENT_KINDS")["BRANCH"].value
 
 MAX_ARGS = 6
 
@@ -88,6 +95,15 @@ class Image:
     symbols: dict[str, int]
     text: bytes
     text_addr: int
+    isa: str             # "i386" or "sparc64", from the ELF header
+
+    @cached_property
+    def by_start(self) -> dict[int, Function]:
+        return {f.addr: f for f in self.functions.values()}
+
+    @cached_property
+    def starts(self) -> list[int]:
+        return sorted(self.by_start)
 
     def code(self, addr: int, n: int = 8) -> bytes:
         off = addr - self.text_addr
@@ -95,10 +111,10 @@ class Image:
 
     def workload_functions(self) -> list[Function]:
         """What a glob matches: a user's own file if one is linked in (its
-        objects sit in [__user_text_start, __user_text_end)), else the
+        objects sit in [__user_workload_start, __user_workload_end)), else the
         built-in workloads."""
-        lo = self.symbols.get("__user_text_start", 0)
-        hi = self.symbols.get("__user_text_end", 0)
+        lo = self.symbols.get("__user_workload_start", 0)
+        hi = self.symbols.get("__user_workload_end", 0)
         if lo == hi:
             lo = self.symbols.get("__workload_text_start", 0)
             hi = self.symbols.get("__workload_text_end", 0)
@@ -129,6 +145,8 @@ def _load_image(path: str, mtime: float, objdump: str) -> Image:
                  if s.name and s["st_info"]["type"] == "STT_FUNC"}
         text = elf.get_section_by_name(".text")
         text_bytes, text_addr = text.data(), text["sh_addr"]
+        isa = {"EM_386": "i386", "EM_SPARCV9": "sparc64"}.get(elf["e_machine"],
+                                                               elf["e_machine"])
         nargs = _dwarf_nargs(elf)
     try:
         out = subprocess.run([objdump, "-d", "-j", ".text", "-w", path],
@@ -157,7 +175,7 @@ def _load_image(path: str, mtime: float, objdump: str) -> Image:
             targets.add(int(t.group(1), 16))
         if cur and addr < cur.addr + cur.size:
             cur.insns.append(Insn(addr, raw, text_.strip()))
-    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr)
+    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, isa)
 
 
 def load_image(elf: Path, objdump: str) -> Image:
@@ -170,7 +188,7 @@ def load_image(elf: Path, objdump: str) -> Image:
 class Probe:
     id: int
     function: str
-    kind: str            # "entry" or "return"
+    kind: str            # "entry", "return" or "branch"
     addr: int
     nargs: int = 0
     refused: str = ""    # the guest's reason, if it refused
@@ -180,10 +198,34 @@ def _is(insn: Insn, *mnemonics: str) -> bool:
     return insn.text.split()[0] in mnemonics if insn.text else False
 
 
-def entry_site(f: Function) -> tuple[int | None, str]:
+def _word(insn: Insn) -> int:
+    return int.from_bytes(insn.raw[:4], "big") if len(insn.raw) >= 4 else 0
+
+
+def sparc_is_cti(w: int) -> bool:
+    """Any SPARC V9 control transfer (as tracer/arch/sparc64/emulate.c's
+    sparc_is_cti): Bicc BPcc BPr FBfcc FBPfcc, CALL, JMPL RETURN Tcc
+    DONE/RETRY."""
+    op = w >> 30
+    if op == 0:
+        return (w >> 22) & 7 in (1, 2, 3, 5, 6)
+    if op == 1:
+        return True
+    return op == 2 and (w >> 19) & 0x3f in (0x38, 0x39, 0x3a, 0x3e)
+
+
+def _sparc_save_to_sp(w: int) -> bool:
+    return w >> 30 == 2 and (w >> 19) & 0x3f == 0x3c and (w >> 25) & 0x1f == 14
+
+
+def entry_site(f: Function, isa: str = "i386") -> tuple[int | None, str]:
     if not f.insns:
         return None, "no instructions"
     first = f.insns[0]
+    if isa == "sparc64":
+        if _sparc_save_to_sp(_word(first)):
+            return first.addr, ""
+        return None, f"first instruction is `{first.text}`, not save (a leaf function)"
     if _is(first, "push") and first.raw == b"\x55":
         return first.addr, ""
     if _is(first, "enter"):
@@ -196,15 +238,33 @@ def entry_site(f: Function) -> tuple[int | None, str]:
 def return_sites(f: Function, image: Image, mode: str) -> list[int]:
     sites = []
     for i, insn in enumerate(f.insns):
-        if not _is(insn, "ret", "retl"):
+        if not _is(insn, "ret", "retl") and not (
+                image.isa == "sparc64" and _is(insn, "return")
+                and insn.text.replace(" ", "") == "return%i7+8"):
             continue
         prev = f.insns[i - 1] if i else None
-        if (mode != "ud" and prev is not None and prev.raw in (b"\x5d", b"\xc9")
+        if image.isa == "sparc64":
+            if prev is None or not sparc_is_cti(_word(prev)):
+                sites.append(insn.addr)
+        elif (mode != "ud" and prev is not None and prev.raw in (b"\x5d", b"\xc9")
                 and insn.addr not in image.branch_targets):
             sites.append(prev.addr)
         else:
             sites.append(insn.addr)
     return sites
+
+
+def branch_sites(f: Function, image: Image) -> tuple[list[int], str]:
+    """Every CTI of f not in another's delay slot (SPARC V9 only)."""
+    if image.isa != "sparc64":
+        return [], "the branch provider is SPARC V9 only"
+    sites, prev = [], 0
+    for insn in f.insns:
+        w = _word(insn)
+        if sparc_is_cti(w) and not sparc_is_cti(prev):
+            sites.append(insn.addr)
+        prev = w
+    return sites, "" if sites else "no control transfer"
 
 
 @dataclass(frozen=True)
@@ -223,11 +283,17 @@ def parse_spec(spec: str) -> list[tuple[str, str, str]]:
     out = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         bits = part.split(":")
-        if len(bits) != 3 or bits[0] != "fbt" or bits[2] not in ("entry", "return", "*", ""):
-            raise SpecError(f"probe {part!r}: expected fbt:FUNCTION:entry|return")
+        if bits[0] == "branch":
+            if len(bits) not in (2, 3) or (len(bits) == 3 and bits[2] not in ("", "*")):
+                raise SpecError(f"probe {part!r}: expected branch:FUNCTION")
+            kinds = ("branch",)
+        elif len(bits) != 3 or bits[0] != "fbt" or bits[2] not in ("entry", "return", "*", ""):
+            raise SpecError(f"probe {part!r}: expected fbt:FUNCTION:entry|return "
+                            "or branch:FUNCTION")
+        else:
+            kinds = ("entry", "return") if bits[2] in ("*", "") else (bits[2],)
         if not bits[1]:
             raise SpecError(f"probe {part!r}: no function")
-        kinds = ("entry", "return") if bits[2] in ("*", "") else (bits[2],)
         out += [(bits[0], bits[1], k) for k in kinds]
     if not out:
         raise SpecError("no probes given")
@@ -236,25 +302,30 @@ def parse_spec(spec: str) -> list[tuple[str, str, str]]:
 
 def plan(spec: str, image: Image, mode: str) -> tuple[list[Probe], list[str]]:
     """Probes for a pattern list, numbered from 0, and notes on functions
-    that matched but have no site of a kind."""
+    that matched but have no site of a kind. A site wanted twice (a ret is
+    a return and a branch) keeps its first probe."""
     probes: list[Probe] = []
     notes: list[str] = []
     seen = set()
-    for _, pattern, kind in parse_spec(spec):
+    for provider, pattern, kind in parse_spec(spec):
         if any(c in pattern for c in "*?["):
             pool = image.workload_functions()
             matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
         else:
             matched = [image.functions[pattern]] if pattern in image.functions else []
         if not matched:
-            raise SpecError(f"fbt:{pattern}:{kind} matches no function"
+            raise SpecError(f"{provider}:{pattern}:{kind} matches no function"
                             + ("" if "*" in pattern else " (unknown symbol)"))
         for f in sorted(matched, key=lambda f: f.addr):
             if kind == "entry":
-                addr, why = entry_site(f)
+                addr, why = entry_site(f, image.isa)
                 addrs = [addr] if addr is not None else []
                 if why:
                     notes.append(f"{f.name}: no entry probe: {why}")
+            elif kind == "branch":
+                addrs, why = branch_sites(f, image)
+                if why:
+                    notes.append(f"{f.name}: no branch probes: {why}")
             else:
                 addrs = return_sites(f, image, mode)
                 if not addrs:
@@ -346,7 +417,8 @@ def _nesting(events, probes: list[Probe], key, outer_ok: bool) -> tuple[int, lis
     for ev in events:
         p = by_id.get(ev.probe)
         k = key(ev)
-        if p is None or k is None or p.function not in both:
+        if (p is None or k is None or p.function not in both
+                or ev.kind not in (K_ENTRY, K_RETURN)):
             continue
         st = stacks[k]
         if ev.kind == K_ENTRY:
@@ -377,6 +449,7 @@ class Report:
     problems: list[str]
     entries_probed: set
     returns_probed: set
+    branches: Counter = field(default_factory=Counter)   # per function
 
     def _per_kind(self):
         return (("entries", self.entries_probed, self.entries),
@@ -389,6 +462,7 @@ class Report:
 
     @property
     def traced(self) -> int:
+        """Entry and return records (what the ground truth counts)."""
         return sum(self.entries.values()) + sum(self.returns.values())
 
     @property
@@ -409,7 +483,7 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     lossy baselines and for toggled probes: nesting and counts are then
     measured but not held against the run."""
     by_id = {p.id: p for p in probes}
-    entries, returns = Counter(), Counter()
+    entries, returns, branches = Counter(), Counter(), Counter()
     problems: list[str] = []
     for ev in cap.events:
         p = by_id.get(ev.probe)
@@ -419,6 +493,8 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
             entries[p.function] += 1
         elif ev.kind == K_RETURN:
             returns[p.function] += 1
+        elif ev.kind == K_BRANCH:
+            branches[p.function] += 1
     checked, nesting_errors = _nesting(cap.events, probes, lambda ev: ev.thread,
                                        outer_ok=False)
     stats = cap.stats.values()
@@ -426,7 +502,7 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
                  sum(s["dropped"] for s in stats), sum(s["fired"] for s in stats),
                  sum(s["recorded"] for s in stats), list(link_errors), problems,
                  {p.function for p in probes if p.kind == "entry"},
-                 {p.function for p in probes if p.kind == "return"})
+                 {p.function for p in probes if p.kind == "return"}, branches)
     if not cap.stats:
         problems.append("no STATS frames: the guest's counters never arrived")
     if link_errors:
@@ -464,8 +540,22 @@ def summary_lines(rep: Report) -> list[str]:
 
 # ---- printing ----
 
-def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None):
-    """ctrace-like lines, indented by each thread's depth."""
+def symbolize(image: Image | None, addr: int) -> str:
+    """FUNCTION+0xOFF for an address in a function of image, else hex."""
+    if image is not None:
+        starts = image.starts
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0:
+            f = image.by_start[starts[i]]
+            if addr < f.addr + max(f.size, 1):
+                return f.name if addr == f.addr else f"{f.name}+{addr - f.addr:#x}"
+    return f"{addr:#x}"
+
+
+def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
+                 image: Image | None = None):
+    """ctrace-like lines, indented by each thread's depth; branch records as
+    `~ FROM -> TO taken|not taken[, annulled]`."""
     by_id = {p.id: p for p in probes}
     depth: dict[int, int] = defaultdict(int)
     for n, ev in enumerate(cap.events):
@@ -474,10 +564,17 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None):
             return
         p = by_id.get(ev.probe)
         name = p.function if p else f"probe{ev.probe}"
+        pad = "  " * depth[ev.thread]
         if ev.kind == K_ENTRY:
             args = ", ".join(str(w) for w in ev.words[2:])
-            yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}-> {name}({args})"
+            yield f"cpu{ev.cpu} t{ev.thread} {pad}-> {name}({args})"
             depth[ev.thread] += 1
+        elif ev.kind == K_BRANCH and len(ev.words) >= 3:
+            pc, target, flags = ev.words[:3]
+            how = ("taken" if flags & 1 else "not taken") + \
+                (", annulled" if flags & 2 else "")
+            yield (f"cpu{ev.cpu} t{ev.thread} {pad}~ {symbolize(image, pc)} -> "
+                   f"{symbolize(image, target)} {how}")
         else:
             depth[ev.thread] = max(0, depth[ev.thread] - 1)
             yield (f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = "

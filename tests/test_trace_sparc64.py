@@ -1,0 +1,169 @@
+"""SPARC V9 probes end to end: ILLTRAP const22 probes over `save` (entry),
+`ret`/`retl`/`return` (return) and every other control transfer (the
+branch provider), emulated in the guest and checked here against the
+workloads' own counts.
+
+What must hold: fib traced with every entry and return and the right
+arguments and values; calltree on preemptive threads with every CTI of it
+probed loses nothing (missed=0, dropped=0), and the CALL records into each
+function match its call count; the shell-game baseline on the same
+workload loses firings; every refusal names its reason. The full-size run
+(>= 10^6 firings) is `python3 -m bench lossless --arch sparc64`."""
+
+from collections import Counter
+
+import pytest
+
+from bench import arches, runs, trace
+from bench.machine import Guest
+
+ARCH = "sparc64"
+
+
+@pytest.fixture(scope="module")
+def sparc64(built):
+    built(ARCH)
+    return arches.get(ARCH)
+
+
+@pytest.fixture(scope="module")
+def image(sparc64):
+    return trace.load_image(sparc64.elf(), runs.objdump_for(sparc64))
+
+
+def _word(image, addr):
+    return int.from_bytes(image.code(addr, 4), "big")
+
+
+def test_sites_are_found_in_the_elf(image):
+    assert image.isa == "sparc64"
+    probes, notes = trace.plan("fbt:fib:entry,fbt:fib:return", image, "emulate")
+    fib = image.functions["fib"]
+    entry = [p for p in probes if p.kind == "entry"]
+    assert [p.addr for p in entry] == [fib.addr]
+    assert _word(image, fib.addr) >> 19 == (2 << 11) | (14 << 6) | 0x3c  # save ..., %sp
+    rets = [p for p in probes if p.kind == "return"]
+    assert rets and all(fib.addr < p.addr < fib.addr + fib.size for p in rets)
+    for p in rets:
+        w = _word(image, p.addr)
+        assert w >> 30 == 2 and (w >> 19) & 0x3f in (0x38, 0x39), hex(w)
+    # Branch sites: control transfers only, none in a delay slot.
+    branches, _ = trace.plan("branch:ct_*", image, "emulate")
+    assert branches
+    for p in branches:
+        assert trace.sparc_is_cti(_word(image, p.addr))
+        assert not trace.sparc_is_cti(_word(image, p.addr - 4))
+
+
+def test_a_leaf_function_gets_a_note_not_an_entry_probe(image):
+    leaf = next(f for f in image.functions.values()
+                if f.insns and trace.entry_site(f, "sparc64")[0] is None)
+    probes, notes = trace.plan(f"fbt:{leaf.name}:entry", image, "emulate")
+    assert not probes and any("not save" in n for n in notes), notes
+
+
+def _traced(arch, spec, line, mode="emulate", timer=None):
+    with Guest(arch, label=f"trace-{mode}") as g:
+        s = runs.open_session(g)
+        s.setup(spec, mode, buffer_bytes=16 << 20)      # room for the whole run
+        s.enable(True, strict=True)
+        if timer:
+            s.must(f"timer {timer}")
+        r = s.must(f"run {line}", timeout=600)
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    return s, r, cap, g
+
+
+def test_fib_traced_completely(sparc64):
+    s, r, cap, g = _traced(sparc64, "fbt:fib:entry,fbt:fib:return", "fib n=12")
+    rep = trace.verify(cap, s.probes, g.link_errors)
+    calls = 2 * 233 - 1
+    assert rep.entries["fib"] == rep.returns["fib"] == rep.expected["fib"] == calls
+    assert rep.ok and rep.nesting_checked == calls, rep.problems
+    lines = list(trace.format_trace(cap, s.probes))
+    assert lines[0] == "cpu0 t0 -> fib(12)", lines[:3]
+    assert lines[-1] == "cpu0 t0 <- fib = 144", lines[-3:]
+    # fib returns through both `return` (n < 2) and `ret; restore` paths.
+    text = "\n".join(lines)
+    assert "<- fib = 0" in text and "<- fib = 1" in text and "<- fib = 89" in text
+
+
+def test_every_cti_of_calltree_on_preemptive_threads(sparc64, image):
+    spec = runs.lossless_probes(sparc64)
+    s, r, cap, g = _traced(sparc64, spec, "calltree threads=4 iters=60 depth=4",
+                           timer=20000)
+    rep = trace.verify(cap, s.probes, g.link_errors)
+    assert rep.ok and rep.dropped == 0 and rep.missed == 0, rep.problems
+    for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
+        if f in rep.entries_probed:
+            assert rep.entries[f] == rep.expected[f] > 0, f
+        assert rep.returns[f] == rep.expected[f] > 0, f
+    # Ground truth for the branch provider: every call of a function comes
+    # from a probed CALL whose record names it as the target.
+    starts = {image.functions[f].addr: f for f in rep.expected}
+    calls = Counter(starts[ev.words[1]] for ev in cap.events
+                    if ev.kind == trace.K_BRANCH and ev.words[1] in starts)
+    for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
+        assert calls[f] == rep.expected[f], (f, calls[f], rep.expected[f])
+    flags = Counter(ev.words[2] for ev in cap.events if ev.kind == trace.K_BRANCH)
+    assert flags[1] and flags[0], flags         # taken and untaken both seen
+
+
+def test_shell_game_baseline_loses_firings(sparc64):
+    # Entries and returns only: a recursive call runs the entry while its
+    # original is still in place, so the baseline must miss some.
+    s, r, cap, g = _traced(sparc64, runs.LOSSLESS_FUNCS,
+                           "calltree threads=4 iters=40 depth=4", mode="shellgame",
+                           timer=20000)
+    assert r.ok
+    rep = trace.verify(cap, s.probes, g.link_errors, allow_missing=True)
+    print(f"shell game missed {rep.missed} of {rep.expected_firings}")
+    assert rep.dropped == 0 and not rep.link_errors
+    assert 0 < rep.missed < rep.expected_firings
+    # It never records more than happened.
+    for f in rep.expected:
+        assert rep.entries[f] <= rep.expected[f] and rep.returns[f] <= rep.expected[f]
+
+
+def test_refusals_name_a_reason_and_change_nothing(sparc64, image):
+    fib = image.functions["fib"]
+    tracer_fn = image.symbols["tracer_record"]
+    illtrap = next(i.addr for f in image.functions.values() for i in f.insns
+                   if i.text.startswith(("illtrap", "unimp"))
+                   and not image.symbols["__notrace_start"] <= i.addr
+                   < image.symbols["__notrace_end"])
+    cti = next(i for i in fib.insns[1:] if trace.sparc_is_cti(_word(image, i.addr)))
+    slot = cti.addr + 4
+    plain = next(i.addr for i in fib.insns[1:]
+                 if not trace.sparc_is_cti(_word(image, i.addr))
+                 and not trace.sparc_is_cti(_word(image, i.addr - 4)))
+    with Guest(sparc64, label="probe-refusals") as g:
+        def refused(line, reason):
+            r = g.command(line)
+            assert r.status_name == "FAILED" and reason in r.message, r.message
+        refused(f"probe add 1 {tracer_fn:#x} branch", "code of the tracer or trap path")
+        refused(f"probe add 1 {illtrap:#x} branch", "ILLTRAP/unimp word is already there")
+        refused(f"probe add 1 {slot:#x} branch", "delay slot")
+        refused(f"probe add 1 {plain:#x} branch", "not a control-transfer")
+        refused(f"probe add 1 {cti.addr:#x} entry", "an entry probe sits on")
+        refused(f"probe add 1 {fib.addr + 2:#x} branch", "word-aligned")
+        assert g.command(f"probe add 1 {fib.addr:#x} entry 1").ok
+        refused(f"probe add 2 {fib.addr:#x} entry", "already probed (probe 1)")
+        assert g.command("probe mode int3").status_name == "BAD_ARGS"
+        assert g.command("probe enable 1").ok
+        assert g.command("run fib n=10").message == "fib = 55"
+        assert g.command("probe clear").message == "1 probes removed"
+        assert g.command("run fib n=10").message == "fib = 55"
+        g.exit(0)
+
+
+def test_the_i386_guest_refuses_branch_probes(built):
+    built("i386")
+    i386 = arches.get("i386")
+    img = trace.load_image(i386.elf(), runs.objdump_for(i386))
+    with Guest(i386, label="branch-refused") as g:
+        r = g.command(f"probe add 1 {img.functions['fib'].addr:#x} branch")
+        assert r.status_name == "FAILED" and "sparc64 provider" in r.message, r.message
+        g.exit(0)
