@@ -218,15 +218,26 @@ static bool load_regs(struct trapframe *tf, uint32_t need, struct sparc_regs *r)
 	return true;
 }
 
+/* A format-3 instruction's operands on r: rs1, and simm13 or rs2. */
+static uint64_t operand1(uint32_t w, const struct sparc_regs *r)
+{
+	return r->r[(w >> 14) & 0x1f];
+}
+
+static uint64_t operand2(uint32_t w, const struct sparc_regs *r)
+{
+	if ((w >> 13) & 1)
+		return (uint64_t)((int64_t)((uint64_t)w << 51) >> 51);
+	return r->r[w & 0x1f];
+}
+
 /* A format-3 ALU result the delay slot computes, from r; false if the
  * slot is not one of the forms compilers put there. */
 static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
 {
-	unsigned op3 = (w >> 19) & 0x3f, rs1 = (w >> 14) & 0x1f;
-	bool imm = (w >> 13) & 1, x = (w >> 12) & 1;
-	uint64_t a = rs1 ? r->r[rs1] : 0;
-	uint64_t b = imm ? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
-			 : ((w & 0x1f) ? r->r[w & 0x1f] : 0);
+	unsigned op3 = (w >> 19) & 0x3f;
+	bool x = (w >> 12) & 1;
+	uint64_t a = operand1(w, r), b = operand2(w, r);
 	unsigned sh = (unsigned)b & (x ? 63 : 31);
 
 	if (w >> 30 != 2)
@@ -370,10 +381,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 	}
 
 	if (p->site.what == SPARC_SITE_RETURN) {
-		uint32_t w = p->site.insn;
-		o.target = r.r[(w >> 14) & 0x1f] + ((w >> 13) & 1
-			? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
-			: r.r[w & 0x1f]);
+		o.target = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		o.taken = true;
 	}
 	if (p->mech == MECH_SHELLGAME) {
@@ -406,13 +414,8 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		return true;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
-		uint32_t w = p->site.insn;
-		uint64_t rs1 = r.r[(w >> 14) & 0x1f];
-		uint64_t op2 = (w >> 13) & 1
-			? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
-			: r.r[w & 0x1f];
 		record_fire(p, tf, &r, &o);
-		tf->save_sp = rs1 + op2;
+		tf->save_sp = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		tf->tpc = tf->tnpc;
 		tf->tnpc += 4;
 		return true;
