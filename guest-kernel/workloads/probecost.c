@@ -2,9 +2,10 @@
  * probecost.c — what one probe firing costs, every mechanism in one boot.
  *
  * A loop calls two small functions, cost_fn and cost_gn, n times each:
- * once unprobed, then with a return probe on each under every mechanism
- * the arch offers (i386: the pop %ebp before the ret; sparc64: the ret or
- * return, a CTI). Two probes, not one, so that the shell game's re-insertion (when the *next*
+ * once unprobed, then with a probe on each under every mechanism the arch
+ * offers, of the kind it names (tarch_cost_kind — i386: the entry, whose
+ * fused prologue also takes ud2; sparc64: the ret or return, a CTI). Two
+ * probes, not one, so that the shell game's re-insertion (when the *next*
  * probe fires) is part of what it costs. Per firing = (probed loop - plain
  * loop) / firings, the firings being the tracer's own count over the loop.
  * The bare trap round trip is a loop over a trap the handler resumes past
@@ -59,10 +60,12 @@ static void report(const char *name, uint64_t cycles, uint64_t base, uint64_t n)
 	kprintf("cost %s %llu\n", name, (unsigned long long)per);
 }
 
-/* A probe with id on fn's first return site (i386: the pop %ebp before
- * its ret; sparc64: its ret or return, a CTI). */
+/* A probe with id on fn, of the kind the arch measures with: its entry,
+ * or its first return site. */
 static int probe_fn(unsigned id, uintptr_t fn, char *why, size_t size)
 {
+	if (tarch_cost_kind == WIRE_EVENT_ENTRY)
+		return tracer_probe_add(id, fn, WIRE_EVENT_ENTRY, 1, why, size);
 	for (uintptr_t a = fn; a < fn + 64; a++)
 		if (tracer_probe_add(id, a, WIRE_EVENT_RETURN, 0, why, size) == 0)
 			return 0;

@@ -41,5 +41,7 @@ void tarch_disarm(struct probe *p);
 
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;
+/* The probe kind the probecost workload measures with (WIRE_EVENT_*). */
+extern const unsigned tarch_cost_kind;
 
 #endif

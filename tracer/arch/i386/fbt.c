@@ -57,6 +57,7 @@ const struct tarch_mech tarch_mechs[] = {
 };
 const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
 const unsigned tarch_check_words = I386_CHECK_WORDS;
+const unsigned tarch_cost_kind = WIRE_EVENT_ENTRY;
 
 #define TF_FLAG        0x100u
 #define STACK_LOW      0x1000u          /* page 0 is unmapped */

@@ -74,6 +74,7 @@ const struct tarch_mech tarch_mechs[] = {
 };
 const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
 const unsigned tarch_check_words = 0;
+const unsigned tarch_cost_kind = WIRE_EVENT_RETURN;
 
 extern const char tracer_bare_illtrap[];
 
