@@ -1,0 +1,329 @@
+"""python3-unicorn (SPARC64 mode) as an independent model of the SPARC V9
+control-transfer instructions that probes emulate.
+
+Reference.run() executes one real CTI from a given state (registers, CCR,
+FSR) and returns what it left: the new PC and nPC and the 32 registers,
+or the mem_address_not_aligned trap of a JMPL to a misaligned address.
+The guest's emulator (tracer/arch/sparc64/emulate.c) is checked against it
+in tests/test_sparc64_emulate.py.
+
+How a state is run: the CTI sits in the last word of an 8 KiB page,
+after `wr %g0, ccr, %ccr` and `ldx [%g0 + FSR_AT], %fsr`; the registers
+are stored first, and emu_start(prologue, count=3) runs those three
+instructions and stops before executing anything at the new PC. A
+translation block never crosses a page, so the CTI ends one, and its exit
+stores both PC and nPC in the CPU state, where the model reads them.
+Nothing after the CTI executes: neither the delay slot nor the target
+matters, and targets may be anywhere in the 64-bit space (a new PC in
+unmapped memory stops with a fetch error once the jump is complete; that
+is taken as the normal end). The CTI pages lie in two windows, one low
+and one at the very top of the address space, so targets also wrap
+around 2^64.
+
+What unicorn 2.0.1 does not give, and how the model gets it (each seen
+here, with the SPARC64 big-endian mode):
+- nPC: there is no register for it, emu_start and reg_write(PC) set
+  nPC = PC + 4, and a count-limited stop inside a translation block (say
+  in a delay slot) leaves a stale nPC in the CPU state (only PC is synced
+  for the code hooks) — hence the page-end placement above;
+- CCR and FSR: UC_SPARC_REG_ICC, _XCC, _FCC0..3 (and _Y) read as 0 and
+  ignore writes, so the prologue above sets them. `rd %ccr` before
+  anything wrote CCR kills the process (the lazy condition codes start
+  uninitialised);
+- the FPU: the CPU is never reset, PSTATE is 0 (unprivileged, PEF off):
+  FBfcc, FBPfcc and `ldx %fsr` trap fp_disabled (0x20), `wrpr %pstate`
+  traps privileged_opcode (0x11), and traps are only reported to hooks,
+  never delivered, so no instruction sequence can turn the FPU on; and
+  context_save() holds nothing for SPARC64 (0 bytes of CPU state). So the
+  model finds the CPU state in its own memory (/proc/self/mem, for a
+  register pattern written with reg_write, then checked with reg_write of
+  the window registers, PC and %g1 again), finds %asi in it by writing
+  %asi twice with `wr` (and xcc in the word before, by `wr %ccr`), sets
+  PSTATE.PEF in the word after (CPUSPARCState has xcc, asi, pstate in a row),
+  runs `wr %g0, 4, %fprs`, and checks that an FSR loaded with `ldx %fsr`
+  stores back with `stx %fsr`. It then stores and loads the registers
+  there too (the fields reg_write/reg_read use, checked as said; faster);
+- fresh code: translations are cached by address and later writes are
+  not noticed (as for IA-32, see ref_i386). The cache key holds %asi
+  (set directly in the CPU state; no CTI uses it), so every reuse of a CTI
+  page runs under a new %asi value (0..255; then a new instance). A jump
+  that lands on a prologue address leaves a translation made from the old
+  code under that address and the current %asi: that key is retired;
+- fetches: the mapping check uses the virtual address, but the bytes are
+  read at the address truncated to 41 bits (MMU off), and if that is not
+  mapped the process aborts. The top window is therefore mapped at both
+  addresses and its code written at the truncated one;
+- emu_start's `until`: it stopped one instruction early with a count,
+  never returned without one, and a run whose new PC was `until` (0, after
+  a CALL from the last word of the address space) spun forever even with
+  count=3; the model passes 1, an address no PC can equal;
+- emu_start's `timeout` starts a watchdog thread per call: ~0.1 ms, more
+  than a whole state costs without it; the model gives `count` only,
+  which bounds the run;
+- a JMPL to a misaligned address writes rd before it raises
+  mem_address_not_aligned (0x34), although V9 traps are precise: the
+  model reports the trap with the registers as they were;
+- mem_map needs 8 KiB-aligned addresses and sizes; Uc objects stay in a
+  reference cycle through their hooks until the garbage collector runs,
+  each with its mapped memory, so the model releases its instance itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import struct
+
+from unicorn import (UC_ARCH_SPARC, UC_ERR_FETCH_UNMAPPED, UC_ERR_READ_UNMAPPED,
+                     UC_HOOK_INTR, UC_HOOK_MEM_UNMAPPED, UC_MODE_BIG_ENDIAN,
+                     UC_MODE_SPARC64, Uc, UcError)
+from unicorn import sparc_const as S
+
+PAGE = 0x2000                    # unicorn's SPARC64 page: mem_map needs 8 KiB
+# (address, size) of the windows holding CTIs: low, and the top 8 MiB.
+WINDOWS = ((0x0000000001000000, 0x800000), (0xffffffffff800000, 0x800000))
+SLOTS = sum(size // PAGE for _, size in WINDOWS)
+PHYS_MASK = (1 << 41) - 1        # fetches read physical address = this & virtual
+FSR_AT = 0x800                   # in page 0, reachable as [%g0 + simm13]
+SETUP_AT = 0x1000
+TT_UNALIGNED = 0x34              # mem_address_not_aligned
+ROUNDS = 256                     # %asi values
+NEVER = 1                        # emu_start `until`: no PC is unaligned
+
+_U64 = (1 << 64) - 1
+_GREGS_PC_NPC = struct.Struct("<8QQQQ")   # gregs[8], regwptr, pc, npc
+_WINDOW = struct.Struct("<24Q")           # %o0-7 %l0-7 %i0-7
+_SEVEN = struct.Struct("<7Q")
+_WINDOW_IDS = [getattr(S, f"UC_SPARC_REG_{k}{n}") for k in "OLI" for n in range(8)]
+_CODE = struct.Struct(">3I")
+
+
+def _f3(op, rd, op3, rs1, simm13):
+    return op << 30 | rd << 25 | op3 << 19 | rs1 << 14 | 1 << 13 | simm13 & 0x1fff
+
+
+def wr_ccr(ccr):        # wr %g0, ccr, %ccr
+    return _f3(2, 2, 0x30, 0, ccr)
+
+
+def _wr_asi(asi):       # wr %g0, asi, %asi
+    return _f3(2, 3, 0x30, 0, asi)
+
+
+def _wr_fprs(v):        # wr %g0, v, %fprs
+    return _f3(2, 6, 0x30, 0, v)
+
+
+def ldx_fsr(addr):      # ldx [%g0 + addr], %fsr
+    return _f3(3, 1, 0x21, 0, addr)
+
+
+def _stx_fsr(addr):     # stx %fsr, [%g0 + addr]
+    return _f3(3, 1, 0x25, 0, addr)
+
+
+def slot(i: int) -> int:
+    """The address the i-th state's CTI is run at: the last word of one
+    of the SLOTS pages, both windows in turn."""
+    base, size = WINDOWS[i % len(WINDOWS)]
+    return base + (i // len(WINDOWS)) % (size // PAGE) * PAGE + PAGE - 4
+
+
+def _page_of(pc: int):
+    """(window index, page index) of a slot address, or None."""
+    for w, (base, size) in enumerate(WINDOWS):
+        if base <= pc < base + size and pc % PAGE == PAGE - 4:
+            return w, (pc - base) // PAGE
+    return None
+
+
+class ModelError(RuntimeError):
+    pass
+
+
+class Reference:
+    def __init__(self):
+        self.instances = 0
+        self._fresh()
+
+    def _fresh(self):
+        self.close()
+        self.instances += 1
+        self.uc = uc = Uc(UC_ARCH_SPARC, UC_MODE_SPARC64 | UC_MODE_BIG_ENDIAN)
+        uc.mem_map(0, PAGE)
+        self._traps: list[int] = []
+        self._unmapped: list[int] = []
+        # The hooks hold the lists, not self: no cycle keeps an instance alive.
+        traps, unmapped = self._traps, self._unmapped
+
+        def on_trap(uc, intno, user):
+            traps.append(intno)
+            uc.emu_stop()
+
+        def on_unmapped(uc, access, address, size, value, user):
+            unmapped.append(address)
+            return False
+        uc.hook_add(UC_HOOK_INTR, on_trap)
+        uc.hook_add(UC_HOOK_MEM_UNMAPPED, on_unmapped)
+        self._next_round: dict = {}
+        self._retired: set = set()
+        self._locate_cpu()              # before the windows: less memory to search
+        self._enable_fpu()
+        for base, size in WINDOWS:
+            uc.mem_map(base, size)               # checked before a fetch
+            if base & PHYS_MASK != base:
+                uc.mem_map(base & PHYS_MASK, size)   # read by the fetch
+
+    def close(self):
+        """Release the unicorn instance now. (The binding's own Uc keeps
+        itself alive in a reference cycle through its hooks until the
+        garbage collector runs, and every instance has 24 MiB mapped that
+        the next _locate_cpu would search.)"""
+        uc = getattr(self, "uc", None)
+        if uc is not None and uc._uch:
+            Uc.release_handle(uc._uch)
+            uc._uch.value = None        # the binding's finalizer skips it
+        self.uc = None
+
+    def _setup_run(self, *words, count=None):
+        self.uc.mem_write(SETUP_AT, struct.pack(f">{len(words)}I", *words))
+        self._traps.clear()
+        self.uc.emu_start(SETUP_AT, NEVER, count=count or len(words))
+        if self._traps:
+            raise ModelError(f"setup code trapped: {[hex(t) for t in self._traps]}")
+
+    def _locate_cpu(self):
+        """Find CPUSPARCState: gregs[8], regwptr, pc, npc come first."""
+        uc, rnd = self.uc, random.Random()
+        greg = [rnd.getrandbits(64) | 1 << 63 for _ in range(7)]
+        for n, v in enumerate(greg):
+            uc.reg_write(S.UC_SPARC_REG_G1 + n, v)
+        window = [rnd.getrandbits(64) for _ in range(24)]
+        for n, v in enumerate(window):
+            uc.reg_write(_WINDOW_IDS[n], v)
+        pc = 0x123456789abc0
+        uc.reg_write(S.UC_SPARC_REG_PC, pc)
+        pattern = _SEVEN.pack(*greg)
+        found = []
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
+            for line in maps:
+                fields = line.split()
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                if not fields[1].startswith("rw") or "x" in fields[1]:
+                    continue
+                try:
+                    mem.seek(lo)
+                    data = mem.read(hi - lo)
+                except (OSError, ValueError, OverflowError):
+                    continue
+                at = data.find(pattern)
+                while at >= 0:
+                    if at >= 8:
+                        found.append(lo + at - 8)
+                    at = data.find(pattern, at + 1)
+        for env in found:
+            regs = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))
+            if list(regs[1:8]) != greg or regs[9:11] != (pc, pc + 4):
+                continue
+            if list(_WINDOW.unpack(ctypes.string_at(regs[8], _WINDOW.size))) != window:
+                continue
+            mark = rnd.getrandbits(64)           # not a stale copy: it follows reg_write
+            uc.reg_write(S.UC_SPARC_REG_G1, mark)
+            if struct.unpack("<Q", ctypes.string_at(env + 8, 8))[0] != mark:
+                continue
+            self.env = env
+            break
+        else:
+            raise ModelError("CPU state not found in process memory")
+        # %asi, then PSTATE after it (xcc, asi, pstate in CPUSPARCState).
+        span = 0x10000
+        before = ctypes.string_at(self.env, span)
+        self._setup_run(_wr_asi(0x5a), wr_ccr(0xa5))
+        mid = ctypes.string_at(self.env, span)
+        self._setup_run(_wr_asi(0xa5))
+        after = ctypes.string_at(self.env, span)
+        hits = [o for o in range(4, span, 4)
+                if struct.unpack_from("<I", before, o)[0] == 0
+                and struct.unpack_from("<I", mid, o)[0] == 0x5a
+                and struct.unpack_from("<I", after, o)[0] == 0xa5
+                and struct.unpack_from("<I", mid, o - 4)[0] == 0xa << 20]   # xcc
+        if len(hits) != 1:
+            raise ModelError("%asi not found in the CPU state "
+                             f"(candidates at {[hex(h) for h in hits]})")
+        self.asi_at = self.env + hits[0]
+        self.pstate_at = self.asi_at + 4
+
+    def _enable_fpu(self):
+        pstate = struct.unpack("<I", ctypes.string_at(self.pstate_at, 4))[0]
+        if pstate & ~0x10:
+            raise ModelError(f"unexpected PSTATE {pstate:#x} next to %asi")
+        ctypes.memmove(self.pstate_at, struct.pack("<I", pstate | 0x10), 4)   # PEF
+        probe = 0x0000003a_00000c00                # fcc3..1 = 3 2 2, fcc0 = 3
+        self.uc.mem_write(FSR_AT, struct.pack(">Q", probe))
+        self._setup_run(_wr_fprs(4), ldx_fsr(FSR_AT), _stx_fsr(FSR_AT + 8))
+        back = struct.unpack(">Q", self.uc.mem_read(FSR_AT + 8, 8))[0]
+        if back & 0x3f00000c00 != probe & 0x3f00000c00:
+            raise ModelError(f"FSR did not load: wrote {probe:#x}, read {back:#x}")
+
+    def _round(self, key):
+        """A %asi value under which key's page has no translation yet."""
+        r = self._next_round.get(key, 0)
+        while (key, r) in self._retired:
+            r += 1
+        if r >= ROUNDS:
+            return None
+        self._next_round[key] = r + 1
+        return r
+
+    def run(self, word: int, pc: int, regs, ccr: int, fsr: int):
+        """Execute the CTI `word` at pc (a slot() address) with registers
+        regs (32 values; regs[0] is ignored), CCR ccr (xcc << 4 | icc) and
+        FSR fsr. Returns (status, pc, npc, regs): status 0, or -1 for the
+        mem_address_not_aligned trap of a JMPL (pc, npc, regs unchanged)."""
+        key = _page_of(pc)
+        if key is None:
+            raise ValueError(f"pc {pc:#x} is not one of the model's slots")
+        asi = self._round(key)
+        if asi is None:
+            self._fresh()
+            asi = self._round(key)
+        uc, env = self.uc, self.env
+        ctypes.memmove(self.asi_at, struct.pack("<I", asi), 4)
+        uc.mem_write(FSR_AT, struct.pack(">Q", fsr))
+        start = pc - 8
+        uc.mem_write(start & PHYS_MASK, _CODE.pack(wr_ccr(ccr), ldx_fsr(FSR_AT), word))
+        ctypes.memmove(env + 8, _SEVEN.pack(*regs[1:8]), _SEVEN.size)
+        window_at = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[8]
+        ctypes.memmove(window_at, _WINDOW.pack(*regs[8:32]), _WINDOW.size)
+        self._traps.clear()
+        self._unmapped.clear()
+        try:
+            uc.emu_start(start, NEVER, count=3)
+        except UcError as e:
+            if e.errno not in (UC_ERR_FETCH_UNMAPPED, UC_ERR_READ_UNMAPPED):
+                raise
+            stop = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[9]
+            if not self._unmapped or any(a != stop for a in self._unmapped):
+                raise
+        state = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))
+        new_pc, new_npc = state[9], state[10]
+        if self._traps:
+            if self._traps == [TT_UNALIGNED] and (new_pc, new_npc) == (pc, (pc + 4) & _U64):
+                return -1, pc, (pc + 4) & _U64, (0, *regs[1:32])
+            raise ModelError(f"{word:#010x} at {pc:#x} trapped: "
+                             f"{[hex(t) for t in self._traps]}")
+        landed = _page_of((new_pc + 8) & _U64)
+        if landed is not None and new_npc == (new_pc + 4) & _U64:
+            # A translation was made at a prologue address under this %asi.
+            self._retired.add((landed, asi))
+        out = (0, *state[1:8], *_WINDOW.unpack(ctypes.string_at(state[8], _WINDOW.size)))
+        return 0, new_pc, new_npc, out
+
+    @classmethod
+    def fresh(cls, word: int, pc: int, regs, ccr: int, fsr: int):
+        """run() on an instance that has run nothing before."""
+        model = cls()
+        try:
+            return model.run(word, pc, regs, ccr, fsr)
+        finally:
+            model.close()
