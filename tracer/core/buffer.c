@@ -189,19 +189,24 @@ void buffer_reset_counters(void)
 	}
 }
 
+static void buffers_free(void)
+{
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		if (t->data)
+			pages_free(t->data, t->size / mm_page_size);
+		t->data = 0;
+		t->size = 0;
+	}
+}
+
 bool buffer_resize(size_t bytes)
 {
 	size_t page = mm_page_size;
 	if (bytes < page || (bytes & (bytes - 1)) || bytes > (1u << 30))
 		return false;
 	draining_paused = true;
-	for (unsigned c = 0; c < cpu_count(); c++) {
-		struct tracer_cpu *t = &tcpu[c];
-		if (t->data)
-			pages_free(t->data, t->size / page);
-		t->data = 0;
-		t->size = 0;
-	}
+	buffers_free();
 	bool ok = true;
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct tracer_cpu *t = &tcpu[c];
@@ -213,15 +218,8 @@ bool buffer_resize(size_t bytes)
 		}
 		t->size = (uint32_t)bytes;
 	}
-	if (!ok) {
-		for (unsigned c = 0; c < cpu_count(); c++) {
-			struct tracer_cpu *t = &tcpu[c];
-			if (t->data)
-				pages_free(t->data, t->size / page);
-			t->data = 0;
-			t->size = 0;
-		}
-	}
+	if (!ok)
+		buffers_free();
 	draining_paused = false;
 	return ok;
 }

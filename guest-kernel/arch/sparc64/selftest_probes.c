@@ -213,6 +213,11 @@ static bool ref_fcc(unsigned cond, unsigned fcc)
 	return strchr(fb_taken_on[cond], "ELGU"[fcc]) != 0;
 }
 
+/* The signs of the register each BPr rcond is taken on (0 and 4 reserved). */
+static const char *const br_taken_on[8] = {
+	"", "0", "-0", "-", "", "-+", "+", "0+",
+};
+
 static unsigned fcc_field(uint64_t fsr, unsigned n)
 {
 	static const unsigned shift[4] = { 10, 32, 34, 36 };
@@ -238,14 +243,7 @@ static bool ref_taken(const struct dt_word *w, const struct dt_state *s)
 		return ref_fcc(w->cond, fcc_field(s->fsr, w->cc));
 	case K_BPR: {
 		int64_t v = (int64_t)s->r[w->rs1];
-		switch (w->cond) {
-		case 1: return v == 0;
-		case 2: return v <= 0;
-		case 3: return v < 0;
-		case 5: return v != 0;
-		case 6: return v > 0;
-		default: return v >= 0;
-		}
+		return strchr(br_taken_on[w->cond], v < 0 ? '-' : v ? '+' : '0') != 0;
 	}
 	default:
 		return true;

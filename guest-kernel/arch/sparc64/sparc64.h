@@ -119,6 +119,29 @@
 #define PAGE_SHIFT 13
 #define PAGE_SIZE  (UL(1) << PAGE_SHIFT)
 
+#ifdef __ASSEMBLY__
+/* This window's %l and %i into its register save area at %sp + BIAS, as
+ * a spill stores them (trap_table.S's spill handlers, trap_entry.S). */
+	.macro STORE_WINDOW
+	stx	%l0, [%sp + STACK_BIAS + 0x00]
+	stx	%l1, [%sp + STACK_BIAS + 0x08]
+	stx	%l2, [%sp + STACK_BIAS + 0x10]
+	stx	%l3, [%sp + STACK_BIAS + 0x18]
+	stx	%l4, [%sp + STACK_BIAS + 0x20]
+	stx	%l5, [%sp + STACK_BIAS + 0x28]
+	stx	%l6, [%sp + STACK_BIAS + 0x30]
+	stx	%l7, [%sp + STACK_BIAS + 0x38]
+	stx	%i0, [%sp + STACK_BIAS + 0x40]
+	stx	%i1, [%sp + STACK_BIAS + 0x48]
+	stx	%i2, [%sp + STACK_BIAS + 0x50]
+	stx	%i3, [%sp + STACK_BIAS + 0x58]
+	stx	%i4, [%sp + STACK_BIAS + 0x60]
+	stx	%i5, [%sp + STACK_BIAS + 0x68]
+	stx	%i6, [%sp + STACK_BIAS + 0x70]
+	stx	%i7, [%sp + STACK_BIAS + 0x78]
+	.endm
+#endif
+
 #ifndef __ASSEMBLY__
 #include <stdint.h>
 

@@ -36,22 +36,7 @@
 FUNC(trap_entry)
 	/* The trapped window's %l and %i into its register save area, where
 	 * a spill would put them: C reads them there without a flushw. */
-	stx	%l0, [%sp + STACK_BIAS + 0x00]
-	stx	%l1, [%sp + STACK_BIAS + 0x08]
-	stx	%l2, [%sp + STACK_BIAS + 0x10]
-	stx	%l3, [%sp + STACK_BIAS + 0x18]
-	stx	%l4, [%sp + STACK_BIAS + 0x20]
-	stx	%l5, [%sp + STACK_BIAS + 0x28]
-	stx	%l6, [%sp + STACK_BIAS + 0x30]
-	stx	%l7, [%sp + STACK_BIAS + 0x38]
-	stx	%i0, [%sp + STACK_BIAS + 0x40]
-	stx	%i1, [%sp + STACK_BIAS + 0x48]
-	stx	%i2, [%sp + STACK_BIAS + 0x50]
-	stx	%i3, [%sp + STACK_BIAS + 0x58]
-	stx	%i4, [%sp + STACK_BIAS + 0x60]
-	stx	%i5, [%sp + STACK_BIAS + 0x68]
-	stx	%i6, [%sp + STACK_BIAS + 0x70]
-	stx	%i7, [%sp + STACK_BIAS + 0x78]
+	STORE_WINDOW
 	save	%sp, -(STACK_FRAME + TF_SIZE), %sp
 	add	%sp, STACK_BIAS + STACK_FRAME, %l7
 	rdpr	%tstate, %l0

@@ -145,25 +145,6 @@ int sparc_decode(uint32_t w, struct sparc_cti *c, const char **why)
 	}
 }
 
-uint32_t sparc_cti_regs(const struct sparc_cti *c)
-{
-	uint32_t m = 0;
-	switch (c->cls) {
-	case SPARC_CALL:
-		m = 1u << SPARC_O7;
-		break;
-	case SPARC_JMPL:
-		m = 1u << c->rs1 | 1u << c->rd;
-		if (!c->imm)
-			m |= 1u << c->rs2;
-		break;
-	case SPARC_BPR:
-		m = 1u << c->rs1;
-		break;
-	}
-	return m & ~1u;
-}
-
 static uint64_t reg(const struct sparc_regs *r, unsigned n)
 {
 	return n ? r->r[n] : 0;

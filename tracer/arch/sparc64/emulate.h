@@ -77,10 +77,6 @@ int sparc_decode(uint32_t word, struct sparc_cti *c, const char **why);
  * DONE/RETRY): a probe never sits in the delay slot of one. */
 bool sparc_is_cti(uint32_t word);
 
-/* Bit n set: the emulation reads or writes r[n] (n >= 1). Lets the guest
- * fetch a trapped window's %l/%i only when needed. */
-uint32_t sparc_cti_regs(const struct sparc_cti *c);
-
 /* 0 with *r updated (pc, npc, and %o7 or rd) and *o filled; or -1 with
  * *fault set to a misaligned JMPL target, and nothing changed. */
 int sparc_emulate(const struct sparc_cti *c, struct sparc_regs *r,

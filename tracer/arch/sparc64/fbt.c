@@ -95,14 +95,6 @@ static bool is_save_to_sp(uint32_t w)
 	       ((w >> 25) & 0x1f) == REG_SP;
 }
 
-static uint32_t field_regs(uint32_t w)
-{
-	uint32_t m = 1u << ((w >> 14) & 0x1f);
-	if (!((w >> 13) & 1))
-		m |= 1u << (w & 0x1f);
-	return m;
-}
-
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why)
 {
@@ -127,7 +119,6 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 			return -1;
 		}
 		site->what = SPARC_SITE_SAVE;
-		site->regs = field_regs(w);
 		return 0;
 	}
 	if (w >> 30 == 2 && ((w >> 19) & 0x3f) == OP3_RETURN) {
@@ -138,13 +129,11 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 			return -1;
 		}
 		site->what = SPARC_SITE_RETURN;
-		site->regs = field_regs(w) | 0xff000000u;   /* %i: the caller's %o */
 		return 0;
 	}
 	if (sparc_decode(w, &site->cti, why) != 0)
 		return -1;
 	site->what = SPARC_SITE_CTI;
-	site->regs = sparc_cti_regs(&site->cti);
 	if (kind == WIRE_EVENT_RETURN) {
 		const struct sparc_cti *c = &site->cti;
 		if (c->cls != SPARC_JMPL || c->rd != 0 || !c->imm || c->simm13 != 8 ||
@@ -152,11 +141,6 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 			*why = "a return probe sits on ret, retl or return %i7+8";
 			return -1;
 		}
-		/* The value: %i0 after ret (%o0 once restored), %o0 after retl;
-		 * the delay slot may compute it from any register. */
-		site->regs |= 1u << (c->rs1 == SPARC_I7 ? 24 : 8);
-		if (site->slot >> 30 == 2)
-			site->regs |= field_regs(site->slot);
 	}
 	return 0;
 }
@@ -198,9 +182,9 @@ static uint64_t read_fsr(void)
 	return fsr;
 }
 
-/* The trapped registers an emulation needs, into r; false if the trapped
- * window's save area is unmapped (the kernel then stops with the trap). */
-static bool load_regs(struct trapframe *tf, uint32_t need, struct sparc_regs *r)
+/* The trapped registers into r; false if the trapped window's save area
+ * is unmapped (the kernel then stops with the trap). */
+static bool load_regs(struct trapframe *tf, struct sparc_regs *r)
 {
 	r->pc = tf->tpc;
 	r->npc = tf->tnpc;
@@ -209,8 +193,6 @@ static bool load_regs(struct trapframe *tf, uint32_t need, struct sparc_regs *r)
 		r->r[n] = n ? tf->g[n] : 0;
 		r->r[n + 8] = tf->o[n];
 	}
-	if (!(need >> 16))
-		return true;
 	const uint64_t *li = trapframe_reg_read(tf, 16);   /* %l0..%l7, %i0..%i7 */
 	if (!li)
 		return false;
@@ -370,7 +352,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
-	if (!load_regs(tf, p->site.regs, &r))
+	if (!load_regs(tf, &r))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	const struct sparc_cti *c = &p->site.cti;
 	if (p->site.what == SPARC_SITE_CTI &&

@@ -23,7 +23,6 @@ struct tarch_site {
 	uint32_t         insn;     /* the original word */
 	uint32_t         slot;     /* the word after it */
 	uint8_t          what;     /* enum sparc_site_what */
-	uint32_t         regs;     /* registers the emulation touches (bit n: r[n]) */
 	struct sparc_cti cti;      /* CTI sites */
 };
 
