@@ -37,6 +37,9 @@ class Arch:
     modes: tuple[str, ...] = ()
     # The guest has the branch provider (a probe on any control transfer).
     branch_provider: bool = False
+    # The host half of check mode: bench/<checker>.py, whose verify(checks,
+    # sites) re-executes the CHECK records in unicorn.
+    checker: str = ""
     # RAM for runs that need much of it (trace buffers).
     max_memory_mb: int = 256
 
@@ -65,6 +68,7 @@ ARCHES: dict[str, Arch] = {
         pc_registers=("EIP",),
         crash_status={"df": "DOUBLE_FAULT"},
         modes=("int3", "ud", "step"),
+        checker="check_i386",
         # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
         max_memory_mb=256,
     ),
@@ -81,6 +85,7 @@ ARCHES: dict[str, Arch] = {
         # A spill onto an unmapped stack faults at TL 2 (arch/sparc64/arch.c).
         crash_status={"df": "DOUBLE_FAULT"},
         modes=("emulate", "shellgame"),
+        checker="check_sparc64",
         branch_provider=True,
         max_memory_mb=256,
     ),

@@ -121,14 +121,17 @@ def classify(code: bytes) -> Form | str:
 
 @dataclass
 class CheckReport:
+    """What a check found; also check_sparc64's (order: its class names)."""
     checked: int = 0
     by_form: dict[str, int] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    order: tuple[str, ...] = FORMS
 
     def summary(self) -> str:
+        order = self.order
         forms = ", ".join(f"{f} {self.by_form[f]}" for f in
-                          sorted(self.by_form, key=lambda f: (FORMS.index(f)
-                                 if f in FORMS else len(FORMS), f)))
+                          sorted(self.by_form, key=lambda f: (order.index(f)
+                                 if f in order else len(order), f)))
         return (f"check: {self.checked} emulations checked"
                 f"{f' ({forms})' if forms else ''}, "
                 f"{len(self.mismatches)} mismatches")

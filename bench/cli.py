@@ -8,6 +8,7 @@ what went wrong, the QEMU command line and where the full log is.
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import subprocess
 import sys
@@ -149,8 +150,8 @@ def cmd_run(args) -> int:
         print(ln)
     status = 0 if r.ok else 1
     if args.check:
-        from . import check_i386
-        crep = check_i386.verify(cap.checks, trace.sites_of(s.image, s.probes))
+        checker = importlib.import_module(f".{arch.checker}", __package__)
+        crep = checker.verify(cap.checks, trace.sites_of(s.image, s.probes))
         print(crep.summary())
         for m in crep.mismatches[:20]:
             print(f"  MISMATCH {m}")

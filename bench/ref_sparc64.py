@@ -20,6 +20,15 @@ is taken as the normal end). The CTI pages lie in two windows, one low
 and one at the very top of the address space, so targets also wrap
 around 2^64.
 
+Reference.run_window() runs the two window-moving instructions the probes
+emulate besides CTIs, `save` and `return`, the same way, from a callee
+window at CWP 3 whose caller (where `return` goes) is CWP 2. Its prologue
+also sets CWP, CANSAVE 5, CANRESTORE 1, OTHERWIN 0 and CLEANWIN 7 with
+`wrpr`, which needs PSTATE.PRIV: set, for those runs only, in the same CPU
+state word as PEF (below). Where each window's registers live is measured
+once per instance (wrpr %cwp, then the window pointer); in unicorn's
+register file, CWP n+1's %i are CWP n's %o, as V9 has it.
+
 What unicorn 2.0.1 does not give, and how the model gets it (each seen
 here, with the SPARC64 big-endian mode):
 - nPC: there is no register for it, emu_start and reg_write(PC) set
@@ -122,6 +131,19 @@ def _stx_fsr(addr):     # stx %fsr, [%g0 + addr]
     return _f3(3, 1, 0x25, 0, addr)
 
 
+def _wrpr(reg, v):      # wrpr %g0, v, <privileged register reg>
+    return _f3(2, reg, 0x32, 0, v)
+
+
+PR_CWP, PR_CANSAVE, PR_CANRESTORE, PR_CLEANWIN, PR_OTHERWIN = 9, 10, 11, 12, 13
+PSTATE_PRIV, PSTATE_PEF = 0x4, 0x10
+CALLEE_CWP = 3
+WINDOW_PROLOGUE = (_wrpr(PR_CWP, CALLEE_CWP), _wrpr(PR_CANSAVE, 5),
+                   _wrpr(PR_CANRESTORE, 1), _wrpr(PR_OTHERWIN, 0),
+                   _wrpr(PR_CLEANWIN, 7))
+CWP_AT = 0x1100                  # setup code measuring each window's registers
+
+
 def slot(i: int) -> int:
     """The address the i-th state's CTI is run at: the last word of one
     of the SLOTS pages, both windows in turn."""
@@ -167,6 +189,7 @@ class Reference:
         uc.hook_add(UC_HOOK_MEM_UNMAPPED, on_unmapped)
         self._next_round: dict = {}
         self._retired: set = set()
+        self._window_at = None
         self._locate_cpu()              # before the windows: less memory to search
         self._enable_fpu()
         for base, size in WINDOWS:
@@ -185,10 +208,10 @@ class Reference:
             uc._uch.value = None        # the binding's finalizer skips it
         self.uc = None
 
-    def _setup_run(self, *words, count=None):
-        self.uc.mem_write(SETUP_AT, struct.pack(f">{len(words)}I", *words))
+    def _setup_run(self, *words, count=None, at=SETUP_AT):
+        self.uc.mem_write(at, struct.pack(f">{len(words)}I", *words))
         self._traps.clear()
-        self.uc.emu_start(SETUP_AT, NEVER, count=count or len(words))
+        self.uc.emu_start(at, NEVER, count=count or len(words))
         if self._traps:
             raise ModelError(f"setup code trapped: {[hex(t) for t in self._traps]}")
 
@@ -265,6 +288,27 @@ class Reference:
         if back & 0x3f00000c00 != probe & 0x3f00000c00:
             raise ModelError(f"FSR did not load: wrote {probe:#x}, read {back:#x}")
 
+    def _set_priv(self, on: bool):
+        pstate = struct.unpack("<I", ctypes.string_at(self.pstate_at, 4))[0]
+        pstate = pstate | PSTATE_PRIV if on else pstate & ~PSTATE_PRIV
+        ctypes.memmove(self.pstate_at, struct.pack("<I", pstate), 4)
+
+    def _windows(self) -> dict[int, int]:
+        """Where the registers of CWP 2, 3 and 4 live (each wrpr %cwp at its
+        own setup address, so no translation is reused)."""
+        if getattr(self, "_window_at", None) is None:
+            self._set_priv(True)
+            try:
+                at = {}
+                for n, cwp in enumerate((CALLEE_CWP - 1, CALLEE_CWP, CALLEE_CWP + 1)):
+                    self._setup_run(_wrpr(PR_CWP, cwp), at=CWP_AT + 16 * n)
+                    at[cwp] = _GREGS_PC_NPC.unpack(
+                        ctypes.string_at(self.env, _GREGS_PC_NPC.size))[8]
+            finally:
+                self._set_priv(False)
+            self._window_at = at
+        return self._window_at
+
     def _round(self, key):
         """A %asi value under which key's page has no translation yet."""
         r = self._next_round.get(key, 0)
@@ -316,6 +360,59 @@ class Reference:
         if landed is not None and new_npc == (new_pc + 4) & _U64:
             # A translation was made at a prologue address under this %asi.
             self._retired.add((landed, asi))
+        out = (0, *state[1:8], *_WINDOW.unpack(ctypes.string_at(state[8], _WINDOW.size)))
+        return 0, new_pc, new_npc, out
+
+    def run_window(self, word: int, pc: int, regs, ccr: int, fsr: int, caller):
+        """Execute `save` or `return` (`word`) at pc (a slot() address) with
+        the globals and window registers regs (32 values, the window being
+        CWP 3), caller (16 values: %l0-7, %i0-7 of CWP 2, the window
+        `return` goes back to), CCR and FSR. Returns (status, pc, npc, regs)
+        as run() does, regs being the globals and the window current after
+        the instruction: after a save, %l and %o other than %sp are
+        whatever unicorn's register file held."""
+        key = _page_of(pc)
+        if key is None:
+            raise ValueError(f"pc {pc:#x} is not one of the model's slots")
+        windows = self._windows()
+        asi = self._round(key)
+        if asi is None:
+            self._fresh()
+            windows = self._windows()
+            asi = self._round(key)
+        uc, env = self.uc, self.env
+        ctypes.memmove(self.asi_at, struct.pack("<I", asi), 4)
+        uc.mem_write(FSR_AT, struct.pack(">Q", fsr))
+        code = (wr_ccr(ccr), ldx_fsr(FSR_AT), *WINDOW_PROLOGUE, word)
+        start = pc - 4 * (len(code) - 1)
+        uc.mem_write(start & PHYS_MASK, struct.pack(f">{len(code)}I", *code))
+        ctypes.memmove(env + 8, _SEVEN.pack(*regs[1:8]), _SEVEN.size)
+        ctypes.memmove(windows[CALLEE_CWP - 1] + 64, struct.pack("<16Q", *caller), 128)
+        ctypes.memmove(windows[CALLEE_CWP], _WINDOW.pack(*regs[8:32]), _WINDOW.size)
+        self._traps.clear()
+        self._unmapped.clear()
+        self._set_priv(True)
+        try:
+            uc.emu_start(start, NEVER, count=len(code))
+        except UcError as e:
+            if e.errno not in (UC_ERR_FETCH_UNMAPPED, UC_ERR_READ_UNMAPPED):
+                raise
+            stop = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[9]
+            if not self._unmapped or any(a != stop for a in self._unmapped):
+                raise
+        finally:
+            self._set_priv(False)
+        state = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))
+        new_pc, new_npc = state[9], state[10]
+        if self._traps:
+            if self._traps == [TT_UNALIGNED] and (new_pc, new_npc) == (pc, (pc + 4) & _U64):
+                return -1, pc, (pc + 4) & _U64, (0, *regs[1:32])
+            raise ModelError(f"{word:#010x} at {pc:#x} trapped: "
+                             f"{[hex(t) for t in self._traps]}")
+        for landed in (new_pc, new_npc):
+            base = _page_of((landed | (PAGE - 4)) & _U64)
+            if base is not None and landed % PAGE >= PAGE - 4 * len(code):
+                self._retired.add((base, asi))    # a translation in a prologue
         out = (0, *state[1:8], *_WINDOW.unpack(ctypes.string_at(state[8], _WINDOW.size)))
         return 0, new_pc, new_npc, out
 

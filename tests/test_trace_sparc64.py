@@ -7,7 +7,10 @@ What must hold: fib traced with every entry and return and the right
 arguments and values; calltree on preemptive threads with every CTI of it
 probed loses nothing (missed=0, dropped=0), and the CALL records into each
 function match its call count; the shell-game baseline on the same
-workload loses firings; every refusal names its reason. The full-size run
+workload loses firings; every refusal names its reason; check mode
+re-executes every emulation of the `forms` workload, which has every class
+(CALL, JMPL, Bicc, BPcc, BPr, FBfcc, FBPfcc, `save`, `return`), in
+unicorn with 0 mismatches, and reports a record with a wrong field. The full-size run
 (>= 10^6 firings) is `python3 -m bench lossless --arch sparc64`."""
 
 from collections import Counter
@@ -125,6 +128,61 @@ def test_shell_game_baseline_loses_firings(sparc64):
     # It never records more than happened.
     for f in rep.expected:
         assert rep.entries[f] <= rep.expected[f] and rep.returns[f] <= rep.expected[f]
+
+
+FORMS_SPEC = "fbt:fm_*:entry,fbt:fm_*:return,branch:fm_*"
+
+
+@pytest.fixture(scope="module")
+def checked_forms(sparc64):
+    """One check-mode run of `forms`: every emulated class, recorded."""
+    with Guest(sparc64, label="check-emulate") as g:
+        s = runs.open_session(g)
+        s.setup(FORMS_SPEC, "emulate", check=True, buffer_bytes=16 << 20, strict=True)
+        s.enable(True)
+        r = s.must("run forms n=100", timeout=600)
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    return s, r, cap, g
+
+
+def test_check_mode_verifies_every_class_in_unicorn(checked_forms):
+    from bench import check_sparc64
+    s, r, cap, g = checked_forms
+    assert r.ok and r.results[0]["value"] == 500
+    rep = check_sparc64.verify(cap.checks, trace.sites_of(s.image, s.probes))
+    print(rep.summary())
+    assert rep.mismatches == [], rep.mismatches[:5]
+    missing = [c for c in check_sparc64.CLASSES if rep.by_form.get(c, 0) == 0]
+    assert not missing, f"no emulation of {missing} was checked: {rep.summary()}"
+    assert rep.checked == len(cap.checks) == len(cap.events)   # every firing
+    traced = trace.verify(cap, s.probes, g.link_errors)
+    assert traced.ok and traced.missed == 0, traced.problems
+
+
+def test_check_mode_catches_a_wrong_emulation(checked_forms):
+    """Each record, with one "after" field the emulation defines changed,
+    is reported, naming that field."""
+    from bench import check_sparc64 as C
+    s, r, cap, g = checked_forms
+    sites = trace.sites_of(s.image, s.probes)
+    one = {}
+    for rec in cap.checks:
+        cls = C.classify(int.from_bytes(sites[rec.probe].code[:4], "big"))
+        one.setdefault(cls, rec)
+    assert set(one) == set(C.CLASSES)
+    after = C.NREGS
+    for cls, rec in one.items():
+        for field, delta in (("npc", 4), ("pc", 8), ("i0", 1), ("g1", 1 << 40),
+                             ("ccr", 1), ("fsr fcc", 1 << 10)):
+            w = list(rec.words)
+            idx = C.I_FSR if field == "fsr fcc" else C.NAMES.index(field)
+            w[after + idx] ^= delta
+            bad = trace.Event(rec.cpu, rec.thread, rec.probe, rec.kind, rec.cycles, tuple(w))
+            rep = C.verify([bad], sites)
+            assert len(rep.mismatches) == 1 and f" {field}: expected" in \
+                rep.mismatches[0], (cls, field, rep.mismatches)
 
 
 def test_refusals_name_a_reason_and_change_nothing(sparc64, image):

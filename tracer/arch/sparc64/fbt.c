@@ -45,6 +45,10 @@
  * pair belongs to the CTI before it), any other instruction, and code of
  * the tracer or trap path (probe.c).
  *
+ * Check mode (`probe check on`, emulate only): each emulation also writes
+ * a CHECK record (check.h) — the state before, and the state after read
+ * back from where the way back will take it — for bench/check_sparc64.py.
+ *
  * Registers are read and written where the trapped context keeps them:
  * %g and %o in the trap frame, %l and %i in the trapped window's save area
  * (trap_entry stored them there; a write to one flushes the windows
@@ -54,8 +58,10 @@
  * is one variable and a store needs only a `flush` of the site.
  */
 #include "arch_sparc64.h"
+#include "check.h"
 #include "console.h"
 #include "emulate.h"
+#include "mm.h"
 #include "sparc64.h"
 #include "thread.h"
 #include "trapframe.h"
@@ -73,7 +79,9 @@ const struct tarch_mech tarch_mechs[] = {
 			     "the next probe fires (lossy)", true },
 };
 const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
-const unsigned tarch_check_words = 0;
+const unsigned tarch_check_words = SPARC64_CHECK_WORDS;
+_Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CALLER,
+	       "check.h: a record is before, after and the caller's window");
 const unsigned tarch_cost_kind = WIRE_EVENT_RETURN;
 
 extern const char tracer_bare_illtrap[];
@@ -173,11 +181,16 @@ void tarch_disarm(struct probe *p)
 
 /* ---- the fire path ---- */
 
+/* %fsr, with the FPU on for the moment it takes: PSTATE.PEF and FPRS.FEF
+ * (bit 2) both, as the trapped context may have either off. */
 static uint64_t read_fsr(void)
 {
-	uint64_t fsr, pstate = rdpr(pstate);
+	uint64_t fsr, fprs, pstate = rdpr(pstate);
 	wrpr(pstate, pstate | PSTATE_PEF);
+	__asm__ volatile("rd %%fprs, %0" : "=r"(fprs));
+	__asm__ volatile("wr %0, 0, %%fprs" :: "r"(fprs | 4));   /* wr xors */
 	__asm__ volatile("stx %%fsr, %0" : "=m"(fsr));
+	__asm__ volatile("wr %0, 0, %%fprs" :: "r"(fprs) : "memory");
 	wrpr(pstate, pstate);
 	return fsr;
 }
@@ -333,6 +346,74 @@ static _Noreturn void fire_failed(const struct probe *p, const char *what,
 	      what, (unsigned long long)value);
 }
 
+/* ---- check mode (check.h) ---- */
+
+static void state_words(const struct trapframe *tf, const struct sparc_regs *r,
+			uint64_t fsr, unsigned long *w)
+{
+	w[0] = r->pc;
+	w[1] = r->npc;
+	w[2] = r->ccr;
+	w[3] = tf->y;
+	w[4] = fsr;
+	for (unsigned n = 1; n < 32; n++)
+		w[SPARC64_CHECK_R0 + n] = r->r[n];
+}
+
+/* The %l/%i of the window `return` goes back to: in the caller's save
+ * area at our %fp once the windows are flushed. False if it is unmapped. */
+static bool caller_window(const struct sparc_regs *r, unsigned long *w)
+{
+	uintptr_t area = r->r[30] + STACK_BIAS;
+	if ((area & 7) || mm_virt_to_phys((void *)area) == (uintptr_t)-1 ||
+	    mm_virt_to_phys((void *)(area + 127)) == (uintptr_t)-1)
+		return false;
+	flushw();
+	for (unsigned n = 0; n < SPARC64_CHECK_CALLER; n++)
+		w[n] = ((const uint64_t *)area)[n];
+	return true;
+}
+
+/* The "before" words from the trapped state r, and the caller's window
+ * for a `return`. */
+static void check_before(const struct probe *p, const struct trapframe *tf,
+			 const struct sparc_regs *r, unsigned long *w)
+{
+	unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
+	state_words(tf, r, read_fsr(), w);
+	for (unsigned n = 0; n < SPARC64_CHECK_CALLER; n++)
+		caller[n] = 0;
+	if (p->site.what == SPARC_SITE_RETURN && !caller_window(r, caller))
+		fire_failed(p, "the caller's save area is not mapped", r->r[30]);
+}
+
+/* The "after" words, read back from where the fire path left the state,
+ * with the window the resume switches to (check.h); then the record. */
+static void check_after(const struct probe *p, struct trapframe *tf,
+			unsigned long *w)
+{
+	struct sparc_regs a;
+	unsigned long *after = w + SPARC64_CHECK_NREGS;
+	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
+	enum { O = SPARC64_CHECK_R0 + 8, L = O + 8, I = L + 8 };
+
+	if (!load_regs(tf, &a))
+		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
+	state_words(tf, &a, read_fsr(), after);
+	for (unsigned n = 0; n < 8; n++) {
+		if (p->site.what == SPARC_SITE_SAVE) {
+			after[I + n] = a.r[8 + n];
+			after[L + n] = 0;
+			after[O + n] = n == 6 ? tf->save_sp : 0;
+		} else if (p->site.what == SPARC_SITE_RETURN) {
+			after[O + n] = a.r[24 + n];
+			after[L + n] = caller[n];
+			after[I + n] = caller[8 + n];
+		}
+	}
+	tracer_record(p, WIRE_EVENT_CHECK, w, SPARC64_CHECK_WORDS);
+}
+
 bool sparc64_probe_trap(struct trapframe *tf)
 {
 	uint32_t word = *(const volatile uint32_t *)tf->tpc;
@@ -362,6 +443,10 @@ bool sparc64_probe_trap(struct trapframe *tf)
 				    "trap fp_disabled; tstate", tf->tstate);
 		r.fsr = read_fsr();
 	}
+	unsigned long chk[SPARC64_CHECK_WORDS];
+	bool check = tracer_check_mode && p->mech == MECH_EMULATE;
+	if (check)
+		check_before(p, tf, &r, chk);
 
 	if (p->site.what == SPARC_SITE_RETURN) {
 		o.target = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
@@ -394,6 +479,8 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->restore2 = 1;
 		tf->tpc = tf->tnpc;
 		tf->tnpc = o.target;
+		if (check)
+			check_after(p, tf, chk);
 		return true;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
@@ -401,6 +488,8 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->save_sp = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		tf->tpc = tf->tnpc;
 		tf->tnpc += 4;
+		if (check)
+			check_after(p, tf, chk);
 		return true;
 	}
 
@@ -416,6 +505,8 @@ bool sparc64_probe_trap(struct trapframe *tf)
 	store_back(tf, &r, written);
 	tf->tpc = r.pc;
 	tf->tnpc = r.npc;
+	if (check)
+		check_after(p, tf, chk);
 	return true;
 }
 

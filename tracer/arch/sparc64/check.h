@@ -1,0 +1,42 @@
+/*
+ * check.h — the words of a sparc64 CHECK record (wire.h), in order: the
+ * state before the emulation (SPARC64_CHECK_REGS order), the state after,
+ * then the caller's window — %l0..%l7, %i0..%i7 of the window a `return`
+ * restores to, as it was before (zeros for every other site).
+ *
+ * "After" is what the trap's way back will resume with, read back from
+ * where the fire path left it: the trap frame and the trapped window's save
+ * area, with TPC/TNPC as pc/npc. Where the resume changes windows:
+ *   save    the callee's window that trap_entry's own `save` opened: its
+ *           %i are the trapped %o and its %sp is the operand sum; its %l and
+ *           its other %o are whatever trap_entry left there (architecturally
+ *           undefined after a save), recorded as 0 and not compared;
+ *   return  the caller's window, as the extra `restore` will fill it: its
+ *           %o are the trapped %i, its %l/%i the caller words above.
+ * The host (bench/check_sparc64.py) runs the original instruction from the
+ * "before" state (and the caller's window) in python3-unicorn and compares
+ * with "after", field by field.
+ */
+#ifndef SPARC64_CHECK_H
+#define SPARC64_CHECK_H
+
+/* X(name, index, meaning) */
+#define SPARC64_CHECK_REGS(X) \
+	X(PC, 0, "pc") X(NPC, 1, "npc") X(CCR, 2, "ccr") X(Y, 3, "y") \
+	X(FSR, 4, "fsr") \
+	X(G1, 5, "g1") X(G2, 6, "g2") X(G3, 7, "g3") X(G4, 8, "g4") \
+	X(G5, 9, "g5") X(G6, 10, "g6") X(G7, 11, "g7") \
+	X(O0, 12, "o0") X(O1, 13, "o1") X(O2, 14, "o2") X(O3, 15, "o3") \
+	X(O4, 16, "o4") X(O5, 17, "o5") X(O6, 18, "o6") X(O7, 19, "o7") \
+	X(L0, 20, "l0") X(L1, 21, "l1") X(L2, 22, "l2") X(L3, 23, "l3") \
+	X(L4, 24, "l4") X(L5, 25, "l5") X(L6, 26, "l6") X(L7, 27, "l7") \
+	X(I0, 28, "i0") X(I1, 29, "i1") X(I2, 30, "i2") X(I3, 31, "i3") \
+	X(I4, 32, "i4") X(I5, 33, "i5") X(I6, 34, "i6") X(I7, 35, "i7")
+
+/* Register r (1..31, as an instruction names it) is word SPARC64_CHECK_R0 + r. */
+#define SPARC64_CHECK_R0      4
+#define SPARC64_CHECK_NREGS   36
+#define SPARC64_CHECK_CALLER  16
+#define SPARC64_CHECK_WORDS   88    /* 2 * NREGS + CALLER */
+
+#endif
