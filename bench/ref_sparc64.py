@@ -324,44 +324,7 @@ class Reference:
         regs (32 values; regs[0] is ignored), CCR ccr (xcc << 4 | icc) and
         FSR fsr. Returns (status, pc, npc, regs): status 0, or -1 for the
         mem_address_not_aligned trap of a JMPL (pc, npc, regs unchanged)."""
-        key = _page_of(pc)
-        if key is None:
-            raise ValueError(f"pc {pc:#x} is not one of the model's slots")
-        asi = self._round(key)
-        if asi is None:
-            self._fresh()
-            asi = self._round(key)
-        uc, env = self.uc, self.env
-        ctypes.memmove(self.asi_at, struct.pack("<I", asi), 4)
-        uc.mem_write(FSR_AT, struct.pack(">Q", fsr))
-        start = pc - 8
-        uc.mem_write(start & PHYS_MASK, _CODE.pack(wr_ccr(ccr), ldx_fsr(FSR_AT), word))
-        ctypes.memmove(env + 8, _SEVEN.pack(*regs[1:8]), _SEVEN.size)
-        window_at = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[8]
-        ctypes.memmove(window_at, _WINDOW.pack(*regs[8:32]), _WINDOW.size)
-        self._traps.clear()
-        self._unmapped.clear()
-        try:
-            uc.emu_start(start, NEVER, count=3)
-        except UcError as e:
-            if e.errno not in (UC_ERR_FETCH_UNMAPPED, UC_ERR_READ_UNMAPPED):
-                raise
-            stop = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[9]
-            if not self._unmapped or any(a != stop for a in self._unmapped):
-                raise
-        state = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))
-        new_pc, new_npc = state[9], state[10]
-        if self._traps:
-            if self._traps == [TT_UNALIGNED] and (new_pc, new_npc) == (pc, (pc + 4) & _U64):
-                return -1, pc, (pc + 4) & _U64, (0, *regs[1:32])
-            raise ModelError(f"{word:#010x} at {pc:#x} trapped: "
-                             f"{[hex(t) for t in self._traps]}")
-        landed = _page_of((new_pc + 8) & _U64)
-        if landed is not None and new_npc == (new_pc + 4) & _U64:
-            # A translation was made at a prologue address under this %asi.
-            self._retired.add((landed, asi))
-        out = (0, *state[1:8], *_WINDOW.unpack(ctypes.string_at(state[8], _WINDOW.size)))
-        return 0, new_pc, new_npc, out
+        return self._execute(word, pc, regs, ccr, fsr)
 
     def run_window(self, word: int, pc: int, regs, ccr: int, fsr: int, caller):
         """Execute `save` or `return` (`word`) at pc (a slot() address) with
@@ -371,27 +334,34 @@ class Reference:
         as run() does, regs being the globals and the window current after
         the instruction: after a save, %l and %o other than %sp are
         whatever unicorn's register file held."""
+        return self._execute(word, pc, regs, ccr, fsr, caller)
+
+    def _execute(self, word, pc, regs, ccr, fsr, caller=None):
         key = _page_of(pc)
         if key is None:
             raise ValueError(f"pc {pc:#x} is not one of the model's slots")
-        windows = self._windows()
         asi = self._round(key)
         if asi is None:
             self._fresh()
-            windows = self._windows()
             asi = self._round(key)
+        windowed = caller is not None
         uc, env = self.uc, self.env
         ctypes.memmove(self.asi_at, struct.pack("<I", asi), 4)
         uc.mem_write(FSR_AT, struct.pack(">Q", fsr))
-        code = (wr_ccr(ccr), ldx_fsr(FSR_AT), *WINDOW_PROLOGUE, word)
+        code = (wr_ccr(ccr), ldx_fsr(FSR_AT), *(WINDOW_PROLOGUE if windowed else ()), word)
         start = pc - 4 * (len(code) - 1)
         uc.mem_write(start & PHYS_MASK, struct.pack(f">{len(code)}I", *code))
         ctypes.memmove(env + 8, _SEVEN.pack(*regs[1:8]), _SEVEN.size)
-        ctypes.memmove(windows[CALLEE_CWP - 1] + 64, struct.pack("<16Q", *caller), 128)
-        ctypes.memmove(windows[CALLEE_CWP], _WINDOW.pack(*regs[8:32]), _WINDOW.size)
+        if windowed:
+            windows = self._windows()
+            ctypes.memmove(windows[CALLEE_CWP - 1] + 64, struct.pack("<16Q", *caller), 128)
+            window_at = windows[CALLEE_CWP]
+        else:
+            window_at = _GREGS_PC_NPC.unpack(ctypes.string_at(env, _GREGS_PC_NPC.size))[8]
+        ctypes.memmove(window_at, _WINDOW.pack(*regs[8:32]), _WINDOW.size)
         self._traps.clear()
         self._unmapped.clear()
-        self._set_priv(True)
+        self._set_priv(windowed)
         try:
             uc.emu_start(start, NEVER, count=len(code))
         except UcError as e:
@@ -410,9 +380,10 @@ class Reference:
             raise ModelError(f"{word:#010x} at {pc:#x} trapped: "
                              f"{[hex(t) for t in self._traps]}")
         for landed in (new_pc, new_npc):
-            base = _page_of((landed | (PAGE - 4)) & _U64)
-            if base is not None and landed % PAGE >= PAGE - 4 * len(code):
-                self._retired.add((base, asi))    # a translation in a prologue
+            # A translation made inside a prologue under this %asi: retire it.
+            page = _page_of((landed | (PAGE - 4)) & _U64)
+            if page is not None and landed % PAGE >= PAGE - 4 * len(code):
+                self._retired.add((page, asi))
         out = (0, *state[1:8], *_WINDOW.unpack(ctypes.string_at(state[8], _WINDOW.size)))
         return 0, new_pc, new_npc, out
 
