@@ -102,7 +102,9 @@ def test_bench_emulated_tracing_is_lossless(arch, built, bench_run):
         if f["missed"]["spread"] != [0, 0] or f["dropped"]["spread"] != [0, 0]:
             wrong.append(f"{name}: missed {f['missed']['values']}, "
                          f"dropped {f['dropped']['values']}")
-        if f["events"]["median"] != f["expected"]["median"] or not f["events"]["median"]:
+        # Records of probed functions the workload does not count (ct_thread,
+        # ct_counts_ok) come on top of its counted firings.
+        if not 0 < f["expected"]["median"] <= f["events"]["median"]:
             wrong.append(f"{name}: {f['events']['values']} records, the workload "
                          f"counted {f['expected']['values']} firings")
     assert not wrong, "\n".join(wrong)
