@@ -58,7 +58,7 @@ class Sizes:
     drain_bytes: int = 262144
     drain_firings: int = 10240
     fib_n: int = 16
-    ct_iters: int = 500
+    ct_iters: int = 300
     ct_threads_smp: int = 8
     scale_iters: int = 1500
 
