@@ -6,8 +6,8 @@
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
-#   make bench ARCH=a            probe costs and lossless counts with targets;
-#                                JSON in build/bench/<arch>/ (partial: see README)
+#   make bench ARCH=a            the seeds' experiments: table with targets,
+#                                JSON and plots in build/bench/<arch>/
 #   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MODE=m] [RUN='name k=v']
 #                                trace a workload (yours, or fib) and check it
 #   make lossless ARCH=a [SMP=4] [MODE=m,...]  (default: every mode of the arch)

@@ -36,3 +36,21 @@ def user_image(arch: arches.Arch, source) -> "Path":
         raise BuildError(f"building {source} into the {arch.name} image failed: "
                          f"{' '.join(cmd)}", tail="\n".join(out_lines[-30:]))
     return REPO / out / arch.boot_image
+
+
+# The workloads the bench's -finstrument-functions baseline instruments.
+INSTRUMENTED = ("guest-kernel/workloads/fib.c", "guest-kernel/workloads/calltree.c")
+
+
+def instrumented_image(arch: arches.Arch) -> tuple["Path", "Path"]:
+    """The guest image with INSTRUMENTED built with -finstrument-functions
+    (build/<arch>-finstrument/); returns (image to boot, ELF with symbols)."""
+    out = f"build/{arch.name}-finstrument"
+    cmd = ["make", "-s", "--no-print-directory", "-f", "guest-kernel/image.mk",
+           f"ARCH={arch.name}", f"OUT={out}", f"INSTRUMENT={' '.join(INSTRUMENTED)}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        raise BuildError(f"building the instrumented {arch.name} image failed: "
+                         f"{' '.join(cmd)}", tail="\n".join(lines[-30:]))
+    return REPO / out / arch.boot_image, REPO / out / arch.symbols

@@ -216,7 +216,7 @@ def cmd_toggle(args) -> int:
 
 def cmd_bench(args) -> int:
     from . import perf
-    return perf.run(args.arch, reps=args.reps)
+    return perf.run(args.arch, reps=args.reps, small=args.small)
 
 
 def cmd_image(args) -> int:
@@ -342,9 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--toggles", type=int, default=1000)
     s.set_defaults(func=cmd_toggle)
 
-    s = sub.add_parser("bench", help="the figures measured so far, with targets")
+    s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots")
     s.add_argument("--arch", required=True)
     s.add_argument("--reps", type=int, default=5)
+    s.add_argument("--small", action="store_true",
+                   help="few iterations per figure (the machinery, not the numbers)")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("image", help="build guest images")

@@ -1,115 +1,534 @@
-"""`make bench`: the figures measured so far, with the targets beside them.
+"""`make bench`: the seeds' experiments side by side, measured in one run.
 
-Today this is the probe cost of each mechanism against the bare trap round
-trip (the probecost workload, repeated within one boot, so ratios come from
-one machine state) and the lossless counts of a calltree run per mechanism.
-The rest of the bench — DProbes' five experiments, -finstrument-functions,
-vCPU scaling, serial drain, plots — is not built yet, and the table says so
-instead of showing a number. Results go to build/bench/<arch>/results.json
-with repetitions, median and spread.
+Every figure is measured now, `reps` times, and kept with its unit, its
+repetitions, their median and spread; a ratio is taken per repetition
+from two loops of the same boot (then its median), never across boots.
+The boots:
+
+  A  the image, one CPU: DProbes' five experiments (the dprobes workload:
+     base loop, null handler under the lossy baseline and under each
+     emulating mechanism, a small action, a record drained) with the bare
+     trap round trip; the serial drain against the raw channel (drainrate);
+     function-boundary tracing of fib and of calltree (1 thread) untraced
+     and under every mechanism of the arch.
+  B  the same workloads built with -finstrument-functions (build.py's
+     instrumented image): hooks off, and hooks writing the same records.
+  C  (i386) 4 CPUs: calltree on 8 threads under every mechanism; then the
+     scaling of aggregate firings/s with calltree on 1, 2 and 4 threads
+     (one a vCPU), probes emulated with the null action.
+  D  (i386) 4 CPUs, instrumented: calltree on 8 threads.
+
+The table (stdout) puts the targets beside the figures they judge, `met`
+or `MISSED`; results.json holds everything with the configuration (QEMU
+version, accel, smp per boot, git commit); PNG plots go beside it.
+`small=True` is the same machinery with few iterations (the host test).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import subprocess
 import time
+from dataclasses import dataclass
 
-from . import arches, build, runs
+from . import arches, build, runs, trace, wire
 from .cdefs import REPO
 from .machine import Guest
 
-NOT_YET = ("DProbes experiments 1-5", "-finstrument-functions baseline",
-           "firings/s at 1, 2, 4 vCPUs", "serial payload / raw", "plots")
+TARGETS = {
+    "emulated_over_bare": ("≤ 1.15", lambda v: v <= 1.15),
+    "baseline_over_emulated": ("≥ 3", lambda v: v >= 3),
+    "scaling_2_over_1": ("≥ 1.8", lambda v: v >= 1.8),
+    "serial_payload_over_raw": ("≥ 0.9", lambda v: v >= 0.9),
+    "missed_emulated": ("= 0", lambda v: v == 0),
+}
 
 
-def probe_costs(arch: arches.Arch, reps: int, on_line=print) -> dict[str, list[int]]:
-    """cycles per firing per mechanism, `reps` runs of probecost in one boot."""
-    costs: dict[str, list[int]] = {}
-    with Guest(arch, label="bench-cost") as g:
-        for i in range(reps):
-            r = g.command("run probecost")
+FBT_BUFFER = 8 << 20       # bytes per CPU
+DRAIN_TRIES = 3            # drainrate keeps the fastest of these
+
+
+@dataclass
+class Sizes:
+    """Iterations of each experiment: the full bench, or the host test's."""
+    dp_n: int = 2000
+    dp_base: int = 100
+    drain_bytes: int = 262144
+    drain_firings: int = 10240
+    fib_n: int = 16
+    ct_iters: int = 300
+    ct_threads_smp: int = 8
+    scale_iters: int = 1500
+
+    @classmethod
+    def small(cls) -> "Sizes":
+        return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
+                   fib_n=10, ct_iters=20, scale_iters=50)
+
+
+def figure(values, unit: str, **extra) -> dict:
+    values = [v for v in values if v is not None]
+    f = {"unit": unit, "repetitions": len(values), "values": values,
+         "median": statistics.median(values) if values else None,
+         "spread": [min(values), max(values)] if values else None}
+    f.update(extra)
+    return f
+
+
+class Bench:
+    def __init__(self, arch: arches.Arch, reps: int, sizes: Sizes, on_line=print):
+        self.arch, self.reps, self.sizes, self.say = arch, reps, sizes, on_line
+        self.figures: dict[str, dict] = {}
+        self.boots: list[dict] = []
+        self.notes: list[str] = []
+        self.hz = 0
+
+    def put(self, name: str, values, unit: str, **extra) -> None:
+        self.figures[name] = figure(values, unit, **extra)
+
+    @contextlib.contextmanager
+    def boot(self, label: str, smp: int = 1, instrumented: bool = False):
+        kw = {}
+        if instrumented:
+            image, elf = build.instrumented_image(self.arch)
+            kw = {"image": image, "elf": elf}
+        self.say(f"bench {self.arch.name}: boot {label} ({smp} CPU"
+                 f"{'s' if smp > 1 else ''}{', -finstrument-functions' if instrumented else ''})")
+        with Guest(self.arch, label=f"bench-{label}", smp=smp,
+                   memory_mb=self.arch.max_memory_mb, command_timeout=600, **kw) as g:
+            self.hz = g.hello["cycles_hz"]
+            self.boots.append({"label": label, "smp": smp, "instrumented": instrumented,
+                               "cycles_hz": self.hz})
+            yield g
+
+    # ---- DProbes' five experiments ----
+
+    def dprobes(self, g: Guest) -> None:
+        per: dict[str, list[float]] = {}
+        fired: dict[str, list[int]] = {}
+        for i in range(self.reps):
+            r = g.command(f"run dprobes n={self.sizes.dp_n} base={self.sizes.dp_base}")
+            got = {}
             for line in r.text:
-                parts = line.split()
-                if len(parts) == 3 and parts[0] == "cost" and parts[2].isdigit():
-                    costs.setdefault(parts[1], []).append(int(parts[2]))
-                elif parts[:1] == ["cost"]:
-                    on_line(f"  {line}")
-            on_line(f"  probecost run {i + 1}/{reps}")
-        hz = g.hello["cycles_hz"]
+                w = line.split()
+                if w[:1] != ["dp"] or len(w) < 3:
+                    continue
+                if w[2] == "refused:":
+                    if i == 0:
+                        self.notes.append(f"experiment under {w[1]}: {' '.join(w[2:])}")
+                    continue
+                if len(w) == 5:
+                    got[w[1]] = int(w[2]) / int(w[3])
+                    if "." in w[1]:
+                        fired.setdefault(w[1], []).append(int(w[4]))
+            if not r.ok or "base" not in got:
+                raise runs.TraceError(f"dprobes failed: {r.message}: {r.text[-5:]}")
+            got["bare"] = got.pop("bare_trap") - got.pop("bare_none")
+            for k, v in got.items():
+                per.setdefault(k, []).append(v)
+            self.say(f"  dprobes {i + 1}/{self.reps}: base {got['base']:.1f} cycles/iter, "
+                     + ", ".join(f"{k} {v:,.0f}" for k, v in got.items()
+                                 if k not in ("base", "base2")))
+        ns = 1e9 / self.hz
+        base, base2 = per["base"], per["base2"]
+        self.put("dp1_base", base, "guest cycles per iteration",
+                 ns=figure([v * ns for v in base], "ns per iteration"))
+        self.put("dp1_base2", base2, "guest cycles per iteration",
+                 ns=figure([v * ns for v in base2], "ns per iteration"),
+                 what="bench_loop2, the two-site loop, unprobed")
+        self.put("bare_trap", per["bare"], "guest cycles per trap round trip",
+                 ns=figure([v * ns for v in per["bare"]], "ns per trap"))
+        over: dict[str, list[float]] = {}    # per firing, by key
+        for key, vals in per.items():
+            if "." not in key:
+                continue
+            mech, action = key.split(".")
+            lossy = mech in runs.LOSSY_MODES
+            ref = base2 if action == "pair" else base
+            # Firings per iteration: 1, or 2 on the pair loop (fewer when lossy).
+            fpi = [f / self.sizes.dp_n for f in fired[key]]
+            over[key] = [(v - b) / k if k else None for v, b, k in zip(vals, ref, fpi)]
+            exp = {"null": 3, "sum": 4, "record": 5}.get(action, 2 if lossy else 3)
+            name = f"dp{exp}_{mech}_{action if action != 'pair' else 'null_pair'}"
+            self.put(name, vals, "guest cycles per iteration",
+                     ns=figure([v * ns for v in vals], "ns per iteration"),
+                     overhead=figure(over[key], "guest cycles per probe firing"),
+                     firings=figure(fired[key], "firings per loop"))
+        emul = [m for m in self.arch.modes if m not in runs.LOSSY_MODES
+                and f"{m}.null" in per]
+        lossy = [m for m in self.arch.modes if m in runs.LOSSY_MODES
+                 and f"{m}.pair" in per]
+        for m in emul:
+            self.put(f"ratio_{m}_over_bare", [o / t for o, t in zip(over[f"{m}.null"],
+                                                                    per["bare"])],
+                     "ratio", target="emulated_over_bare",
+                     what=f"{m} null-probe overhead / bare trap round trip")
+            for lm in lossy:
+                if f"{m}.pair" not in over:
+                    continue
+                self.put(f"ratio_{lm}_over_{m}",
+                         [a / b if a and b else None
+                          for a, b in zip(over[f"{lm}.pair"], over[f"{m}.pair"])],
+                         "ratio", target="baseline_over_emulated",
+                         what=f"{lm} / {m}, overhead per firing, 2-site loop")
+
+    def probecost(self, g: Guest) -> None:
+        costs: dict[str, list[int]] = {}
+        for _ in range(self.reps):
+            r = g.command("run probecost n=1000" if self.sizes.dp_n < 1000
+                          else "run probecost")
+            for line in r.text:
+                w = line.split()
+                if len(w) == 3 and w[0] == "cost" and w[2].isdigit():
+                    costs.setdefault(w[1], []).append(int(w[2]))
+        for name, vals in costs.items():
+            self.put(f"cost_{name}", vals, "guest cycles per firing",
+                     what="probecost: entry/return probes on two small functions")
+
+    # ---- serial drain ----
+
+    def drain(self, g: Guest) -> None:
+        g.command("trace buffer 1048576", timeout=60)
+        raw, pay, ratio = [], [], []
+        for i in range(self.reps):
+            mark = len(g.trace_frames)
+            r = g.command(f"run drainrate bytes={self.sizes.drain_bytes} "
+                          f"firings={self.sizes.drain_firings} tries={DRAIN_TRIES}")
+            vals = {}
+            for line in r.text:
+                w = line.split()
+                if w[:1] == ["drain"] and len(w) == 4 and w[2].isdigit():
+                    vals[w[1]] = (int(w[2]), int(w[3]))
+            if not r.ok or len(vals) != 2:
+                raise runs.TraceError(f"drainrate failed: {r.message}: {r.text[-3:]}")
+            rec_bytes = sum(len(f.payload) - 8 for f in g.trace_frames[mark:]
+                            if f.type == wire.T_EVENTS) / DRAIN_TRIES
+            rb = vals["raw"][0] / (vals["raw"][1] / self.hz)
+            pb = rec_bytes / (vals["payload"][1] / self.hz)
+            raw.append(rb)
+            pay.append(pb)
+            ratio.append(pb / rb)
+            self.say(f"  drain {i + 1}/{self.reps}: raw {rb / 1e3:,.0f} kB/s, "
+                     f"payload {pb / 1e3:,.0f} kB/s")
+        g.command("trace buffer 262144", timeout=60)
+        self.put("serial_raw", raw, "bytes/s", what="FILL frames, header and CRC "
+                 "included, back to back")
+        self.put("serial_payload", pay, "bytes/s", what="trace record bytes drained "
+                 "from a full buffer")
+        self.put("serial_payload_over_raw", ratio, "ratio",
+                 target="serial_payload_over_raw")
+
+    # ---- function-boundary tracing ----
+
+    def fbt(self, g: Guest, workloads, modes, hooks: bool = False,
+            tag: str = "") -> None:
+        s = runs.open_session(g)
+        # Room for every record of a run, however far the drain falls behind
+        # (a drop would show as missed): the largest run is ~90,000 records.
+        g.command("probe clear")
+        s.must(f"trace buffer {FBT_BUFFER}", timeout=60)
+        for wl, spec, cmd in workloads:
+            for mode in modes:
+                traced = mode not in ("untraced", "hooks_off")
+                g.command("probe clear")
+                s.setup(spec, self.arch.modes[0] if hooks or not traced else mode,
+                        buffer_bytes=None, strict=False)
+                # The hooks write RETURN records under the entry probe's id,
+                # which verify counts by function, as a trap's.
+                vprobes = list(s.probes)
+                if traced and not hooks:
+                    s.enable(True)
+                    s.enable(False)
+                    for n in s.notes:
+                        self.notes.append(f"{wl} {mode}: {n}")
+                    vprobes = list(s.probes)
+                ids = [str(p.id) for p in s.probes]
+                rows = []
+                for _ in range(self.reps):
+                    s.must("trace reset")
+                    mark = len(g.trace_frames)
+                    if hooks and traced:
+                        s.must("probe hooks on")
+                    elif traced:
+                        for k in range(0, len(ids), 12):
+                            s.must("probe enable " + " ".join(ids[k:k + 12]))
+                    t0 = time.monotonic()
+                    r = s.cmd(cmd, timeout=600)
+                    wall = time.monotonic() - t0
+                    if hooks:
+                        s.must("probe hooks off")
+                    elif traced:
+                        s.must("probe disable all")
+                    s.must("trace flush", timeout=600)
+                    if not r.ok or not r.results:
+                        raise runs.TraceError(f"{cmd} under {mode} failed: {r.message}")
+                    cap = trace.decode(g.trace_frames[mark:], g.byte_order,
+                                       g.hello["word_bytes"])
+                    rep = trace.verify(cap, vprobes if traced else [], (),
+                                       allow_missing=True)
+                    cycles = r.results[-1]["cycles"]
+                    ev = len(cap.events)
+                    rows.append({
+                        "wall": wall, "cycles": cycles, "events": ev,
+                        "events_per_s": ev / (cycles / self.hz),
+                        "missed": rep.missed if traced else None,
+                        "dropped": rep.dropped if traced else None,
+                        "wire_bytes": sum(wire.HEADER_SIZE + len(f.payload) + wire.CRC_SIZE
+                                          for f in g.trace_frames[mark:]
+                                          if f.type == wire.T_EVENTS),
+                        "expected": rep.expected_firings if traced else None})
+                key = f"fbt_{wl}_{mode}{tag}"
+                col = lambda k: [row[k] for row in rows]
+                self.figures[key] = {
+                    "workload": cmd, "mode": mode, "smp": g.hello["ncpus"],
+                    "repetitions": len(rows),
+                    "wall": figure(col("wall"), "s"),
+                    "guest_cycles": figure(col("cycles"), "guest cycles"),
+                    "guest_seconds": figure([c / self.hz for c in col("cycles")], "s"),
+                    "events": figure(col("events"), "records"),
+                    "events_per_s": figure(col("events_per_s"), "records/s (guest time)"),
+                    "missed": figure(col("missed"), "firings"),
+                    "dropped": figure(col("dropped"), "records"),
+                    "wire_bytes": figure(col("wire_bytes"), "bytes (EVENTS frames)"),
+                    "expected": figure(col("expected"), "firings"),
+                }
+                med = self.figures[key]
+                self.say(f"  {wl}{tag} {mode}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
+                         f"{med['events']['median']:,.0f} records"
+                         + (f", missed {med['missed']['median']}" if traced else ""))
+
+    # ---- scaling ----
+
+    def scaling(self, g: Guest) -> None:
+        s = runs.open_session(g)
+        g.command("probe clear")
+        mode = self.arch.modes[0]
+        s.setup(runs.LOSSLESS_FUNCS, mode, strict=False)
+        s.enable(True)
+        s.must("probe action all null")
+        s.enable(False)
+        ids = [str(p.id) for p in s.probes]
+        rates: dict[int, list[float]] = {1: [], 2: [], 4: []}
+        ratios = []
+        for i in range(self.reps):
+            got = {}
+            for n in rates:
+                s.must("trace reset")
+                for k in range(0, len(ids), 12):
+                    s.must("probe enable " + " ".join(ids[k:k + 12]))
+                r = s.cmd(f"run calltree threads={n} iters={self.sizes.scale_iters}",
+                          timeout=600)
+                s.must("probe disable all")
+                mark = len(g.trace_frames)
+                s.must("trace stats")
+                stats = trace.decode(g.trace_frames[mark:], g.byte_order,
+                                     g.hello["word_bytes"]).stats
+                fired = sum(st["fired"] for st in stats.values())
+                got[n] = fired / (r.results[-1]["cycles"] / self.hz)
+                rates[n].append(got[n])
+            ratios.append(got[2] / got[1])
+            self.say(f"  scaling {i + 1}/{self.reps}: " + ", ".join(
+                f"{n} vCPU {v / 1e3:,.0f}k firings/s" for n, v in got.items()))
+        for n, vals in rates.items():
+            self.put(f"scaling_{n}_vcpu", vals, "firings/s",
+                     what=f"calltree on {n} threads, {mode}, action null, 4-CPU boot")
+        self.put("scaling_2_over_1", ratios, "ratio", target="scaling_2_over_1")
+        self.put("scaling_4_over_1", [a / b for a, b in zip(rates[4], rates[1])], "ratio")
+
+
+def _workloads(sz: Sizes, threads: int = 1):
+    fib = ("fib", "fbt:fib:entry,fbt:fib:return", f"run fib n={sz.fib_n}")
+    ct = (f"calltree{threads}" if threads > 1 else "calltree", runs.LOSSLESS_FUNCS,
+          f"run calltree threads={threads} iters={sz.ct_iters}")
+    return [fib, ct] if threads == 1 else [ct]
+
+
+def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
+    b = Bench(arch, reps, sizes, on_line)
+    modes = ["untraced", *arch.modes]
+    with b.boot("A") as g:
+        # A 1 ms tick: the flushes that end experiment 5 and the drain poll
+        # at tick granularity.
+        g.command("timer 1000")
+        b.dprobes(g)
+        b.probecost(g)
+        b.drain(g)
+        g.command("timer 100")
+        b.fbt(g, _workloads(sizes), modes)
         g.exit(0)
-    return {"cycles_hz": hz, **costs}
+    with b.boot("B", instrumented=True) as g:
+        b.fbt(g, _workloads(sizes), ["hooks_off", "finstrument"], hooks=True)
+        g.exit(0)
+    if arch.max_smp >= 4:
+        with b.boot("C", smp=4) as g:
+            b.fbt(g, _workloads(sizes, sizes.ct_threads_smp), modes, tag="_smp4")
+            b.scaling(g)
+            g.exit(0)
+        with b.boot("D", smp=4, instrumented=True) as g:
+            b.fbt(g, _workloads(sizes, sizes.ct_threads_smp),
+                  ["hooks_off", "finstrument"], hooks=True, tag="_smp4")
+            g.exit(0)
+    return b
 
 
-def _figure(values, unit):
-    return {"unit": unit, "repetitions": len(values), "values": values,
-            "median": statistics.median(values),
-            "spread": [min(values), max(values)]}
+# ---- the table ----
+
+def _judge(fig: dict) -> str:
+    t = fig.get("target")
+    if not t or fig.get("median") is None:
+        return ""
+    text, ok = TARGETS[t]
+    return f"{text} {'met' if ok(fig['median']) else 'MISSED'}"
 
 
-def run(arch_name: str, reps: int = 5, on_line=print) -> int:
+def _spread(f: dict, fmt: str) -> str:
+    lo, hi = f["spread"]
+    return f"{format(f['median'], fmt)} [{format(lo, fmt)}..{format(hi, fmt)}]"
+
+
+def table(b: Bench) -> list[tuple[str, str, str]]:
+    F = b.figures
+    rows = []
+    rows.append(("DProbes experiments (cycles/iter, ns/iter, +overhead/firing)", "", ""))
+    for name in sorted(k for k in F if k.startswith("dp")):
+        f = F[name]
+        over = f.get("overhead")
+        rows.append((f"  {name}", f"{f['median']:,.1f} cyc, {f['ns']['median']:,.1f} ns"
+                     + (f", +{over['median']:,.0f}" if over else ""), ""))
+    rows.append(("  bare trap round trip", f"{F['bare_trap']['median']:,.0f} cyc, "
+                 f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
+    for name in sorted(k for k in F if k.startswith("ratio_")):
+        rows.append((f"  {F[name]['what']}", _spread(F[name], ".2f"), _judge(F[name])))
+    fbt = [k for k in F if k.startswith("fbt_")]
+    if fbt:
+        rows.append(("function-boundary tracing (median of reps)", "ms guest | rec/s | "
+                     "missed | dropped | wire B", ""))
+    for key in fbt:
+        f = F[key]
+        lossless = f["mode"] not in runs.LOSSY_MODES and f["mode"] not in (
+            "untraced", "hooks_off")
+        missed = f["missed"]["median"]
+        target = ""
+        if lossless:
+            text, ok = TARGETS["missed_emulated"]
+            worst = f["missed"]["spread"][1]
+            target = f"missed {text} {'met' if ok(worst) else 'MISSED'}"
+        rows.append((f"  {key[4:]}",
+                     f"{f['guest_seconds']['median'] * 1e3:,.1f} | "
+                     f"{f['events_per_s']['median']:,.0f} | "
+                     f"{'-' if missed is None else int(missed)} | "
+                     f"{'-' if f['dropped']['median'] is None else int(f['dropped']['median'])} | "
+                     f"{f['wire_bytes']['median']:,.0f}", target))
+    for name in ("scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu"):
+        if name in F:
+            rows.append((f"firings/s, {name.split('_')[1]} vCPU (null action)",
+                         f"{F[name]['median']:,.0f}", ""))
+    for name in ("scaling_2_over_1", "scaling_4_over_1"):
+        if name in F:
+            rows.append((f"firings/s {name[8]} vCPUs / 1 vCPU", _spread(F[name], ".2f"),
+                         _judge(F[name])))
+    rows.append(("serial raw channel", f"{F['serial_raw']['median'] / 1e3:,.0f} kB/s", ""))
+    rows.append(("serial drain payload", f"{F['serial_payload']['median'] / 1e3:,.0f} kB/s",
+                 ""))
+    rows.append(("serial payload / raw", _spread(F["serial_payload_over_raw"], ".2f"),
+                 _judge(F["serial_payload_over_raw"])))
+    return rows
+
+
+def missed_targets(b: Bench) -> list[str]:
+    return [name for name, f in b.figures.items() if "MISSED" in _judge(f)]
+
+
+# ---- plots ----
+
+def plots(b: Bench, out) -> list[str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        b.notes.append("no plots: python3-matplotlib is not installed (make deps)")
+        return []
+    F, made = b.figures, []
+
+    def bars(fname, title, ylabel, names, meds, errs, log=False):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        ax.bar(range(len(names)), meds, yerr=errs, capsize=4, color="#4477aa")
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{b.arch.name}: {title}", fontsize=10)
+        if log:
+            ax.set_yscale("log")
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=100)
+        plt.close(fig)
+        made.append(fname)
+
+    def err(f):
+        return [f["median"] - f["spread"][0], f["spread"][1] - f["median"]]
+
+    dp = sorted(k for k in F if k.startswith("dp"))
+    e = list(zip(*[err(F[k]["ns"]) for k in dp]))
+    bars("dprobes.png", f"DProbes experiments, ns per loop iteration "
+         f"(median, min-max of {b.reps})", "ns / iteration (log)",
+         dp, [F[k]["ns"]["median"] for k in dp], e, log=True)
+    fbt = [k for k in F if k.startswith("fbt_")]
+    e = list(zip(*[err(F[k]["guest_seconds"]) for k in fbt]))
+    bars("fbt.png", "function-boundary tracing: guest time per run", "ms (log)",
+         [k[4:] for k in fbt], [F[k]["guest_seconds"]["median"] * 1e3 for k in fbt],
+         [[x * 1e3 for x in side] for side in e], log=True)
+    sc = [k for k in ("scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu") if k in F]
+    if sc:
+        e = list(zip(*[err(F[k]) for k in sc]))
+        bars("scaling.png", "aggregate firings/s by vCPUs (null action)", "firings/s",
+             [k.split("_")[1] + " vCPU" for k in sc], [F[k]["median"] for k in sc], e)
+    sr = ["serial_raw", "serial_payload"]
+    e = list(zip(*[err(F[k]) for k in sr]))
+    bars("serial.png", "serial channel: raw vs drained payload", "bytes/s",
+         ["raw channel", "drain payload"], [F[k]["median"] for k in sr], e)
+    return made
+
+
+# ---- the command ----
+
+def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
+        out=None) -> int:
     arch = arches.get(arch_name)
     build.ensure_image(arch)
     t0 = time.monotonic()
-    on_line(f"bench {arch.name}: probe cost, {reps} repetitions in one boot")
-    costs = probe_costs(arch, reps, on_line)
-    hz = costs.pop("cycles_hz")
-    results = {"figures": {}, "not_yet_measured": list(NOT_YET)}
-    for name, vals in costs.items():
-        results["figures"][f"cost_{name}"] = _figure(vals, "guest cycles per firing")
-    rows = []
-    med = {k: v["median"] for k, v in
-           ((k[5:], f) for k, f in results["figures"].items())}
-    for name in sorted(med):
-        rows.append((f"cycles per firing: {name}", f"{med[name]:,.0f} "
-                     f"({med[name] / hz * 1e9:,.0f} ns)", ""))
-    failed = False
-    emulating = [m for m in arch.modes if m not in runs.LOSSY_MODES and m in med]
-    if "bare_trap" in med and med["bare_trap"] and emulating:
-        for m in emulating:
-            ratio = med[m] / med["bare_trap"]
-            results["figures"][f"ratio_{m}_over_bare"] = {"unit": "ratio", "median": ratio}
-            rows.append((f"{m} emulated / bare trap", f"{ratio:.2f}",
-                         "≤ 1.15 " + ("met" if ratio <= 1.15 else "MISSED")))
-        base = next((m for m in arch.modes if m in runs.LOSSY_MODES and m in med), None)
-        if base:
-            ratio = med[base] / med[emulating[0]]
-            results["figures"][f"ratio_{base}_over_{emulating[0]}"] = {
-                "unit": "ratio", "median": ratio}
-            rows.append((f"{base} / {emulating[0]}", f"{ratio:.1f}",
-                         "≥ 3 " + ("met" if ratio >= 3 else "MISSED")))
-    else:
-        on_line(f"  {arch.name}: no emulating probe could be measured")
-        failed = True
-    for mode in [m for m in arch.modes if m in med]:
-        on_line(f"bench {arch.name}: lossless calltree, mode {mode}")
-        res = runs.lossless(arch, mode, smp=min(4, arch.max_smp), threads=8,
-                            iters=500, on_line=lambda l: on_line(f"  {l.strip()}"))
-        rep = res.report
-        results["figures"][f"lossless_{mode}"] = {
-            "unit": "firings", "expected": res.firings_expected,
-            "traced": rep.traced, "missed": res.missed, "dropped": rep.dropped}
-        pct = 100.0 * res.missed / res.firings_expected if res.firings_expected else 0
-        target = ("" if mode in runs.LOSSY_MODES
-                  else "missed = 0 " + ("met" if not res.missed else "MISSED"))
-        rows.append((f"missed, {mode}", f"{res.missed} of {res.firings_expected} "
-                     f"({pct:.1f}%)", target))
+    sizes = Sizes.small() if small else Sizes()
+    on_line(f"bench {arch.name}: {reps} repetitions of every figure"
+            + (" (small sizes)" if small else ""))
+    b = measure(arch, reps, sizes, on_line)
+    out = out or REPO / "build" / "bench" / arch.name
+    out.mkdir(parents=True, exist_ok=True)
+    made = plots(b, out)
+    rows = table(b)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     qemu = subprocess.run([arch.qemu, "--version"], capture_output=True,
                           text=True).stdout.splitlines()[:1]
-    results["config"] = {"arch": arch.name, "accel": "tcg", "qemu": qemu,
-                         "git_commit": commit, "cycles_hz": hz,
-                         "seconds": round(time.monotonic() - t0, 1)}
-    out = REPO / "build" / "bench" / arch.name
-    out.mkdir(parents=True, exist_ok=True)
+    results = {
+        "figures": b.figures,
+        "targets": {k: v[0] for k, v in TARGETS.items()},
+        "missed_targets": missed_targets(b),
+        "notes": b.notes,
+        "plots": made,
+        "config": {"arch": arch.name, "accel": "tcg", "qemu": qemu[0] if qemu else "",
+                   "git_commit": commit, "boots": b.boots, "repetitions": reps,
+                   "sizes": sizes.__dict__, "small": small,
+                   "seconds": round(time.monotonic() - t0, 1)},
+    }
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    width = max(len(r[0]) for r in rows) if rows else 10
-    print(f"\n{'figure':{width}}  {'measured':>28}  target")
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'figure':{width}}  {'measured (median [min..max])':>40}  target")
     for name, value, target in rows:
-        print(f"{name:{width}}  {value:>28}  {target}")
-    for what in NOT_YET:
-        print(f"{what:{width}}  {'not built yet':>28}")
-    print(f"results: {out / 'results.json'}")
-    return 1 if failed else 0
+        print(f"{name:{width}}  {value:>40}  {target}")
+    for n in b.notes:
+        print(f"note: {n}")
+    print(f"results: {out / 'results.json'}"
+          + (f"; plots: {', '.join(made)}" if made else ""))
+    print(f"bench {arch.name}: {results['config']['seconds']} s")
+    return 0

@@ -48,7 +48,10 @@ T_RESULT = FRAME_TYPES["RESULT"].value
 T_EVENTS = FRAME_TYPES["EVENTS"].value
 T_STATS = FRAME_TYPES["STATS"].value
 T_EXPECT = FRAME_TYPES["EXPECT"].value
-TRACE_TYPES = (T_EVENTS, T_STATS, T_EXPECT)
+T_FILL = FRAME_TYPES["FILL"].value
+# Kept with the capture, not shown: FILL rides with the trace so that the
+# raw channel and the drain are read the same way on the host.
+TRACE_TYPES = (T_EVENTS, T_STATS, T_EXPECT, T_FILL)
 EVENT_KINDS = {e.value: e.name for e in WIRE.table("WIRE_EVENT_KINDS")}
 
 _HEADER = struct.Struct("<2sBBIHH")

@@ -39,6 +39,13 @@ $(USER_OBJ): $(USER_SRC)
 	$(CC) $(CFLAGS) -c -o $@ $<
 endif
 
+# INSTRUMENT: sources built with -finstrument-functions, whose calls to
+# __cyg_profile_func_enter/exit (tracer/core/hooks.c) are the bench's
+# compiler-hook baseline; such an image goes to its own OUT.
+ifneq ($(INSTRUMENT),)
+$(patsubst %,$(OUT)/obj/%.o,$(INSTRUMENT)): CFLAGS += -finstrument-functions
+endif
+
 all: $(IMAGES)
 
 $(OUT)/kernel.elf: $(OBJS) $(LDSCRIPT)

@@ -39,6 +39,7 @@ struct tracer_cpu {
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  fired, recorded, dropped, sent;
+	uint64_t           sum;        /* TRACER_ACTION_SUM */
 } __attribute__((aligned(64)));
 
 static struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
@@ -88,7 +89,28 @@ void tracer_fire(const struct probe *p, unsigned kind,
 {
 	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	t->fired++;
-	record_into(t, p, kind, words, nwords);
+	switch (p->action) {
+	case TRACER_ACTION_NULL:
+		return;
+	case TRACER_ACTION_SUM:
+		t->sum += words[0];
+		return;
+	default:
+		record_into(t, p, kind, words, nwords);
+	}
+}
+
+uint64_t tracer_action_sum(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tcpu[c].sum;
+	return n;
+}
+
+void tracer_flush(void)
+{
+	buffer_flush();
 }
 
 void tracer_record(const struct probe *p, unsigned kind,

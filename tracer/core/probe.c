@@ -140,6 +140,11 @@ static int reply(struct command_reply *r, int status, const char *fmt, ...)
 }
 
 static const char *const state_names[] = { "free", "disabled", "enabled" };
+const char *const tracer_action_names[TRACER_NACTIONS] = {
+	[TRACER_ACTION_RECORD] = "record",
+	[TRACER_ACTION_SUM]    = "sum",
+	[TRACER_ACTION_NULL]   = "null",
+};
 
 static bool parse_id(const char *s, unsigned *id)
 {
@@ -193,6 +198,7 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->id = id;
 	p->kind = (uint8_t)kind;
 	p->nargs = (uint8_t)nargs;
+	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
@@ -265,6 +271,56 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
 		p->unsettled = 1;
 	}
 	return 0;
+}
+
+int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size)
+{
+	if (id >= TRACER_MAX_PROBES || tracer_probes[id].state == PROBE_FREE) {
+		ksnprintf(why, why_size, "no probe %u", id);
+		return -1;
+	}
+	if (action >= TRACER_NACTIONS) {
+		ksnprintf(why, why_size, "no action %u", action);
+		return -1;
+	}
+	tracer_probes[id].action = (uint8_t)action;
+	return 0;
+}
+
+/* probe action all|ID... record|sum|null: checked whole before any change */
+static int probe_action(int argc, char **argv, struct command_reply *r)
+{
+	unsigned action = TRACER_NACTIONS, n = 0;
+	char why[128];
+
+	if (argc >= 4)
+		for (unsigned a = 0; a < TRACER_NACTIONS; a++)
+			if (strcmp(argv[argc - 1], tracer_action_names[a]) == 0)
+				action = a;
+	if (argc < 4 || action == TRACER_NACTIONS)
+		return reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe action all|ID... "
+			     "record|sum|null");
+	if (argc == 4 && strcmp(argv[2], "all") == 0) {
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+			if (tracer_probes[i].state != PROBE_FREE) {
+				tracer_probes[i].action = (uint8_t)action;
+				n++;
+			}
+		return reply(r, WIRE_REPLY_OK, "%u probes: action %s", n,
+			     tracer_action_names[action]);
+	}
+	unsigned ids[COMMAND_MAX_ARGS];
+	for (int i = 2; i < argc - 1; i++, n++) {
+		if (!parse_id(argv[i], &ids[n]))
+			return reply(r, WIRE_REPLY_BAD_ARGS, "\"%s\": not a probe id",
+				     argv[i]);
+		if (tracer_probes[ids[n]].state == PROBE_FREE)
+			return reply(r, WIRE_REPLY_FAILED, "no probe %u", ids[n]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		tracer_probe_action(ids[i], action, why, sizeof why);
+	return reply(r, WIRE_REPLY_OK, "%u probes: action %s", n,
+		     tracer_action_names[action]);
 }
 
 /* probe enable|disable all|ID... */
@@ -382,11 +438,11 @@ static int probe_list(struct command_reply *r)
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
-		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s\n", p->id,
+		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s action=%s\n", p->id,
 			(unsigned long)p->addr,
 			p->kind == WIRE_EVENT_ENTRY ? "entry" : "return",
 			state_names[p->state], p->nargs,
-			tarch_mechs[p->mech].name);
+			tarch_mechs[p->mech].name, tracer_action_names[p->action]);
 	}
 	return reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mode %s%s",
 		     probes_added, probes_enabled, tarch_mechs[tracer_mech].name,
@@ -405,6 +461,13 @@ int tracer_cmd_probe(int argc, char **argv, struct command_reply *r)
 			return probe_switch(argc, argv, false, r);
 		if (strcmp(sub, "mode") == 0)
 			return probe_mode(argc, argv, r);
+		if (strcmp(sub, "action") == 0)
+			return probe_action(argc, argv, r);
+		if (strcmp(sub, "hooks") == 0 && argc == 3 &&
+		    (!strcmp(argv[2], "on") || !strcmp(argv[2], "off"))) {
+			tracer_hooks_on = !strcmp(argv[2], "on");
+			return reply(r, WIRE_REPLY_OK, "compiler hooks %s", argv[2]);
+		}
 		if (strcmp(sub, "clear") == 0 && argc == 2)
 			return probe_clear(r);
 		if (strcmp(sub, "list") == 0 && argc == 2)
@@ -420,7 +483,8 @@ int tracer_cmd_probe(int argc, char **argv, struct command_reply *r)
 	}
 	return reply(r, WIRE_REPLY_BAD_ARGS,
 		     "usage: probe add ID ADDR entry|return [NARGS] | enable all|ID... | "
-		     "disable all|ID... | mode [NAME] | check on|off | list | clear");
+		     "disable all|ID... | mode [NAME] | action all|ID... record|sum|null | "
+		     "hooks on|off | check on|off | list | clear");
 }
 
 /* trace flush | stats | buffer [BYTES] | reset */

@@ -33,6 +33,16 @@
 
 enum probe_state { PROBE_FREE, PROBE_DISABLED, PROBE_ENABLED };
 
+/* What a firing does besides being counted and emulated (`probe action`):
+ * RECORD appends its record to the CPU's buffer (the default); SUM adds
+ * the record's first word into a per-CPU sum, a handler of a few
+ * instructions that writes no record; NULL does nothing at all. The
+ * bench's null-handler and small-action experiments (DProbes' 2-4) use
+ * the last two. */
+enum tracer_action { TRACER_ACTION_RECORD, TRACER_ACTION_SUM, TRACER_ACTION_NULL,
+		     TRACER_NACTIONS };
+extern const char *const tracer_action_names[TRACER_NACTIONS];
+
 struct probe {
 	uintptr_t          addr;
 	uint32_t           id;        /* the host's number, = index in the table */
@@ -41,6 +51,7 @@ struct probe {
 	volatile uint8_t   state;     /* enum probe_state */
 	uint8_t            mech;      /* trap mechanism it was armed with */
 	uint8_t            unsettled; /* stored to since tracer_settle() */
+	volatile uint8_t   action;    /* enum tracer_action */
 	struct tarch_site  site;      /* the decoded original instruction */
 };
 
@@ -49,7 +60,8 @@ extern struct probe tracer_probes[TRACER_MAX_PROBES];
 /* Fire path: the probe at addr, or 0. Lock-free. */
 struct probe *tracer_lookup(uintptr_t addr);
 /* Fire path, interrupts masked: count a firing of p on this CPU and
- * append its record; tracer_record appends a further record (CHECK). */
+ * do its action (append its record, by default); tracer_record appends a
+ * further record (CHECK). */
 void tracer_fire(const struct probe *p, unsigned kind,
 		 const unsigned long *words, unsigned nwords);
 void tracer_record(const struct probe *p, unsigned kind,
@@ -70,6 +82,8 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
 /* After a batch of tracer_probe_set calls: every CPU executes the new
  * bytes from here on (probe.c says why this takes two syncs). */
 void tracer_settle(void);
+/* Set probe id's action (enum tracer_action); any time, even enabled. */
+int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size);
 /* 0; -1 if there is no such mechanism; -2 while probes are enabled. */
 int tracer_set_mode(const char *name);
 /* Disable and remove every probe; returns how many there were. */
@@ -85,6 +99,16 @@ void tracer_bare_none(void);
 
 /* Hold the drain thread off the serial line (measurements), or let it go. */
 void tracer_drain_pause(bool pause);
+/* Wait until every record written so far has been sent. */
+void tracer_flush(void);
+/* Sum of the SUM action's words, all CPUs (so the action is not dead code). */
+uint64_t tracer_action_sum(void);
+
+/* The -finstrument-functions baseline (hooks.c): while on, the compiler's
+ * __cyg_profile_func_enter/exit calls in instrumented code write the ENTRY
+ * and RETURN records of the probe added at the function's address (added,
+ * not enabled: no trap is written) into the same buffers, with its id. */
+extern volatile bool tracer_hooks_on;
 
 /* Boot: map the text aliases, allocate default buffers. */
 void tracer_init(void);

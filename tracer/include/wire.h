@@ -52,7 +52,8 @@
 	X(RESULT, 5, "a workload's result; payload struct wire_result + name") \
 	X(EVENTS, 6, "trace records of one CPU; struct wire_events + records") \
 	X(STATS,  7, "tracer counters of one CPU; payload struct wire_stats") \
-	X(EXPECT, 8, "a workload's ground truth: calls of a function; wire_expect + name")
+	X(EXPECT, 8, "a workload's ground truth: calls of a function; wire_expect + name") \
+	X(FILL,   9, "filler that measures the raw channel (drainrate); bytes, unread")
 
 /* Status of a REPLY. X(name, value, meaning) */
 #define WIRE_REPLY_STATUSES(X) \

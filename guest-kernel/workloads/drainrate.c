@@ -1,0 +1,98 @@
+/*
+ * drainrate.c — the serial channel's raw rate against the trace drain's
+ * payload rate, in one boot.
+ *
+ * raw:     FILL frames of WIRE_MAX_PAYLOAD bytes, sent back to back with
+ *          link_send until `bytes` have gone; the line is the channel.
+ * payload: with the drain held off, a probe on bench_loop's site (the
+ *          first emulating mechanism, action record) fires `firings`
+ *          times into the buffer; the probe is disarmed, the drain let go,
+ *          and the time until the last record is sent is the drain's.
+ *
+ * Each is measured `tries` times (the probe stays armed; the loop refills
+ * the buffer) and the fastest counts. Lines: `drain raw WIRE_BYTES CYCLES`
+ * (header, payload and CRC of every frame) and `drain payload FIRINGS
+ * CYCLES`; the host counts the record bytes that arrived in EVENTS frames
+ * and divides by tries. The buffer must hold
+ * all firings (`trace buffer`; drops are in the STATS frames). A finer
+ * timer tick (`timer 1000`) makes the flush's polling finer.
+ */
+#include "arch.h"
+#include "benchloop.h"
+#include "console.h"
+#include "link.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+#include "workload.h"
+
+enum { DR_PROBE = 4095 };
+
+static void run_drainrate(const uint64_t *v, struct workload_result *res)
+{
+	static uint8_t text[WIRE_MAX_PAYLOAD];
+	uint64_t bytes = v[0], firings = v[1], sent = 0;
+	unsigned tries = (unsigned)v[2];
+	char why[128];
+
+	for (unsigned i = 0; i < sizeof text; i++)
+		text[i] = (uint8_t)i;
+	res->ok = false;
+	res->value = 0;
+	tracer_flush();
+	uint64_t raw = UINT64_MAX;
+	for (unsigned t = 0; t < tries; t++) {
+		uint64_t t0 = arch_cycles();
+		for (sent = 0; sent < bytes;) {
+			link_send(WIRE_FRAME_FILL, text, sizeof text, 0, 0);
+			sent += WIRE_HEADER_SIZE + sizeof text + WIRE_CRC_SIZE;
+		}
+		uint64_t c = arch_cycles() - t0;
+		raw = c < raw ? c : raw;
+	}
+	kprintf("drain raw %llu %llu\n", (unsigned long long)sent,
+		(unsigned long long)raw);
+
+	unsigned m = 0;
+	while (m < tarch_nmechs && tarch_mechs[m].lossy)
+		m++;
+	if (m == tarch_nmechs || tracer_set_mode(tarch_mechs[m].name) != 0 ||
+	    tracer_probe_add(DR_PROBE, (uintptr_t)bench_loop_site, bench_loop_kind,
+			     0, why, sizeof why) != 0 ||
+	    tracer_probe_set(DR_PROBE, true, why, sizeof why) != 0) {
+		kprintf("drain payload refused: %s\n", why);
+		tracer_clear();
+		return;
+	}
+	tracer_settle();
+	uint64_t fired = 0, cycles = UINT64_MAX;
+	for (unsigned t = 0; t < tries; t++) {
+		tracer_drain_pause(true);
+		fired = tracer_fired_count();
+		bench_loop((unsigned long)firings);
+		fired = tracer_fired_count() - fired;
+		uint64_t t0 = arch_cycles();
+		tracer_drain_pause(false);
+		tracer_flush();
+		uint64_t c = arch_cycles() - t0;
+		cycles = c < cycles ? c : cycles;
+	}
+	tracer_clear();
+	tracer_set_mode(tarch_mechs[0].name);
+	kprintf("drain payload %llu %llu\n", (unsigned long long)fired,
+		(unsigned long long)cycles);
+	res->value = fired;
+	res->ok = fired == firings;
+}
+
+static const struct workload_param drainrate_params[] = {
+	{ "bytes", 262144, 4096, 1u << 26, "raw bytes to send" },
+	{ "firings", 8192, 1, 1u << 24, "records to drain" },
+	{ "tries", 3, 1, 100, "times each is measured; the fastest counts" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(drainrate) = {
+	"drainrate", "serial raw bytes/s and trace drain payload; value = records",
+	drainrate_params, run_drainrate,
+};

@@ -1,0 +1,125 @@
+"""`make bench` in a small configuration: the whole machinery (every boot,
+workload and figure; the table, JSON and plots) with few iterations and
+two repetitions, so it runs in well under a minute per arch. What is
+asserted is the shape and the lossless counts, never a timing: the JSON
+holds every figure the bench promises, each with its unit, repetitions,
+median and spread, and the configuration it was measured in."""
+
+import json
+
+import pytest
+
+from bench import arches, perf, runs
+
+REPS = 2
+
+
+def _leaves(name, fig):
+    """(name, figure) for every measured figure, the nested ones too."""
+    if "median" in fig:
+        yield name, fig
+    for k, v in fig.items():
+        if isinstance(v, dict) and ("median" in v or "unit" in v):
+            yield from _leaves(f"{name}.{k}", v)
+
+
+@pytest.fixture(scope="module")
+def bench_run(request, tmp_path_factory):
+    cache = {}
+
+    def get(arch):
+        if arch not in cache:
+            out = tmp_path_factory.mktemp(f"bench-{arch}")
+            lines = []
+            rc = perf.run(arch, reps=REPS, small=True, on_line=lines.append, out=out)
+            cache[arch] = (rc, json.loads((out / "results.json").read_text()), out, lines)
+        return cache[arch]
+    return get
+
+
+def test_bench_json_holds_every_figure(arch, built, bench_run):
+    built(arch)
+    rc, res, out, lines = bench_run(arch)
+    a = arches.get(arch)
+    assert rc == 0
+    figs = res["figures"]
+    emul = [m for m in a.modes if m not in runs.LOSSY_MODES]
+    lossy = [m for m in a.modes if m in runs.LOSSY_MODES]
+    want = ["dp1_base", "dp1_base2", "bare_trap", "serial_raw", "serial_payload",
+            "serial_payload_over_raw"]
+    # Experiments 3-5 under the emulating mechanism that fits the one-byte
+    # (i386) or branch (sparc64) site; 2 under every lossy one.
+    want += [f"dp3_{emul[0]}_null", f"dp4_{emul[0]}_sum", f"dp5_{emul[0]}_record",
+             f"ratio_{emul[0]}_over_bare"]
+    want += [f"dp2_{m}_null_pair" for m in lossy]
+    want += [f"ratio_{m}_over_{emul[0]}" for m in lossy]
+    for wl in ("fib", "calltree"):
+        want += [f"fbt_{wl}_{m}" for m in ("untraced", *a.modes, "hooks_off",
+                                            "finstrument")]
+    if a.max_smp >= 4:
+        want += ["scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu",
+                 "scaling_2_over_1"]
+        want += [f"fbt_calltree8_{m}_smp4" for m in ("untraced", *a.modes,
+                                                     "hooks_off", "finstrument")]
+    missing = [w for w in want if w not in figs]
+    assert not missing, f"figures missing from results.json: {missing}; " \
+        f"present: {sorted(figs)}"
+
+    bad = []
+    for name, fig in figs.items():
+        for leaf, f in _leaves(name, fig):
+            for key in ("unit", "repetitions", "median", "spread"):
+                if key not in f:
+                    bad.append(f"{leaf}: no {key}")
+            if f.get("median") is not None and f["repetitions"] != REPS:
+                bad.append(f"{leaf}: {f['repetitions']} repetitions, asked {REPS}")
+            if f.get("spread") and not f["spread"][0] <= f["median"] <= f["spread"][1]:
+                bad.append(f"{leaf}: median {f['median']} outside {f['spread']}")
+    assert not bad, "\n".join(bad)
+    for k in ("wall", "guest_cycles", "events_per_s", "missed", "dropped", "wire_bytes"):
+        assert k in figs[f"fbt_fib_{emul[0]}"], k
+
+    cfg = res["config"]
+    assert cfg["accel"] == "tcg" and "QEMU" in cfg["qemu"], cfg
+    assert len(cfg["git_commit"]) == 40
+    assert {b["smp"] for b in cfg["boots"]} == ({1, 4} if a.max_smp >= 4 else {1})
+    for p in res["plots"]:
+        assert (out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
+    assert any(line.startswith("bench ") for line in lines)      # progress
+
+
+def test_bench_emulated_tracing_is_lossless(arch, built, bench_run):
+    """The counts, unlike the times, are exact: emulated probes and the
+    compiler hooks trace every call the workloads made, drop nothing."""
+    built(arch)
+    _, res, _, _ = bench_run(arch)
+    a = arches.get(arch)
+    wrong = []
+    for name, f in res["figures"].items():
+        if not name.startswith("fbt_") or f["mode"] in runs.LOSSY_MODES or \
+                f["mode"] in ("untraced", "hooks_off"):
+            continue
+        if f["missed"]["spread"] != [0, 0] or f["dropped"]["spread"] != [0, 0]:
+            wrong.append(f"{name}: missed {f['missed']['values']}, "
+                         f"dropped {f['dropped']['values']}")
+        # Records of probed functions the workload does not count (ct_thread,
+        # ct_counts_ok) come on top of its counted firings.
+        if not 0 < f["expected"]["median"] <= f["events"]["median"]:
+            wrong.append(f"{name}: {f['events']['values']} records, the workload "
+                         f"counted {f['expected']['values']} firings")
+    assert not wrong, "\n".join(wrong)
+    assert a.modes[0] in {f["mode"] for f in res["figures"].values() if "mode" in f}
+
+
+def test_probe_action_refusals_change_nothing(guest):
+    r = guest.command("probe action all loud")
+    assert r.status_name == "BAD_ARGS", r
+    assert "record|sum|null" in r.message
+    r = guest.command("probe action 7 null")
+    assert r.status_name == "FAILED" and "no probe 7" in r.message, r
+    r = guest.command("probe action x null")
+    assert r.status_name == "BAD_ARGS", r
+    r = guest.command("probe hooks maybe")
+    assert r.status_name == "BAD_ARGS", r
+    r = guest.command("probe action all null")
+    assert r.ok and r.message.startswith("0 probes"), r
