@@ -21,6 +21,7 @@
  */
 #include "buffer.h"
 #include "arch.h"
+#include "atomic.h"
 #include "console.h"
 #include "cpu.h"
 #include "kstring.h"
@@ -88,6 +89,8 @@ void tracer_fire(const struct probe *p, unsigned kind,
 {
 	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	t->fired++;
+	/* p is tracer_probes[p->id]; the table itself is writable. */
+	atomic_fetch_add(&tracer_probes[p->id].hits, 1);
 	record_into(t, p, kind, words, nwords);
 }
 
