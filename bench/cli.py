@@ -272,6 +272,11 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def _cmd_debug(args) -> int:
+    from . import debug
+    return debug.cmd_debug(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -345,6 +350,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", required=True)
     s.add_argument("--reps", type=int, default=5)
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("debug", help="boot a guest paused under QEMU's GDB stub "
+                       "and start gdb-multiarch on it (bench/debug.py)")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD() (as for run)")
+    s.add_argument("--probes", help="probes the harness arms once the guest is up "
+                   "(as for run; default none)")
+    s.add_argument("--mode", help="probe mechanism (default: the arch's first)")
+    s.add_argument("--run", help="what the harness runs after arming, e.g. "
+                   "'fib n=8' (default: the file's workload, or fib n=8)")
+    s.add_argument("--batch", help="run gdb -batch with this script instead of "
+                   "interactively")
+    s.set_defaults(func=_cmd_debug)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
