@@ -2,7 +2,7 @@
 through QEMU's GDB stub without running gdb.
 
     with RSPClient.connect_unix(guest.wait_gdb_socket()) as stub:
-        stop = stub.halt_reason()          # '?': connecting stopped the VM
+        stop = stub.halt()                 # Ctrl-C, or '?' if it was stopped
         regs = stub.registers("i386")      # 'g', decoded (arches.Arch.gdb_registers)
         code = stub.read_memory(addr, 4)   # 'm'
         stub.detach()                      # 'D': the guest runs on
@@ -17,7 +17,9 @@ times); both are undone before a reply is returned. An empty reply means
 "not supported"; `Enn` is an error, raised as StubErrorReply with its
 number. `c` has no reply until the target stops again: cont() only sends,
 wait_stop() reads the stop reply (`S`/`T` packets; `W`/`X` say the target
-is gone). An interrupt is the bare byte 0x03 outside any packet.
+is gone). An interrupt is the bare byte 0x03 outside any packet; QEMU drops the
+first byte that reaches a running VM (it only stops it), so a session
+with a guest that may be running starts with halt().
 
 Every read has a deadline (StubTimeout); anything malformed raises
 StubProtocolError naming what arrived. The socket is any connected stream
@@ -283,6 +285,19 @@ class RSPClient:
 
     # ---- commands ----
 
+    def halt(self, settle: float = 2.0) -> StopReply:
+        """Stop the target whether it runs or not. QEMU's stub, while the VM
+        runs, takes the first byte it receives as "stop" and discards it
+        (then sends a stop reply of its own), so a packet sent to a running
+        guest is lost; an interrupt is the safe first word. A target that
+        was already stopped sends nothing for it: then `?` asks."""
+        self.log.append("-> ^C")
+        self._write(INTERRUPT)
+        try:
+            return self.wait_stop(settle)
+        except StubTimeout:
+            return self.halt_reason()
+
     def halt_reason(self) -> StopReply:
         return parse_stop(self.request("?"))
 
@@ -323,6 +338,11 @@ class RSPClient:
 
     def write_memory(self, addr: int, data: bytes) -> None:
         self._ok(f"M{addr:x},{len(data):x}:{data.hex()}")
+
+    def set_physical(self, on: bool) -> None:
+        """QEMU's Qqemu.PhyMemMode: m/M address physical memory (on) or
+        virtual memory through the CPU's MMU (off, the default)."""
+        self._ok(f"Qqemu.PhyMemMode:{1 if on else 0}")
 
     def insert_breakpoint(self, addr: int, kind: int = 1) -> None:
         """Z0: a software breakpoint (kind: the breakpoint's size in bytes)."""
