@@ -9,6 +9,11 @@ nothing else can write into the stream). A reader thread deframes stdout
 as it arrives, keeps every byte in build/logs/<name>.serial and a readable
 transcript in build/logs/<name>.log, and queues frames for the caller.
 
+With gdbstub=True QEMU also serves its GDB stub on a private unix socket
+(Guest.gdb_socket; bench/rsp.py, bench/debug.py); paused=True adds -S, so
+the CPUs wait at reset until a debugger continues them, and entering the
+context then returns without waiting for HELLO (call wait_ready).
+
 Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
 logs, and raises GuestTimeout naming what it waited for. The context
 manager always reaps QEMU, whatever happened inside it. A guest exit status
