@@ -13,6 +13,9 @@
 #   make lossless ARCH=a [SMP=4] [MODE=m,...]  (default: every mode of the arch)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
+#   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MODE=m]
+#                                guest paused under QEMU's GDB stub, gdb-multiarch
+#                                attached with the tb commands (README: Debugging)
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -31,7 +34,7 @@ NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 .PHONY: help deps check selftest boot-time bench run lossless toggle image clean
 
 help:
-	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@ci/deps.sh
@@ -60,6 +63,12 @@ lossless:
 toggle:
 	$(BENCH) toggle --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
 		$(if $(MODE),--mode $(MODE))
+
+.PHONY: debug
+debug:
+	$(BENCH) debug --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
+		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(MODE),--mode $(MODE)) \
+		$(if $(RUN),--run '$(RUN)') $(if $(GDB_BATCH),--batch $(GDB_BATCH))
 
 image:
 	$(BENCH) image $(ARCH_OPT)

@@ -42,6 +42,15 @@ class Arch:
     checker: str = ""
     # RAM for runs that need much of it (trace buffers).
     max_memory_mb: int = 256
+    # Debugging through QEMU's GDB stub (bench/debug.py, bench/rsp.py): the
+    # gdb commands that select the architecture and byte order, the layout
+    # of the stub's `g` reply (struct format of one register, names in
+    # order), the probe fire path's C function, and the bytes an armed
+    # probe shows at its site per mode (hex; {id:...} is the probe's id).
+    gdb_setup: tuple[str, ...] = ()
+    gdb_registers: tuple = ("", ())
+    fire_path: str = ""
+    probe_trap: dict = field(default_factory=dict)
 
     @property
     def build_dir(self) -> Path:
@@ -69,6 +78,11 @@ ARCHES: dict[str, Arch] = {
         crash_status={"df": "DOUBLE_FAULT"},
         modes=("int3", "ud", "step"),
         checker="check_i386",
+        gdb_setup=("set architecture i386", "set endian little"),
+        gdb_registers=("<I", ("eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
+                              "eip", "eflags", "cs", "ss", "ds", "es", "fs", "gs")),
+        fire_path="i386_probe_trap",
+        probe_trap={"int3": "cc", "ud": "0f0b", "step": "cc"},
         # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
         max_memory_mb=256,
     ),
@@ -87,6 +101,14 @@ ARCHES: dict[str, Arch] = {
         modes=("emulate", "shellgame"),
         checker="check_sparc64",
         branch_provider=True,
+        # No target.xml on sun4u: gdb is told the arch; `g` is 32 window
+        # registers, 64 words of FP registers, then pc npc state fsr fprs y.
+        gdb_setup=("set architecture sparc:v9", "set endian big"),
+        gdb_registers=(">Q", (*(f"{b}{n}" for b in "goli" for n in range(8)),
+                              *("",) * 32, "pc", "npc", "state", "fsr", "fprs", "y")),
+        fire_path="sparc64_probe_trap",
+        # illtrap <const22 = probe id>
+        probe_trap={"emulate": "{id:08x}", "shellgame": "{id:08x}"},
         max_memory_mb=256,
     ),
 }

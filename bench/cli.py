@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import sys
 
-from . import arches, build, junit, runs, selftest, trace
+from . import arches, build, junit, runs, selftest, sitecheck, trace
 from .cdefs import REPO
 from .errors import BenchError, GuestExited
 from .machine import Guest
@@ -123,8 +123,9 @@ def cmd_run(args) -> int:
     except trace.SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    stub_states = []
     with Guest(arch, label="run", smp=args.smp, image=image, elf=elf,
-               command_timeout=args.timeout) as g:
+               command_timeout=args.timeout, gdbstub=args.stub_check) as g:
         s = runs.open_session(g)
         try:
             s.setup(args.probes, args.mode, check=args.check,
@@ -136,7 +137,13 @@ def cmd_run(args) -> int:
         for n in s.notes:
             print(f"note: {n}")
         r = s.cmd(f"run {line}")
+        if args.stub_check:
+            stub_states.append(sitecheck.read_sites(g, s.image, s.probes, args.mode,
+                                                    {p.id for p in s.probes}))
         s.enable(False)
+        if args.stub_check:
+            stub_states.append(sitecheck.read_sites(g, s.image, s.probes, args.mode,
+                                                    set()))
         cap = s.finish()
         g.exit(0)
     for ln in trace.format_trace(cap, s.probes, limit=args.limit, image=s.image):
@@ -156,6 +163,15 @@ def cmd_run(args) -> int:
         for m in crep.mismatches[:20]:
             print(f"  MISMATCH {m}")
         if crep.mismatches or not crep.checked:
+            status = 1
+    for when, states in zip(("enabled", "after disable"), stub_states):
+        bad = [st for st in states if not st.ok]
+        print(f"stub: {len(states)} sites read through the GDB stub {when}: "
+              f"{sum(st.got == st.trap for st in states)} trap, "
+              f"{sum(st.got == st.original for st in states)} original, "
+              f"{len(bad)} wrong")
+        for st in bad:
+            print(f"PROBLEM: {st.describe()}")
             status = 1
     for prob in rep.problems:
         print(f"PROBLEM: {prob}")
@@ -273,6 +289,11 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def _cmd_debug(args) -> int:
+    from . import debug
+    return debug.cmd_debug(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -318,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
     s.add_argument("--limit", type=int, default=200, help="trace lines to print")
     s.add_argument("--timeout", type=float, default=300)
+    s.add_argument("--stub-check", action="store_true", dest="stub_check",
+                   help="read every probed site through QEMU's GDB stub after the "
+                   "run (the trap) and after disabling (the original bytes)")
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
@@ -348,6 +372,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("debug", help="boot a guest paused under QEMU's GDB stub "
+                       "and start gdb-multiarch on it (bench/debug.py)")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD() (as for run)")
+    s.add_argument("--probes", help="probes the harness arms once the guest is up "
+                   "(as for run; default none)")
+    s.add_argument("--mode", help="probe mechanism (default: the arch's first)")
+    s.add_argument("--run", help="what the harness runs after arming, e.g. "
+                   "'fib n=8' (default: the file's workload, or fib n=8)")
+    s.add_argument("--batch", help="run gdb -batch with this script instead of "
+                   "interactively")
+    s.set_defaults(func=_cmd_debug)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")

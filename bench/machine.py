@@ -9,6 +9,11 @@ nothing else can write into the stream). A reader thread deframes stdout
 as it arrives, keeps every byte in build/logs/<name>.serial and a readable
 transcript in build/logs/<name>.log, and queues frames for the caller.
 
+With gdbstub=True QEMU also serves its GDB stub on a private unix socket
+(Guest.gdb_socket; bench/rsp.py, bench/debug.py); paused=True adds -S, so
+the CPUs wait at reset until a debugger continues them, and entering the
+context then returns without waiting for HELLO (call wait_ready).
+
 Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
 logs, and raises GuestTimeout naming what it waited for. The context
 manager always reaps QEMU, whatever happened inside it. A guest exit status
@@ -22,8 +27,10 @@ import itertools
 import os
 import queue
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -80,7 +87,8 @@ class Guest:
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
-                 on_text=None, image: Path | None = None, elf: Path | None = None):
+                 on_text=None, image: Path | None = None, elf: Path | None = None,
+                 gdbstub: bool = False, paused: bool = False):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
             raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
@@ -100,6 +108,19 @@ class Guest:
             *(a.replace("{image}", str(self.image)) for a in self.arch.boot_args),
             *extra_args,
         ]
+        # QEMU's GDB stub on a private unix socket (bench/rsp.py, gdb): asked
+        # for, it is added; paused, the CPUs wait at reset for a debugger's
+        # `continue`, and entering the context does not wait for HELLO.
+        if paused and not gdbstub:
+            raise ValueError("a paused guest needs gdbstub=True (nothing could start it)")
+        self.paused = paused
+        self.gdb_socket: Path | None = None
+        if gdbstub:
+            self._gdb_dir = tempfile.mkdtemp(prefix="trapbench-gdb-")
+            self.gdb_socket = Path(self._gdb_dir) / "stub"
+            self.args += ["-gdb", f"unix:{self.gdb_socket},server=on,wait=off"]
+            if paused:
+                self.args.append("-S")
         self.proc: subprocess.Popen | None = None
         self.hello: dict | None = None
         self.byte_order = "<"
@@ -141,7 +162,8 @@ class Guest:
     def __enter__(self) -> "Guest":
         try:
             self.launch()
-            self.wait_ready()
+            if not self.paused:
+                self.wait_ready()
         except BaseException:
             self.close()
             raise
@@ -282,6 +304,20 @@ class Guest:
             if f:
                 f.close()
         self._log = self._raw = None
+        if self.gdb_socket:
+            shutil.rmtree(self._gdb_dir, ignore_errors=True)
+
+    def wait_gdb_socket(self, timeout: float = 10) -> Path:
+        """The stub's socket path, once QEMU listens on it."""
+        if not self.gdb_socket:
+            raise ValueError("this guest was started without gdbstub=True")
+        deadline = time.monotonic() + timeout
+        while not self.gdb_socket.exists():
+            if not self.alive or time.monotonic() > deadline:
+                raise LaunchError(f"QEMU did not open its GDB stub at {self.gdb_socket}"
+                                  + self._stderr_note(), **self._context())
+            time.sleep(0.01)
+        return self.gdb_socket
 
     @property
     def alive(self) -> bool:

@@ -21,6 +21,7 @@
  */
 #include "buffer.h"
 #include "arch.h"
+#include "atomic.h"
 #include "console.h"
 #include "cpu.h"
 #include "kstring.h"
@@ -89,6 +90,8 @@ void tracer_fire(const struct probe *p, unsigned kind,
 {
 	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	t->fired++;
+	/* p is tracer_probes[p->id]; the table itself is writable. */
+	atomic_fetch_add(&tracer_probes[p->id].hits, 1);
 	switch (p->action) {
 	case TRACER_ACTION_NULL:
 		return;

@@ -200,6 +200,7 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->nargs = (uint8_t)nargs;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
+	p->hits = 0;
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
 	unsigned i = hash_of(a);
@@ -438,11 +439,12 @@ static int probe_list(struct command_reply *r)
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
-		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s action=%s\n", p->id,
+		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s action=%s hits=%lu\n", p->id,
 			(unsigned long)p->addr,
-			p->kind == WIRE_EVENT_ENTRY ? "entry" : "return",
+			p->kind == WIRE_EVENT_ENTRY ? "entry" :
+			p->kind == WIRE_EVENT_RETURN ? "return" : "branch",
 			state_names[p->state], p->nargs,
-			tarch_mechs[p->mech].name, tracer_action_names[p->action]);
+			tarch_mechs[p->mech].name, tracer_action_names[p->action], p->hits);
 	}
 	return reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mode %s%s",
 		     probes_added, probes_enabled, tarch_mechs[tracer_mech].name,
@@ -506,6 +508,8 @@ int tracer_cmd_trace(int argc, char **argv, struct command_reply *r)
 		sync_cpus();
 		buffer_flush();
 		buffer_reset_counters();
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+			tracer_probes[i].hits = 0;
 		return reply(r, WIRE_REPLY_OK, "counters reset");
 	}
 	if ((argc == 2 || argc == 3) && strcmp(argv[1], "buffer") == 0) {

@@ -53,6 +53,9 @@ struct probe {
 	uint8_t            unsettled; /* stored to since tracer_settle() */
 	volatile uint8_t   action;    /* enum tracer_action */
 	struct tarch_site  site;      /* the decoded original instruction */
+	/* Firings of this probe on all CPUs since it was added or the last
+	 * `trace reset` (tracer_fire; `probe list` and the debugger read it). */
+	volatile unsigned long hits;
 };
 
 extern struct probe tracer_probes[TRACER_MAX_PROBES];

@@ -1,0 +1,422 @@
+"""trapbench's gdb extension: tracer state of a stopped guest, decoded.
+
+    (gdb) source bench/gdbext.py          (`make debug` does this)
+    (gdb) tb probes                       the probe table: site, kind, state,
+                                          mechanism, hits
+    (gdb) tb buffer [CPU]                 a CPU's trace ring: counters and
+                                          its records, decoded
+    (gdb) tb frame [EXPR]                 the trap frame (EXPR, or the `tf`
+                                          of the nearest frame that has one)
+
+Theory of operation. gdb runs this file in its embedded Python (Debian's
+python3, so the repo's bench package imports: the wire format comes from
+tracer/include/wire.h through bench/wire.py, never a second copy). Guest
+structures are read through gdb with their DWARF types — tracer_probes[]
+(tracer/include/tracer.h), the per-CPU rings `tcpu` (tracer/core/buffer.c),
+struct trapframe (guest-kernel/arch/<arch>/trapframe.h) — so a field added
+or moved in C needs no change here. Names come from the guest's own
+tables: probe states from enum probe_state, mechanisms from tarch_mechs[],
+trap names from the kernel's vector_names[] (i386) or tt_names[]
+(sparc64). Only the record format is decoded on the host side, with
+bench/trace.py's struct (the same code that decodes EVENTS frames).
+
+A ring holds records between tail (drained up to) and head (written up
+to); those are `pending`. Records before tail were already sent, but the
+bytes stay until overwritten: while the ring has not wrapped (head <= size)
+they are walked from offset 0 and shown as `sent`.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import gdb  # noqa: F401  (only inside gdb)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import trace, wire  # noqa: E402
+
+KIND_NAMES = {e.value: e.name for e in wire.WIRE.table("WIRE_EVENT_KINDS")}
+K_PAD = wire.WIRE.by_name("WIRE_EVENT_KINDS")["PAD"].value
+
+
+# ---- reading the guest ----
+
+def _sym(name: str) -> gdb.Value:
+    """A global or file-static variable of the guest."""
+    sym = gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
+    if sym is None:
+        raise gdb.GdbError(f"no symbol {name!r} in the loaded ELF (is it the "
+                           "guest's kernel.elf?)")
+    return sym.value()
+
+
+def _has_sym(name: str) -> bool:
+    return bool(gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name))
+
+
+def _enum_names(type_name: str) -> dict[int, str]:
+    return {f.enumval: f.name for f in gdb.lookup_type(type_name).fields()}
+
+
+def _string(v: gdb.Value) -> str:
+    try:
+        return v.string() if int(v) else "?"
+    except gdb.error:
+        return "?"
+
+
+def where(addr: int) -> str:
+    """FUNCTION+0xOFF for a code address, else hex."""
+    try:
+        block = gdb.current_progspace().block_for_pc(addr)
+    except RuntimeError:
+        block = None
+    while block is not None and block.function is None:
+        block = block.superblock
+    if block is None:
+        sym = gdb.execute(f"info symbol {addr:#x}", to_string=True).strip()
+        return sym.split(" in section")[0].replace(" + ", "+") \
+            if "No symbol" not in sym else f"{addr:#x}"
+    off = addr - block.start
+    return block.function.name + (f"+{off:#x}" if off else "")
+
+
+def read_guest(addr: int, length: int) -> bytes:
+    """Guest memory at a kernel virtual address. QEMU's sparc64 stub
+    translates only through the TLBs, so a page no TLB holds reads as an
+    error; kernel RAM is identity-mapped on both arches (sparc64
+    vmlayout.h, i386 paging.c), so such a read is retried as a physical
+    one (QEMU's Qqemu.PhyMemMode)."""
+    inf = gdb.selected_inferior()
+    try:
+        return bytes(inf.read_memory(addr, length))
+    except gdb.MemoryError:
+        pass
+    gdb.execute("maint packet Qqemu.PhyMemMode:1", to_string=True)
+    try:
+        gdb.execute("flushregs", to_string=True)      # drop gdb's cached bytes
+        return bytes(inf.read_memory(addr, length))
+    finally:
+        gdb.execute("maint packet Qqemu.PhyMemMode:0", to_string=True)
+
+
+def byte_order() -> str:
+    text = gdb.execute("show endian", to_string=True)
+    return ">" if "big endian" in text else "<"
+
+
+def word_bytes() -> int:
+    return gdb.lookup_type("unsigned long").sizeof
+
+
+def probe_table() -> list[dict]:
+    """Every non-free probe, as a dict."""
+    table = _sym("tracer_probes")
+    table.fetch_lazy()
+    states = _enum_names("enum probe_state")
+    mechs = _sym("tarch_mechs")
+    nmechs = int(_sym("tarch_nmechs"))
+    mech_names = [_string(mechs[i]["name"]) for i in range(nmechs)]
+    lo, hi = table.type.range()
+    out = []
+    for i in range(lo, hi + 1):
+        p = table[i]
+        state = int(p["state"])
+        if states.get(state) == "PROBE_FREE":
+            continue
+        mech = int(p["mech"])
+        out.append({
+            "id": int(p["id"]), "addr": int(p["addr"]),
+            "kind": KIND_NAMES.get(int(p["kind"]), str(int(p["kind"]))).lower(),
+            "state": states.get(state, str(state)).removeprefix("PROBE_").lower(),
+            "mech": mech_names[mech] if mech < nmechs else str(mech),
+            "nargs": int(p["nargs"]), "hits": int(p["hits"]),
+        })
+    return out
+
+
+def rings() -> list[tuple[int, gdb.Value]]:
+    """(cpu, struct tracer_cpu) for every CPU with a ring."""
+    tcpu = _sym("tcpu")
+    lo, hi = tcpu.type.range()
+    return [(c, tcpu[c]) for c in range(lo, hi + 1) if int(tcpu[c]["data"])]
+
+
+def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, trace.Event]], str]:
+    """(offset, pending, Event) of the records one ring still holds, and a
+    note on what could not be walked."""
+    data, size = int(t["data"]), int(t["size"])
+    head, tail = int(t["head"]), int(t["tail"])
+    order, wb = byte_order(), word_bytes()
+    wfmt = {4: "I", 8: "Q"}[wb]
+    # Only the bytes that hold records: [0, head) or [tail, head).
+    if head <= size:
+        ring = read_guest(data, head) + bytes(size - head)
+    else:
+        ring = bytearray(size)
+        first = tail & (size - 1)
+        n = (head - tail) & 0xFFFFFFFF
+        part = min(n, size - first)
+        ring[first:first + part] = read_guest(data + first, part)
+        if n > part:
+            ring[:n - part] = read_guest(data, n - part)
+        ring = bytes(ring)
+    u32 = 0xFFFFFFFF
+    if head <= size:
+        pos, note = 0, ""
+    else:
+        pos, note = tail, (f"the ring has wrapped: records before tail "
+                           f"({tail:#x}) cannot be walked")
+    out = []
+    while pos != head:
+        off = pos & (size - 1)
+        if ring[off] == K_PAD:      # the record's kind byte
+            pos = (pos + size - off) & u32
+            continue
+        if off + trace.EVENT.size > size:
+            note = f"a record header runs off the ring at {off:#x}"
+            break
+        e = trace.EVENT.unpack(ring[off:off + trace.EVENT.size], order)
+        n = e["nwords"]
+        end = off + trace.EVENT.size + n * wb
+        if end > size:
+            note = f"a record at {off:#x} runs off the ring ({n} words)"
+            break
+        words = struct.unpack_from(f"{order}{n}{wfmt}", ring, off + trace.EVENT.size)
+        pending = ((pos - tail) & u32) < ((head - tail) & u32)
+        out.append((off, pending, trace.Event(-1, e["thread"], e["probe"],
+                                               e["kind"], e["cycles"], words)))
+        pos = (pos + end - off) & u32
+    return out, note
+
+
+# ---- commands ----
+
+class TbPrefix(gdb.Command):
+    """trapbench: tracer state of the stopped guest (tb probes | buffer | frame)."""
+
+    def __init__(self):
+        super().__init__("tb", gdb.COMMAND_USER, prefix=True)
+
+
+class TbProbes(gdb.Command):
+    """List the guest's probes: id, site, kind, state, mechanism, hits.
+
+Usage: tb probes"""
+
+    def __init__(self):
+        super().__init__("tb probes", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        probes = probe_table()
+        print(f"{'id':>4}  {'site':<28} {'kind':<7} {'state':<9} {'mode':<10} "
+              f"{'nargs':>5} {'hits':>10}")
+        for p in probes:
+            site = f"{p['addr']:#x} <{where(p['addr'])}>"
+            print(f"{p['id']:>4}  {site:<28} {p['kind']:<7} {p['state']:<9} "
+                  f"{p['mech']:<10} {p['nargs']:>5} {p['hits']:>10}")
+        enabled = sum(p["state"] == "enabled" for p in probes)
+        print(f"{len(probes)} probes, {enabled} enabled, "
+              f"{sum(p['hits'] for p in probes)} hits")
+
+
+def _format_record(ev: trace.Event, names: dict[int, str]) -> str:
+    kind = KIND_NAMES.get(ev.kind, str(ev.kind)).lower()
+    w = ev.words
+    fn = names.get(ev.probe, f"probe{ev.probe}")
+    if ev.kind == trace.K_ENTRY and len(w) >= 2:
+        what = f"-> {fn}({', '.join(str(x) for x in w[2:])}) sp={w[1]:#x}"
+    elif ev.kind == trace.K_RETURN and len(w) >= 2:
+        what = f"<- {fn} = {w[2] if len(w) > 2 else '?'} sp={w[1]:#x}"
+    elif ev.kind == trace.K_BRANCH and len(w) >= 3:
+        how = ("taken" if w[2] & 1 else "not taken") + (", annulled" if w[2] & 2 else "")
+        what = f"~ {where(w[0])} -> {where(w[1])} {how}"
+    else:
+        what = " ".join(f"{x:#x}" for x in w)
+    return f"t{ev.thread} probe {ev.probe} {kind} cycles={ev.cycles} {what}"
+
+
+class TbBuffer(gdb.Command):
+    """Show a CPU's trace ring decoded: counters, then each record it holds.
+
+Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
+
+    def __init__(self):
+        super().__init__("tb buffer", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        arg = arg.strip()
+        all_rings = rings()
+        if arg:
+            try:
+                want = int(arg, 0)
+            except ValueError:
+                raise gdb.GdbError(f"tb buffer: {arg!r} is not a CPU number") from None
+            all_rings = [(c, t) for c, t in all_rings if c == want]
+            if not all_rings:
+                raise gdb.GdbError(f"tb buffer: cpu {want} has no trace ring")
+        names = {p["id"]: where(p["addr"]).split("+")[0] for p in probe_table()}
+        for cpu, t in all_rings:
+            head, tail, size = int(t["head"]), int(t["tail"]), int(t["size"])
+            print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x}, "
+                  f"head={head:#x} tail={tail:#x} pending={(head - tail) & 0xFFFFFFFF} "
+                  f"bytes; fired={int(t['fired'])} recorded={int(t['recorded'])} "
+                  f"dropped={int(t['dropped'])} sent={int(t['sent'])}")
+            records, note = ring_records(t)
+            for off, pending, ev in records:
+                print(f"  {off:#08x} {'pending' if pending else 'sent   '} "
+                      + _format_record(ev, names))
+            npend = sum(1 for r in records if r[1])
+            print(f"  {len(records)} records: {npend} pending, "
+                  f"{len(records) - npend} sent")
+            if note:
+                print(f"  note: {note}")
+
+
+def _find_trapframe() -> gdb.Value:
+    frame = gdb.selected_frame()
+    while frame is not None:
+        try:
+            tf = frame.read_var("tf")
+            t = tf.type.strip_typedefs()
+            if t.code == gdb.TYPE_CODE_PTR and \
+                    t.target().strip_typedefs().tag == "trapframe":
+                if int(tf):
+                    return tf
+        except (ValueError, gdb.error):
+            pass
+        frame = frame.older()
+    raise gdb.GdbError("tb frame: no frame here or above has a `tf` "
+                       "(struct trapframe *); stop in the trap path "
+                       f"(e.g. `break {_fire_path()}`) or give an expression")
+
+
+def _fire_path() -> str:
+    for name in ("i386_probe_trap", "sparc64_probe_trap"):
+        if gdb.lookup_global_symbol(name) or gdb.lookup_symbol(name)[0]:
+            return name
+    return "the fire path"
+
+
+def _trap_name(tf: gdb.Value) -> str:
+    fields = {f.name for f in tf.type.fields()}
+    if "vector" in fields and _has_sym("vector_names"):
+        v = int(tf["vector"])
+        names = _sym("vector_names")
+        lo, hi = names.type.range()
+        if lo <= v <= hi and int(names[v]["mnemonic"]):
+            return f"vector {v} {_string(names[v]['mnemonic'])} " \
+                   f"({_string(names[v]['description'])})"
+        return f"vector {v}"
+    if "tt" in fields and _has_sym("tt_names"):
+        tt = int(tf["tt"])
+        names = _sym("tt_names")
+        lo, hi = names.type.range()
+        for i in range(lo, hi + 1):
+            e = names[i]
+            if int(e["first"]) <= tt <= int(e["last"]):
+                return f"tt {tt:#x} {_string(e['name'])}"
+        return f"tt {tt:#x}"
+    return ""
+
+
+def _probe_at(addr: int) -> dict | None:
+    for p in probe_table():
+        if p["addr"] == addr:
+            return p
+    return None
+
+
+class TbFrame(gdb.Command):
+    """Show the current trap frame decoded: registers, trap, the interrupted
+PC and the probe it belongs to.
+
+Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
+                          the selected frame or the nearest caller with one)"""
+
+    def __init__(self):
+        super().__init__("tb frame", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        tf = gdb.parse_and_eval(arg) if arg.strip() else _find_trapframe()
+        t = tf.type.strip_typedefs()
+        if t.code != gdb.TYPE_CODE_PTR or t.target().strip_typedefs().tag != "trapframe":
+            raise gdb.GdbError(f"tb frame: {arg!r} is a {tf.type}, not a "
+                               "struct trapframe *")
+        frame = tf.dereference()
+        frame.fetch_lazy()
+        print(f"trap frame at {int(tf):#x} ({frame.type.sizeof} bytes): "
+              + _trap_name(frame))
+        fields = [f.name for f in frame.type.fields()]
+        for name in fields:
+            v = frame[name]
+            vt = v.type.strip_typedefs()
+            if vt.code == gdb.TYPE_CODE_ARRAY:
+                lo, hi = vt.range()
+                vals = " ".join(f"{int(v[i]):#x}" for i in range(lo, hi + 1))
+                print(f"  {name:<10} {vals}")
+            else:
+                x = int(v)
+                extra = ""
+                if name in ("eip", "tpc", "tnpc"):
+                    extra = f" <{where(x)}>"
+                print(f"  {name:<10} {x:#x}{extra}")
+        if "eip" in fields:
+            self._i386(tf, frame)
+        elif "tpc" in fields:
+            self._sparc64(frame)
+
+    @staticmethod
+    def _report_probe(site: int) -> None:
+        p = _probe_at(site)
+        if p:
+            print(f"  probe {p['id']}: {p['kind']} of {where(p['addr'])}, {p['state']}, "
+                  f"mode {p['mech']}, {p['hits']} hits")
+        else:
+            print(f"  no probe at {site:#x} <{where(site)}>")
+
+    def _i386(self, tf, frame) -> None:
+        # A ring-0 trap pushes no ESP: the interrupted one is just past eflags.
+        esp = int(tf) + frame.type.sizeof
+        eflags = int(frame["eflags"])
+        bits = [n for b, n in ((0, "CF"), (2, "PF"), (4, "AF"), (6, "ZF"), (7, "SF"),
+                               (8, "TF"), (9, "IF"), (10, "DF"), (11, "OF"))
+                if eflags >> b & 1]
+        print(f"  interrupted esp {esp:#x}, eflags [{' '.join(bits)}]")
+        v = int(frame["vector"])
+        if v in (3, 6):
+            site = int(frame["eip"]) - (1 if v == 3 else 0)
+            print(f"  site {site:#x} <{where(site)}> ({'int3' if v == 3 else 'ud2'})")
+            self._report_probe(site)
+
+    def _sparc64(self, frame) -> None:
+        ts = int(frame["tstate"])
+        ccr, asi, pstate, cwp = ts >> 32 & 0xFF, ts >> 24 & 0xFF, ts >> 8 & 0xFFF, ts & 0x1F
+        icc, xcc = ccr & 0xF, ccr >> 4
+        flags = lambda c: "".join(n for b, n in ((3, "N"), (2, "Z"), (1, "V"), (0, "C"))
+                                  if c >> b & 1) or "-"
+        print(f"  tstate: ccr {ccr:#04x} (xcc {flags(xcc)}, icc {flags(icc)}) "
+              f"asi {asi:#x} pstate {pstate:#x} cwp {cwp}")
+        tpc = int(frame["tpc"])
+        try:
+            word = int.from_bytes(read_guest(tpc, 4), "big")
+        except gdb.error:
+            print(f"  word at tpc: unreadable")
+            return
+        if word >> 22 == 0:
+            print(f"  word at tpc {word:#010x}: illtrap {word & 0x3FFFFF}")
+        else:
+            print(f"  word at tpc {word:#010x}")
+        self._report_probe(tpc)
+
+
+# The probe table is one value of ~100 KiB; gdb's default limit is 64 KiB.
+gdb.execute("set max-value-size unlimited")
+TbPrefix()
+TbProbes()
+TbBuffer()
+TbFrame()
+print("trapbench gdb extension loaded: tb probes | tb buffer [CPU] | tb frame [EXPR]")

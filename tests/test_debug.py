@@ -1,0 +1,99 @@
+"""`make debug` unattended: gdb-multiarch in batch mode against a paused
+guest (bench/debug.py), on every arch. The harness arms fib's probes and
+runs fib over serial while gdb breaks in the probe fire path three times,
+reads the trap frame, and runs the tb extension's commands; their output
+is checked against what the guest must hold at that moment."""
+
+import re
+import shutil
+
+import pytest
+
+from bench import arches, debug
+
+pytestmark = pytest.mark.skipif(not shutil.which(debug.GDB),
+                                reason=f"{debug.GDB} is not installed (make deps)")
+
+SCRIPT = """\
+break {fire}
+continue
+continue
+continue
+tb frame
+tb probes
+tb buffer 0
+python
+for bad in ("tb buffer 7", "tb buffer x", "tb frame 1"):
+    try:
+        gdb.execute(bad)
+    except gdb.error as e:
+        print("REFUSED", bad, "::", e)
+end
+delete
+detach
+"""
+
+
+def test_gdb_batch_in_fire_path(arch, built, tmp_path):
+    built(arch)
+    a = arches.get(arch)
+    script = tmp_path / "session.gdb"
+    script.write_text(SCRIPT.format(fire=a.fire_path))
+    lines = []
+    with debug.Debugger(a, probes="fbt:fib:entry,fbt:fib:return", run="fib n=6",
+                        echo=lines.append) as d:
+        res = d.run_batch(script, timeout=300)
+        assert d.wait_driver(120), "the harness's run did not finish after detach"
+    out = res.stdout
+    print(out)
+    print("\n".join(lines))
+    assert res.returncode == 0, out
+    assert d.outcome.error is None, d.outcome.error
+    assert d.outcome.reply.message == "fib = 8", d.outcome.reply
+    assert "trapbench gdb extension loaded" in out
+
+    # Three stops in the fire path, each with its trap frame pointer.
+    stops = re.findall(rf"Breakpoint 1, {a.fire_path} \(tf=(?:tf@entry=)?(0x[0-9a-f]+)", out)
+    assert len(stops) == 3, out
+    fib = next(p for p in d.outcome.probes if p.kind == "entry")
+    returns = [p for p in d.outcome.probes if p.kind == "return"]
+    assert fib.function == "fib" and returns
+
+    # tb frame: the frame of the third stop, the trap, the site, the probe.
+    # fib(6) recurses into fib(5), fib(4) first: three entries, two recorded.
+    m = re.search(r"trap frame at (0x[0-9a-f]+) \((\d+) bytes\): (.*)", out)
+    assert m and m.group(1) == stops[2], out
+    if a.name == "i386":
+        assert m.group(3).startswith("vector 3 #BP"), m.group(3)
+        assert re.search(rf"eip +{fib.addr + 1:#x} <fib\+0x1>", out), out
+        assert re.search(rf"site {fib.addr:#x} <fib> \(int3\)", out), out
+    else:
+        assert m.group(3) == "tt 0x10 illegal_instruction", m.group(3)
+        assert re.search(rf"tpc +{fib.addr:#x} <fib>", out), out
+        assert f"illtrap {fib.id}" in out, out
+    assert re.search(rf"probe {fib.id}: entry of fib, enabled, mode {a.modes[0]}, 2 hits",
+                     out), out
+
+    # tb probes: every probe with its site, kind, state and hit count.
+    rows = {int(r[0]): r for r in re.findall(
+        r"^ +(\d+) +(0x[0-9a-f]+) <([^>]+)> +(\w+) +(\w+) +(\w+) +(\d+) +(\d+)$", out, re.M)}
+    assert set(rows) == {p.id for p in d.outcome.probes}, out
+    assert rows[fib.id][1:] == (f"{fib.addr:#x}", "fib", "entry", "enabled",
+                                a.modes[0], "1", "2"), rows[fib.id]
+    for p in returns:
+        assert rows[p.id][3:5] == ("return", "enabled") and rows[p.id][7] == "0", rows[p.id]
+    assert f"{len(rows)} probes, {len(rows)} enabled, 2 hits" in out
+
+    # tb buffer 0: the counters and the two records, decoded.
+    m = re.search(r"cpu0: ring (\d+) bytes .* fired=(\d+) recorded=(\d+) dropped=0", out)
+    assert m and m.group(2) == m.group(3) == "2", out
+    recs = re.findall(r"^  0x[0-9a-f]+ (pending|sent   ) t\d+ probe (\d+) entry "
+                      r"cycles=\d+ -> fib\((\d+)\)", out, re.M)
+    assert [(int(p), int(n)) for _, p, n in recs] == [(fib.id, 6), (fib.id, 5)], out
+    assert "2 records:" in out
+
+    # Bad input: a clear error, and the session goes on.
+    assert "REFUSED tb buffer 7 :: tb buffer: cpu 7 has no trace ring" in out
+    assert "REFUSED tb buffer x :: tb buffer: 'x' is not a CPU number" in out
+    assert re.search(r"REFUSED tb frame 1 :: tb frame: '1' is a \w+, not a struct trapframe", out)
+    assert "detached" in out
