@@ -8,6 +8,8 @@ what went wrong, the QEMU command line and where the full log is.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import sys
 from . import arches, build, junit, runs, selftest, trace
 from .cdefs import REPO
 from .errors import BenchError, GuestExited
-from .machine import Guest
+from .machine import BACKENDS, Guest, use_backend
 
 
 def _arch_list(value: str | None) -> list[str]:
@@ -272,6 +274,43 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def _add_backend(s) -> None:
+    """--backend/--connect for a subcommand that boots guests."""
+    s.add_argument("--backend", choices=BACKENDS, default="qemu",
+                   help="qemu: the harness starts QEMU (default); libvirt: a "
+                   "transient libvirt domain (see README)")
+    s.add_argument("--connect", metavar="URI",
+                   help="libvirt URI, e.g. qemu:///system (default: a private "
+                   "session daemon of the bench's own under build/libvirt/, "
+                   "qemu:///session?socket=...)")
+
+
+def _with_backend(args):
+    """Run the subcommand with the backend it asked for; with libvirt and no
+    --connect, inside a private session daemon started (and stopped) here."""
+    backend = getattr(args, "backend", "qemu")
+    if getattr(args, "connect", None) and backend != "libvirt":
+        print("error: --connect needs --backend libvirt", file=sys.stderr)
+        return 2
+    if backend != "libvirt":
+        return args.func(args)
+    from . import libvirtd, virt
+    if args.connect:
+        virt.check_uri(args.connect)
+        use_backend("libvirt", args.connect)
+        return args.func(args)
+    root = REPO / "build" / "libvirt" / f"d{os.getpid()}"
+    with libvirtd.PrivateDaemon(root) as d:
+        print(f"libvirt: private session daemon, {d.uri}", flush=True)
+        use_backend("libvirt", d.uri)
+        rc = args.func(args)
+    if rc == 0:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"libvirt: daemon and domain logs kept in {root}")
+    return rc
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -285,12 +324,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", required=True, help="i386, sparc64, or all")
     s.add_argument("--smp", type=int, default=1, help="CPUs (i386: 1..8)")
     s.add_argument("--area", default="", help="only areas starting with this")
+    _add_backend(s)
     s.set_defaults(func=cmd_selftest)
 
     s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
     s.add_argument("--arch", required=True)
     s.add_argument("--runs", type=int, default=10)
     s.add_argument("--smp", type=int, default=1)
+    _add_backend(s)
     s.set_defaults(func=cmd_boot_time)
 
     s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")
@@ -298,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("commands", nargs="+", metavar="COMMAND",
                    help="e.g. 'run fib n=25' (quote each command)")
+    _add_backend(s)
     s.set_defaults(func=cmd_cmd)
 
     s = sub.add_parser("run", help="trace a workload with fbt probes")
@@ -317,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
     s.add_argument("--limit", type=int, default=200, help="trace lines to print")
     s.add_argument("--timeout", type=float, default=300)
+    _add_backend(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
@@ -329,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=3500)
     s.add_argument("--depth", type=int, default=4)
     s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    _add_backend(s)
     s.set_defaults(func=cmd_lossless)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
@@ -339,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
+    _add_backend(s)
     s.set_defaults(func=cmd_toggle)
 
     s = sub.add_parser("bench", help="the figures measured so far, with targets")
@@ -358,7 +403,7 @@ def main(argv=None) -> int:
         print("error: --runs must be at least 1", file=sys.stderr)
         return 2
     try:
-        return args.func(args)
+        return _with_backend(args)
     except arches.UnknownArch as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
