@@ -9,16 +9,21 @@ driver refuses to start until the `libvirt-qemu` user exists; a *session*
 daemon (run as any other user) keeps everything under the XDG directories
 of its environment. The bench wants a daemon of its own that changes
 nothing on the host, so it starts a session daemon with every XDG
-directory, its configuration and its logs under one private directory:
+directory, its configuration and its logs in private directories:
 
     <root>/libvirtd.conf     logging only; no network listeners
-    <root>/config/libvirt/qemu.conf   stdio_handler = "file" (no virtlogd)
-    <root>/run/libvirt/libvirt-sock   the socket the URI names
-    <root>/cache/libvirt/qemu/log/    each domain's QEMU command line + stderr
-    <root>/serial/           the guests' serial and gdb sockets
     <root>/libvirtd.log      the daemon's own warnings and errors
+    <root>/cache/libvirt/qemu/log/    each domain's QEMU command line + stderr
+    <sockets>/config/libvirt/qemu.conf   stdio_handler = "file" (no virtlogd)
+    <sockets>/config/libvirt/qemu/lib/   per-domain QMP monitor sockets
+    <sockets>/run/libvirt/libvirt-sock   the socket the URI names
+    <sockets>/serial/        the guests' serial and gdb sockets
 
-and connects with `qemu:///session?socket=<root>/run/libvirt/libvirt-sock`.
+and connects with `qemu:///session?socket=<sockets>/run/libvirt/libvirt-sock`.
+<root> is under build/libvirt/ and outlives the daemon (its logs); <sockets>
+is a short temporary directory (/tmp/tblv-*) removed by stop(), because
+libvirt puts each domain's monitor socket four levels under the config
+directory and a unix socket path holds at most 107 bytes.
 
 libvirtd decides between the two kinds by its effective uid alone: as root
 it is always a system daemon (and `qemu:///session` from root goes to the
@@ -37,6 +42,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +53,8 @@ UNPRIVILEGED_USER = "nobody"
 IDLE_TIMEOUT_S = 120
 # sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
 MAX_SOCKET_PATH = 107
+# Running private daemons by URI, so a guest finds its socket and log paths.
+RUNNING: dict[str, "PrivateDaemon"] = {}
 
 QEMU_CONF = '''\
 # The bench's private session daemon: QEMU's stdout/stderr to a plain file
@@ -72,6 +80,7 @@ def import_libvirt():
 class PrivateDaemon:
     def __init__(self, root: Path, *, start_timeout: float = 60.0):
         self.root = Path(root).resolve()
+        self.sockets: Path | None = None
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self.conn = None
@@ -79,7 +88,7 @@ class PrivateDaemon:
 
     @property
     def socket(self) -> Path:
-        return self.root / "run" / "libvirt" / "libvirt-sock"
+        return self.sockets / "run" / "libvirt" / "libvirt-sock"
 
     @property
     def uri(self) -> str:
@@ -87,7 +96,7 @@ class PrivateDaemon:
 
     @property
     def serial_dir(self) -> Path:
-        return self.root / "serial"
+        return self.sockets / "serial"
 
     @property
     def log(self) -> Path:
@@ -114,12 +123,13 @@ class PrivateDaemon:
         if shutil.which("qemu-system-i386") is None and \
                 shutil.which("qemu-system-sparc64") is None:
             raise DaemonUnavailable("no qemu-system-* on PATH")
-        if len(str(self.serial_dir / "s000.sock")) > MAX_SOCKET_PATH:
-            raise DaemonUnavailable(f"{self.root} is too deep: unix socket paths "
-                                    f"under it would exceed {MAX_SOCKET_PATH} bytes")
-        for sub in ("run", "config/libvirt", "cache", "data", "state", "serial"):
+        self.sockets = Path(tempfile.mkdtemp(prefix="tblv-"))
+        os.chmod(self.sockets, 0o755)
+        for sub in ("cache", "data", "state"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        (self.root / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
+        for sub in ("run", "config/libvirt", "serial"):
+            (self.sockets / sub).mkdir(parents=True, exist_ok=True)
+        (self.sockets / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
         (self.root / "libvirtd.conf").write_text(
             f'log_outputs = "3:file:{self.log}"\n')
         if self.user:
@@ -128,14 +138,15 @@ class PrivateDaemon:
             except KeyError:
                 raise DaemonUnavailable(f"running as root, the session daemon "
                                         f"needs the user {self.user!r}") from None
-            for dirpath, dirnames, filenames in os.walk(self.root):
-                for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
-                    os.chown(n, pw.pw_uid, pw.pw_gid)
+            for top in (self.root, self.sockets):
+                for dirpath, dirnames, filenames in os.walk(top):
+                    for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
+                        os.chown(n, pw.pw_uid, pw.pw_gid)
             self._ids = (pw.pw_uid, pw.pw_gid)
-        r = str(self.root)
-        return {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        r, k = str(self.root), str(self.sockets)
+        return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                 "HOME": r, "LC_ALL": "C",
-                "XDG_RUNTIME_DIR": f"{r}/run", "XDG_CONFIG_HOME": f"{r}/config",
+                "XDG_RUNTIME_DIR": f"{k}/run", "XDG_CONFIG_HOME": f"{k}/config",
                 "XDG_CACHE_HOME": f"{r}/cache", "XDG_DATA_HOME": f"{r}/data",
                 "XDG_STATE_HOME": f"{r}/state"}
 
@@ -166,6 +177,7 @@ class PrivateDaemon:
             if self.socket.exists():
                 try:
                     self.conn = libvirt.open(self.uri)
+                    RUNNING[self.uri] = self
                     return
                 except libvirt.libvirtError as e:
                     last = str(e)
@@ -184,6 +196,8 @@ class PrivateDaemon:
         return ("; it said:\n  " + "\n  ".join(lines[-8:])) if lines else ""
 
     def stop(self) -> None:
+        if self.sockets is not None:
+            RUNNING.pop(self.uri, None)
         if self.conn is not None:
             try:
                 for dom in self.conn.listAllDomains():
@@ -203,3 +217,5 @@ class PrivateDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        if self.sockets is not None:
+            shutil.rmtree(self.sockets, ignore_errors=True)

@@ -184,12 +184,9 @@ class LibvirtGuest(Guest):
     def serial_socket_dir(self) -> Path:
         """Where this guest's sockets go: a directory QEMU (the daemon's
         user) may create sockets in. Callers put gdb sockets here too."""
-        u = urlsplit(self.uri or "")
-        if "socket=" in (u.query or ""):
-            sock = Path(u.query.split("socket=", 1)[1].split("&")[0])
-            root = sock.parent.parent.parent       # <root>/run/libvirt/libvirt-sock
-            if (root / "serial").is_dir():
-                return root / "serial"
+        private = libvirtd.RUNNING.get(self.uri)
+        if private is not None:
+            return private.serial_dir
         SERIAL_DIR.mkdir(parents=True, exist_ok=True)
         os.chmod(SERIAL_DIR, 0o1777)
         return SERIAL_DIR
@@ -340,10 +337,8 @@ class LibvirtGuest(Guest):
     def _stderr_note(self) -> str:
         """QEMU's stderr, from libvirt's domain log when it is on this host
         (the private daemon's); otherwise where to find it."""
-        log = None
-        if self.socket_dir is not None and self.socket_dir.name == "serial":
-            log = (self.socket_dir.parent / "cache" / "libvirt" / "qemu" / "log"
-                   / f"{self.domain_name}.log")
+        private = libvirtd.RUNNING.get(self.uri)
+        log = private.domain_log(self.domain_name) if private else None
         try:
             lines = log.read_text(errors="replace").splitlines()
         except (AttributeError, OSError):
