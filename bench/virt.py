@@ -9,18 +9,15 @@ commands, replies, trace capture, logs in build/logs/) is the base class's;
 this module only changes how QEMU starts, how bytes move and how its end
 is observed.
 
-Domain. domain_xml() translates the arch table's QEMU arguments
-(bench/arches.py) into a transient domain (createXML, so nothing is left
-defined after it stops): `-M X` → <type machine='X'>, `-kernel F` →
-<kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs → <memory>
-and <vcpu>, domain type 'qemu' → TCG. What the domain XML cannot express is
-passed verbatim through <qemu:commandline>: the exit devices
-(isa-debug-exit on i386; the testdev chardev on sparc64's COM2 — libvirt
-puts its own serial first, so COM1 stays the console) and the caller's
-extra_args (e.g. `-gdb unix:PATH,server=on,wait=off` for the gdbstub).
-<features><acpi/> keeps the ACPI tables the i386 kernel finds CPUs in
-(libvirt otherwise adds -no-acpi); on_reboot/on_crash = destroy, so a
-guest reset ends the domain as it would end a plain QEMU run.
+Domain. domain_xml() fills in images/domain.xml from the arch table's
+QEMU arguments (bench/arches.py), as a transient domain (createXML, so
+nothing stays defined after it stops): `-M X` → <type machine='X'>,
+`-kernel F` → <kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs
+→ <memory> and <vcpu>, domain type 'qemu' → TCG. What the domain XML
+cannot express is passed verbatim through <qemu:commandline>: the exit
+devices (isa-debug-exit on i386; the testdev chardev on sparc64's COM2 —
+libvirt puts its own serial first, so COM1 stays the console) and the
+caller's extra_args (e.g. `-gdb unix:PATH,server=on,wait=off`).
 
 Serial. COM1 is a <serial type='unix'> in bind mode: libvirt creates the
 listening socket in the daemon's serial directory. The domain is created
@@ -45,7 +42,8 @@ import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
-from xml.sax.saxutils import escape, quoteattr
+from string import Template
+from xml.sax.saxutils import escape
 
 from . import libvirtd
 from .cdefs import REPO
@@ -59,6 +57,7 @@ STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
                   4: "saved", 5: "failed", 6: "from-snapshot"}
 ENDED_BY_ITSELF = ("failed", "shutdown")
 SERIAL_DIR = REPO / "build" / "libvirt" / "serial"
+TEMPLATE = REPO / "images" / "domain.xml"
 DOMAIN_PREFIX = "trapbench-"
 
 _socket_no = itertools.count()
@@ -82,13 +81,14 @@ def _event_loop(libvirt) -> None:
         _loop_started = True
 
 
-def _arg(a: str) -> str:
-    return f"    <qemu:arg value={quoteattr(a)}/>"
+def _attr(value) -> str:
+    return escape(str(value), {"'": "&apos;", '"': "&quot;"})
 
 
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
                serial: Path, extra_args=()) -> str:
-    """A transient domain running what Guest's QEMU command line runs."""
+    """A transient domain running what Guest's QEMU command line runs
+    (images/domain.xml filled in)."""
     if arch.qemu not in LIBVIRT_ARCH:
         raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
     machine = None
@@ -101,41 +101,21 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
         if a in ("-M", "-machine"):
             machine = next(it)
         elif a == "-kernel":
-            boot.append(f"    <kernel>{escape(next(it))}</kernel>")
+            boot.append(f"<kernel>{escape(next(it))}</kernel>")
         elif a == "-bios":
-            boot.append(f"    <loader type='rom'>{escape(next(it))}</loader>")
+            boot.append(f"<loader type='rom'>{escape(next(it))}</loader>")
         else:
             passthrough.append(a)
     if machine is None or "," in machine:
         raise LaunchError(f"{arch.name}: cannot express machine {arch.machine} "
                           "in a domain")
     passthrough += [*arch.exit_device, *extra_args]
-    cmdline = "\n".join(_arg(a) for a in passthrough)
-    return f"""<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
-  <name>{escape(name)}</name>
-  <memory unit='MiB'>{int(memory_mb)}</memory>
-  <vcpu>{int(smp)}</vcpu>
-  <os>
-    <type arch='{LIBVIRT_ARCH[arch.qemu]}' machine={quoteattr(machine)}>hvm</type>
-{chr(10).join(boot)}
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <serial type='unix'>
-      <source mode='bind' path={quoteattr(str(serial))}/>
-      <target port='0'/>
-    </serial>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>
-  </devices>
-  <qemu:commandline>
-{cmdline}
-  </qemu:commandline>
-</domain>
-"""
+    return Template(TEMPLATE.read_text()).substitute(
+        name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
+        arch=LIBVIRT_ARCH[arch.qemu], machine=_attr(machine),
+        boot="\n    ".join(boot), serial=_attr(serial),
+        qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
+                            for a in passthrough))
 
 
 def check_uri(uri: str) -> None:

@@ -18,10 +18,10 @@ daemon and always run."""
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -127,7 +127,9 @@ def test_cli_refuses_bad_backend_options_and_starts_nothing():
 # ---- against a real daemon ----
 
 @pytest.fixture(scope="module")
-def daemon():
+def daemon(request):
+    """A private libvirtd for this module; its logs stay in build/libvirt/
+    only when a test failed."""
     root = REPO / "build" / "libvirt" / f"test{os.getpid()}"
     d = libvirtd.PrivateDaemon(root)
     try:
@@ -135,9 +137,13 @@ def daemon():
     except libvirtd.DaemonUnavailable as e:
         d.stop()
         pytest.skip(f"no libvirt daemon here: {e}")
+    failed = request.session.testsfailed
     yield d
     d.stop()
     assert d.proc.poll() is not None, "libvirtd still running after stop()"
+    assert not d.sockets.exists(), "the daemon's socket directory was left behind"
+    if request.session.testsfailed == failed:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
