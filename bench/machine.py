@@ -20,8 +20,9 @@ Backends: this class launches QEMU itself (backend "qemu", the default).
 the whole process, as the CLI's --backend does — returns a
 bench.virt.LibvirtGuest instead: the same guest as a transient libvirt
 domain, its serial line on a unix socket, with the same API. The backend
-only replaces how QEMU starts, how serial bytes move, and how its end is
-observed (_launch_process, _read_serial_chunk, _write_serial, kill, _reap).
+only replaces how QEMU starts (_launch_process), how serial bytes move
+(_read_serial_chunk, _write_serial) and how its end is observed and forced
+(wait_exit, kill, _reap, close, alive).
 """
 
 from __future__ import annotations
@@ -84,10 +85,6 @@ class ExitInfo:
     def status_name(self) -> str:
         return exit_status_name(self.status)
 
-    @property
-    def how(self) -> str:
-        return self.end or f"qemu rc {self.rc}"
-
 
 BACKENDS = ("qemu", "libvirt")
 _backend = {"name": "qemu", "connect": None}
@@ -121,6 +118,7 @@ class Guest:
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
             raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
+        self.smp, self.memory_mb, self.extra_args = smp, memory_mb, tuple(extra_args)
         self.image = Path(image) if image else self.arch.image()
         self.elf = Path(elf) if elf else (self.image if image else self.arch.elf())
         self.boot_timeout = boot_timeout

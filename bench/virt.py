@@ -41,13 +41,13 @@ import socket
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 from string import Template
+from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
 from . import libvirtd
 from .cdefs import REPO
-from .errors import GuestExited, GuestTimeout, LaunchError, ProtocolError
+from .errors import GuestExited, LaunchError, ProtocolError
 from .machine import LOG_DIR, ExitInfo, Guest, _backend
 
 # qemu-system-* binary → libvirt's architecture name.
@@ -131,13 +131,22 @@ def check_uri(uri: str) -> None:
                           "connects to, so the daemon must run on this host")
 
 
+def socket_dir(uri: str | None) -> Path:
+    """Where sockets of guests on this URI go: a directory QEMU (running as
+    the daemon's user) may create sockets in. A gdb socket goes here too:
+    extra_args=("-gdb", f"unix:{socket_dir(uri)}/NAME,server=on,wait=off")."""
+    private = libvirtd.RUNNING.get(uri)
+    if private is not None:
+        return private.serial_dir
+    SERIAL_DIR.mkdir(parents=True, exist_ok=True)
+    os.chmod(SERIAL_DIR, 0o1777)
+    return SERIAL_DIR
+
+
 class LibvirtGuest(Guest):
     def __init__(self, arch, *, connect: str | None = None, backend=None, **kw):
         super().__init__(arch, **kw)
         self.uri = connect or _backend["connect"]
-        self.smp = kw.get("smp", 1)
-        self.memory_mb = kw.get("memory_mb", 128)
-        self.extra_args = tuple(kw.get("extra_args", ()))
         self.domain_name = DOMAIN_PREFIX + self.name
         self.conn = None
         self.dom = None
@@ -161,16 +170,6 @@ class LibvirtGuest(Guest):
     def alive(self) -> bool:
         return self.dom is not None and not self._stopped.is_set()
 
-    def serial_socket_dir(self) -> Path:
-        """Where this guest's sockets go: a directory QEMU (the daemon's
-        user) may create sockets in. Callers put gdb sockets here too."""
-        private = libvirtd.RUNNING.get(self.uri)
-        if private is not None:
-            return private.serial_dir
-        SERIAL_DIR.mkdir(parents=True, exist_ok=True)
-        os.chmod(SERIAL_DIR, 0o1777)
-        return SERIAL_DIR
-
     def _launch_process(self) -> None:
         libvirt = libvirtd.import_libvirt()
         if not self.uri:
@@ -178,7 +177,7 @@ class LibvirtGuest(Guest):
                               "(--connect, or the CLI's private daemon)")
         check_uri(self.uri)
         _event_loop(libvirt)
-        self.socket_dir = self.socket_dir or self.serial_socket_dir()
+        self.socket_dir = socket_dir(self.uri)
         serial = self.socket_dir / f"s{os.getpid()}-{next(_socket_no)}.sock"
         if len(str(serial)) > libvirtd.MAX_SOCKET_PATH:
             raise LaunchError(f"serial socket path too long: {serial}")

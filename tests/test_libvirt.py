@@ -248,7 +248,8 @@ def test_gdbstub_through_qemu_commandline_answers(arch, built, daemon):
     """-gdb passed through <qemu:commandline>: stop reason, all registers in
     the layout FACTS.md gives, and the guest runs on after a detach."""
     built(arch)
-    gdb = daemon.serial_dir / f"g{os.getpid()}.sock"
+    gdb = virt.socket_dir(daemon.uri) / f"g{os.getpid()}.sock"
+    assert gdb.parent == daemon.serial_dir
     g = Guest(arch, label="lv-gdb", backend="libvirt", connect=daemon.uri,
               extra_args=("-gdb", f"unix:{gdb},server=on,wait=off"))
     with g:
