@@ -27,8 +27,9 @@ of the boot is lost. QEMU closing the socket is the end of the stream.
 End. libvirt never sees QEMU's exit code (QEMU is not its child), so
 ExitInfo.rc is None. What it does see is why the domain stopped, delivered
 as a lifecycle event: a QEMU that exits by itself (isa-debug-exit, testdev)
-stops with detail "failed", a power-off with "shutdown", a kill with
-"destroyed". A guest status is believed only when the EXIT frame arrived
+stops with detail "failed" (seen on both arches), a kill with
+"destroyed"; an ACPI or power-register power-off would be "shutdown"
+(neither guest stops that way today). A guest status is believed only when the EXIT frame arrived
 and then the domain stopped by itself ("failed" or "shutdown");
 ExitInfo.end records which.
 """
