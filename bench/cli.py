@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import sys
 from . import arches, build, junit, runs, selftest, sitecheck, trace
 from .cdefs import REPO
 from .errors import BenchError, GuestExited
-from .machine import Guest
+from .machine import BACKENDS, Guest, use_backend
 
 
 def _arch_list(value: str | None) -> list[str]:
@@ -294,6 +296,43 @@ def _cmd_debug(args) -> int:
     return debug.cmd_debug(args)
 
 
+def _add_backend(s) -> None:
+    """--backend/--connect for a subcommand that boots guests."""
+    s.add_argument("--backend", choices=BACKENDS, default="qemu",
+                   help="qemu: the harness starts QEMU (default); libvirt: a "
+                   "transient libvirt domain (see README)")
+    s.add_argument("--connect", metavar="URI",
+                   help="libvirt URI, e.g. qemu:///system (default: a private "
+                   "session daemon of the bench's own under build/libvirt/, "
+                   "qemu:///session?socket=...)")
+
+
+def _with_backend(args):
+    """Run the subcommand with the backend it asked for; with libvirt and no
+    --connect, inside a private session daemon started (and stopped) here."""
+    backend = getattr(args, "backend", "qemu")
+    if getattr(args, "connect", None) and backend != "libvirt":
+        print("error: --connect needs --backend libvirt", file=sys.stderr)
+        return 2
+    if backend != "libvirt":
+        return args.func(args)
+    from . import libvirtd, virt
+    if args.connect:
+        virt.check_uri(args.connect)
+        use_backend("libvirt", args.connect)
+        return args.func(args)
+    root = REPO / "build" / "libvirt" / f"d{os.getpid()}"
+    with libvirtd.PrivateDaemon(root) as d:
+        print(f"libvirt: private session daemon, {d.uri}", flush=True)
+        use_backend("libvirt", d.uri)
+        rc = args.func(args)
+    if rc == 0:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"libvirt: daemon and domain logs kept in {root}")
+    return rc
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -307,12 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", required=True, help="i386, sparc64, or all")
     s.add_argument("--smp", type=int, default=1, help="CPUs (i386: 1..8)")
     s.add_argument("--area", default="", help="only areas starting with this")
+    _add_backend(s)
     s.set_defaults(func=cmd_selftest)
 
     s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
     s.add_argument("--arch", required=True)
     s.add_argument("--runs", type=int, default=10)
     s.add_argument("--smp", type=int, default=1)
+    _add_backend(s)
     s.set_defaults(func=cmd_boot_time)
 
     s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")
@@ -320,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("commands", nargs="+", metavar="COMMAND",
                    help="e.g. 'run fib n=25' (quote each command)")
+    _add_backend(s)
     s.set_defaults(func=cmd_cmd)
 
     s = sub.add_parser("run", help="trace a workload with fbt probes")
@@ -342,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stub-check", action="store_true", dest="stub_check",
                    help="read every probed site through QEMU's GDB stub after the "
                    "run (the trap) and after disabling (the original bytes)")
+    _add_backend(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
@@ -354,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=3500)
     s.add_argument("--depth", type=int, default=4)
     s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    _add_backend(s)
     s.set_defaults(func=cmd_lossless)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
@@ -364,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
+    _add_backend(s)
     s.set_defaults(func=cmd_toggle)
 
     s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots")
@@ -399,7 +444,7 @@ def main(argv=None) -> int:
         print("error: --runs must be at least 1", file=sys.stderr)
         return 2
     try:
-        return args.func(args)
+        return _with_backend(args)
     except arches.UnknownArch as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

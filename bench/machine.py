@@ -19,6 +19,15 @@ logs, and raises GuestTimeout naming what it waited for. The context
 manager always reaps QEMU, whatever happened inside it. A guest exit status
 is believed only when the EXIT frame and QEMU's exit code agree
 (guest-kernel/include/exit.h explains why).
+
+Backends: this class launches QEMU itself (backend "qemu", the default).
+`Guest(..., backend="libvirt", connect=URI)` — or `use_backend()` once for
+the whole process, as the CLI's --backend does — returns a
+bench.virt.LibvirtGuest instead: the same guest as a transient libvirt
+domain, its serial line on a unix socket, with the same API. The backend
+only replaces how QEMU starts (_launch_process), how serial bytes move
+(_read_serial_chunk, _write_serial) and how its end is observed and forced
+(wait_exit, kill, _reap, close, alive).
 """
 
 from __future__ import annotations
@@ -75,23 +84,49 @@ class Reply:
 @dataclass
 class ExitInfo:
     status: int
-    rc: int
+    rc: int | None          # QEMU's exit code; None where it is not seen (libvirt)
     text: list[str]
+    end: str = ""           # how the backend saw QEMU end, when not by rc
 
     @property
     def status_name(self) -> str:
         return exit_status_name(self.status)
 
 
+BACKENDS = ("qemu", "libvirt")
+_backend = {"name": "qemu", "connect": None}
+
+
+def use_backend(name: str, connect: str | None = None) -> None:
+    """Make every Guest created from now on use this backend (the CLI's
+    --backend/--connect); a Guest's own backend= argument still wins."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}: known backends are "
+                         f"{', '.join(BACKENDS)}")
+    _backend.update(name=name, connect=connect)
+
+
 class Guest:
+    def __new__(cls, *args, backend: str | None = None, **kw):
+        name = backend or _backend["name"]
+        if name not in BACKENDS:
+            raise ValueError(f"unknown backend {name!r}: known backends are "
+                             f"{', '.join(BACKENDS)}")
+        if cls is Guest and name == "libvirt":
+            from .virt import LibvirtGuest
+            cls = LibvirtGuest
+        return super().__new__(cls)
+
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
                  on_text=None, image: Path | None = None, elf: Path | None = None,
-                 gdbstub: bool = False, paused: bool = False):
+                 gdbstub: bool = False, paused: bool = False,
+                 backend: str | None = None, connect: str | None = None):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
             raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
+        self.smp, self.memory_mb, self.extra_args = smp, memory_mb, tuple(extra_args)
         self.image = Path(image) if image else self.arch.image()
         self.elf = Path(elf) if elf else (self.image if image else self.arch.elf())
         self.boot_timeout = boot_timeout
@@ -182,8 +217,12 @@ class Guest:
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self._raw = open(self.serial_path, "wb")
-        self._note(f"# qemu: {self.cmdline}")
         self._t0 = time.perf_counter()
+        self._launch_process()
+
+    def _launch_process(self) -> None:
+        """Start QEMU and the threads that read it (the backend's part)."""
+        self._note(f"# qemu: {self.cmdline}")
         try:
             self.proc = subprocess.Popen(
                 self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -330,8 +369,11 @@ class Guest:
             raise ValueError("a command is one line")
         self._commands_sent += 1
         self._note(f">> {line}")
+        self._write_serial(line.encode("utf-8", "surrogateescape") + b"\n")
+
+    def _write_serial(self, data: bytes) -> None:
         try:
-            self.proc.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+            self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             pass   # QEMU is gone; the wait that follows says how
@@ -388,14 +430,17 @@ class Guest:
             self._log.write(line + "\n")
             self._log.flush()
 
+    def _read_serial_chunk(self) -> bytes:
+        """The next bytes from the guest's serial line; b"" at its end."""
+        try:
+            return os.read(self.proc.stdout.fileno(), 65536)
+        except OSError:
+            return b""
+
     def _read_stdout(self) -> None:
         deframer = wire.Deframer()
-        fd = self.proc.stdout.fileno()
         while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
+            chunk = self._read_serial_chunk()
             if not chunk:
                 break
             if self._raw:
