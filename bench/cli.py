@@ -8,6 +8,7 @@ what went wrong, the QEMU command line and where the full log is.
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import subprocess
 import sys
@@ -272,6 +273,32 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_matrix(args) -> int:
+    from . import matrix
+    try:
+        cells = matrix.select(matrix.load(args.file), args.group,
+                              _arch_list(args.arch) if args.arch else None, args.cell)
+    except matrix.MatrixError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print("error: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    if args.list:
+        for c in cells:
+            print(f"{c.name:<32} {c.timeout:6g} s  python3 -m bench "
+                  f"{' '.join(map(shlex.quote, c.argv()))}"
+                  + (f"   (xfail: {c.xfail})" if c.xfail else ""))
+        return 0
+    for name in sorted({c.arch for c in cells}):   # once, before cells race to
+        build.ensure_image(arches.get(name))       # build it in parallel
+    res = matrix.run(cells, args.group, jobs=args.jobs)
+    print()
+    for line in matrix.summary_lines(res):
+        print(line)
+    return 0 if res.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -345,6 +372,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", required=True)
     s.add_argument("--reps", type=int, default=5)
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("matrix", help="the correctness matrix (ci/matrix.cfg): "
+                       "one group's cells in parallel; JUnit and TAP in build/matrix/")
+    s.add_argument("--group", default="quick", help="quick (default), full, ...")
+    s.add_argument("--arch", help="only cells of these arches (a comma list)")
+    s.add_argument("--cell", action="append", metavar="GLOB",
+                   help="only cells whose name matches (repeatable)")
+    s.add_argument("--jobs", type=int, help="cells at a time (default: the "
+                   "host's CPU count)")
+    s.add_argument("--file", default=str(REPO / "ci" / "matrix.cfg"))
+    s.add_argument("--list", action="store_true", help="print the cells and "
+                   "their commands; run nothing")
+    s.set_defaults(func=cmd_matrix)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
