@@ -4,6 +4,7 @@
 #
 #   make deps                    install the Debian packages (ci/packages.txt)
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
+#                                + the matrix's quick group
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
 #   make bench ARCH=a            probe costs and lossless counts with targets;
@@ -13,6 +14,10 @@
 #   make lossless ARCH=a [SMP=4] [MODE=m,...]  (default: every mode of the arch)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
+#   make matrix [GROUP=quick] [ARCH=a] [JOBS=n]
+#                                the correctness matrix (ci/matrix.cfg): a
+#                                group's cells in parallel; JUnit XML and TAP
+#                                in build/matrix/ (GROUP=full: the nightly)
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -28,10 +33,10 @@ PROBES ?= fbt:*:entry,fbt:*:return
 MODE ?=
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check selftest boot-time bench run lossless toggle image clean
+.PHONY: help deps check selftest boot-time bench run lossless toggle image clean matrix
 
 help:
-	@sed -n '2,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,25p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@ci/deps.sh
@@ -60,6 +65,9 @@ lossless:
 toggle:
 	$(BENCH) toggle --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
 		$(if $(MODE),--mode $(MODE))
+
+matrix:
+	$(BENCH) matrix --group $(or $(GROUP),quick) $(ARCH_OPT) $(if $(JOBS),--jobs $(JOBS))
 
 image:
 	$(BENCH) image $(ARCH_OPT)

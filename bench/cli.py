@@ -226,6 +226,24 @@ def cmd_image(args) -> int:
     return 0
 
 
+def _check_matrix_quick(names: list[str], junit_dir) -> tuple:
+    """The matrix's quick group (ci/matrix.cfg) for these arches: a summary
+    row for make check; its JUnit XML is copied beside the others."""
+    import shutil
+    from . import matrix
+    print("== matrix quick (ci/matrix.cfg)", flush=True)
+    try:
+        res = matrix.run(matrix.select(matrix.load(), "quick", names), "quick")
+    except BenchError as e:
+        print(f"ERROR: {e}")
+        return ("matrix quick", 0, 1, 0)
+    for line in matrix.summary_lines(res):
+        print(line)
+    shutil.copy(res.junit, junit_dir / "matrix-quick.xml")
+    return ("matrix quick", res.count("PASS"),
+            res.count("FAIL", "TIMEOUT", "XPASS"), res.count("XFAIL"))
+
+
 def cmd_check(args) -> int:
     names = _arch_list(args.arch)
     junit_dir = REPO / "build" / "junit"
@@ -261,6 +279,8 @@ def cmd_check(args) -> int:
             except BenchError as e:
                 print(f"ERROR: {e}")
                 rows.append((label, 0, 1, 0))
+
+    rows.append(_check_matrix_quick(names, junit_dir))
 
     print("\n== summary")
     for what, p, f, s in rows:
@@ -304,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
 
-    s = sub.add_parser("check", help="host tests + guest self-tests (make check)")
+    s = sub.add_parser("check", help="host tests + guest self-tests + the "
+                       "matrix's quick group (make check)")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
     s.set_defaults(func=cmd_check)
 
