@@ -29,6 +29,7 @@ table), to JUnit XML and to TAP.
 
 from __future__ import annotations
 
+import ast
 import configparser
 import contextlib
 import fnmatch
@@ -146,9 +147,18 @@ def parse(text: str, path: str = "matrix.cfg") -> list[Cell]:
                                    inline_comment_prefixes=None)
     try:
         cp.read_string(text, source=path)
+    except configparser.ParsingError as e:
+        if isinstance(e, configparser.MissingSectionHeaderError):
+            raise MatrixError(f"{path}:{e.lineno}: a key before the first "
+                              "[cell] header")
+        line, raw = e.errors[0]          # configparser keeps repr(line)
+        raw = ast.literal_eval(raw) if raw[:1] in "'\"" else raw
+        raise MatrixError(f"{path}:{line}: cannot read {raw.strip()!r}: "
+                          "a line is `key = value`, a [cell] header or a # comment")
     except configparser.Error as e:
         line = getattr(e, "lineno", None)
-        msg = e.message.splitlines()[0] if hasattr(e, "message") else str(e)
+        msg = str(getattr(e, "message", e)).splitlines()[0]
+        msg = re.sub(r"^While reading from .*?\[line\s+\d+\]: ", "", msg)
         raise MatrixError(f"{path}:{line}: {msg}" if line else f"{path}: {msg}")
     where = _key_lines(text)
     cells = [_cell(cp[name], name, where, path) for name in cp.sections()]
