@@ -17,7 +17,7 @@ lossless run at -smp 4 used 12 s of host CPU over 14 s of wall time, a
 -smp 1 one 7 s over 24 s. Counting vCPUs instead would leave cores idle;
 counting cells keeps them busy without timing out cells by
 oversubscription. Cells start longest first, by the durations of the
-previous run (build/matrix/durations.json); new cells start first.
+previous run (build/matrix/durations.json), else by their timeouts.
 
 A cell passes when its command exits 0. `xfail = TEXT` marks a cell that
 is known to fail, and how: it is an expected failure only if it fails and
@@ -322,9 +322,18 @@ def bench_argv(cell: Cell) -> list[str]:
     return [sys.executable, "-m", "bench", *cell.argv()]
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below pid (QEMU runs in its own session, so killing
-    the cell's process group would not reach it)."""
+def _start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat): with the pid,
+    it names one process even after the pid is reused."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """Every process below pid, with its start time (QEMU runs in its own
+    session, so killing the cell's process group would not reach it)."""
     children: dict[int, list[int]] = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -338,7 +347,7 @@ def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):
-            out.append(c)
+            out.append((c, _start_time(c)))
             todo.append(c)
     return out
 
@@ -346,17 +355,19 @@ def _descendants(pid: int) -> list[int]:
 def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     """SIGINT first: the harness then leaves its Guest blocks, which reap
     QEMU and close the logs; whatever is still there after `grace` seconds
-    is killed by pid."""
+    is killed by pid (the same processes: their start times still match)."""
     below = _descendants(proc.pid)
     with contextlib.suppress(ProcessLookupError):
         os.kill(proc.pid, signal.SIGINT)
     try:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
-        pass
-    for pid in [proc.pid] + below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    for pid, started in below:
+        if started is not None and _start_time(pid) == started:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
     proc.wait()
 
 
@@ -386,8 +397,10 @@ def _judge(o: Outcome, timed_out: bool) -> None:
 
 
 def _order(cells: list[Cell], history: dict) -> list[Cell]:
-    """Longest first by the last run's durations; cells never timed first."""
-    return sorted(cells, key=lambda c: -history.get(c.name, float("inf")))
+    """Longest first, so the long cells do not start last and run alone:
+    by the last run's durations, and (a heuristic) by timeout for a cell
+    never timed, whose timeout is larger than most cells' durations."""
+    return sorted(cells, key=lambda c: -history.get(c.name, c.timeout))
 
 
 def run(cells: list[Cell], group: str, jobs: int | None = None,
@@ -432,6 +445,8 @@ def run(cells: list[Cell], group: str, jobs: int | None = None,
                         continue
                     _stop(proc, grace)
                     timed_out = True
+                    fh.write(f"\n# killed: still running after the cell's "
+                             f"timeout of {o.cell.timeout:g} s\n")
                 fh.close()
                 running.remove(item)
                 o.status = proc.returncode
