@@ -371,15 +371,17 @@ def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     proc.wait()
 
 
-def _tail(path: Path, n: int = 30) -> list[str]:
+def _output(path: Path, n: int) -> list[str]:
+    """The last n lines the cell printed (the log's first line is the
+    command, which must not match an xfail text)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:]
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[1:][-n:]
     except OSError:
         return []
 
 
 def _judge(o: Outcome, timed_out: bool) -> None:
-    lines = _tail(o.log, 400)
+    lines = _output(o.log, 400)
     o.tail = "\n".join(lines[-30:])
     o.last_line = next((l.strip() for l in reversed(lines) if l.strip()), "")
     if timed_out:
@@ -390,10 +392,10 @@ def _judge(o: Outcome, timed_out: bool) -> None:
     elif o.status == 0:
         o.verdict = "XPASS"
     else:
-        seen = any(o.cell.xfail in l for l in lines)
+        seen = [l.strip() for l in lines if o.cell.xfail in l]
         o.verdict = "XFAIL" if seen else "FAIL"
-        if not seen:
-            o.last_line = f"failed without {o.cell.xfail!r}: {o.last_line}"
+        o.last_line = seen[0] if seen else \
+            f"failed without {o.cell.xfail!r}: {o.last_line}"
 
 
 def _order(cells: list[Cell], history: dict) -> list[Cell]:

@@ -244,6 +244,8 @@ def test_expected_failures_are_held_to_their_text(tmp_path):
              fake("print('fine')", name="fixed", xfail="no check mode")]
     res, _ = run_fakes(cells, tmp_path, jobs=3)
     assert verdicts(res) == {"known": "XFAIL", "other": "FAIL", "fixed": "XPASS"}
+    known = next(o for o in res.outcomes if o.cell.name == "known")
+    assert known.last_line == "error: refused: no check mode here"
     assert not res.ok
     res, _ = run_fakes(cells[:1], tmp_path)
     assert res.ok                                # an expected failure alone passes
