@@ -4,6 +4,7 @@
 #
 #   make deps                    install the Debian packages (ci/packages.txt)
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
+#                                + the matrix's quick group
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
 #   make bench ARCH=a            the seeds' experiments: table with targets,
@@ -16,6 +17,10 @@
 #   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MODE=m]
 #                                guest paused under QEMU's GDB stub, gdb-multiarch
 #                                attached with the tb commands (README: Debugging)
+#   make matrix [GROUP=quick] [ARCH=a] [JOBS=n]
+#                                the correctness matrix (ci/matrix.cfg): a
+#                                group's cells in parallel; JUnit XML and TAP
+#                                in build/matrix/ (GROUP=full: the nightly)
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -31,7 +36,7 @@ PROBES ?= fbt:*:entry,fbt:*:return
 MODE ?=
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check selftest boot-time bench run lossless toggle image clean
+.PHONY: help deps check selftest boot-time bench run lossless toggle image clean matrix
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -69,6 +74,9 @@ debug:
 	$(BENCH) debug --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
 		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(MODE),--mode $(MODE)) \
 		$(if $(RUN),--run '$(RUN)') $(if $(GDB_BATCH),--batch $(GDB_BATCH))
+
+matrix:
+	$(BENCH) matrix --group $(or $(GROUP),quick) $(ARCH_OPT) $(if $(JOBS),--jobs $(JOBS))
 
 image:
 	$(BENCH) image $(ARCH_OPT)

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import shutil
+import shlex
 import statistics
 import subprocess
 import sys
@@ -244,6 +245,24 @@ def cmd_image(args) -> int:
     return 0
 
 
+def _check_matrix_quick(names: list[str], junit_dir) -> tuple:
+    """The matrix's quick group (ci/matrix.cfg) for these arches: a summary
+    row for make check; its JUnit XML is copied beside the others."""
+    import shutil
+    from . import matrix
+    print("== matrix quick (ci/matrix.cfg)", flush=True)
+    try:
+        res = matrix.run(matrix.select(matrix.load(), "quick", names), "quick")
+    except BenchError as e:
+        print(f"ERROR: {e}")
+        return ("matrix quick", 0, 1, 0)
+    for line in matrix.summary_lines(res):
+        print(line)
+    shutil.copy(res.junit, junit_dir / "matrix-quick.xml")
+    return ("matrix quick", res.count("PASS"),
+            res.count("FAIL", "TIMEOUT", "XPASS"), res.count("XFAIL"))
+
+
 def cmd_check(args) -> int:
     names = _arch_list(args.arch)
     junit_dir = REPO / "build" / "junit"
@@ -279,6 +298,8 @@ def cmd_check(args) -> int:
             except BenchError as e:
                 print(f"ERROR: {e}")
                 rows.append((label, 0, 1, 0))
+
+    rows.append(_check_matrix_quick(names, junit_dir))
 
     print("\n== summary")
     for what, p, f, s in rows:
@@ -333,12 +354,39 @@ def _with_backend(args):
     return rc
 
 
+def cmd_matrix(args) -> int:
+    from . import matrix
+    try:
+        cells = matrix.select(matrix.load(args.file), args.group,
+                              _arch_list(args.arch) if args.arch else None, args.cell)
+    except matrix.MatrixError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print("error: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    if args.list:
+        for c in cells:
+            print(f"{c.name:<32} {c.timeout:6g} s  python3 -m bench "
+                  f"{' '.join(map(shlex.quote, c.argv()))}"
+                  + (f"   (xfail: {c.xfail})" if c.xfail else ""))
+        return 0
+    for name in sorted({c.arch for c in cells}):   # once, before cells race to
+        build.ensure_image(arches.get(name))       # build it in parallel
+    res = matrix.run(cells, args.group, jobs=args.jobs)
+    print()
+    for line in matrix.summary_lines(res):
+        print(line)
+    return 0 if res.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
 
-    s = sub.add_parser("check", help="host tests + guest self-tests (make check)")
+    s = sub.add_parser("check", help="host tests + guest self-tests + the "
+                       "matrix's quick group (make check)")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
     s.set_defaults(func=cmd_check)
 
@@ -431,6 +479,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", help="run gdb -batch with this script instead of "
                    "interactively")
     s.set_defaults(func=_cmd_debug)
+
+
+    s = sub.add_parser("matrix", help="the correctness matrix (ci/matrix.cfg): "
+                       "one group's cells in parallel; JUnit and TAP in build/matrix/")
+    s.add_argument("--group", default="quick", help="quick (default), full, ...")
+    s.add_argument("--arch", help="only cells of these arches (a comma list)")
+    s.add_argument("--cell", action="append", metavar="GLOB",
+                   help="only cells whose name matches (repeatable)")
+    s.add_argument("--jobs", type=int, help="cells at a time (default: the "
+                   "host's CPU count)")
+    s.add_argument("--file", default=str(REPO / "ci" / "matrix.cfg"))
+    s.add_argument("--list", action="store_true", help="print the cells and "
+                   "their commands; run nothing")
+    s.set_defaults(func=cmd_matrix)
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")

@@ -194,8 +194,15 @@ def toggle_stress(arch: arches.Arch, mode: str, smp: int, threads: int,
                command_timeout=1800) as g:
         s = open_session(g)
         s.setup(LOSSLESS_FUNCS, mode, buffer_bytes=buffer_bytes, strict=False)
+        added = len(s.probes)
         s.enable(True)          # drops probes the mode cannot arm
         s.enable(False)
+        if len(s.probes) < added:
+            # `probe enable all` would try them again and fail: keep in the
+            # guest only the probes the mode arms.
+            s.must("probe clear")
+            for p in s.probes:
+                s.must(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
         t0 = time.monotonic()
         s.must(f"start calltree threads={threads} iters={iters} depth=4")
         windows = []
