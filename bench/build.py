@@ -28,14 +28,19 @@ def user_image(arch: arches.Arch, source) -> "Path":
     if not src.is_file():
         raise BuildError(f"no such workload file: {source}")
     out = Path("build") / f"{arch.name}-user" / src.stem
+    _make(arch, out, f"building {source} into the {arch.name} image", f"USER_SRC={src}")
+    return REPO / out / arch.boot_image
+
+
+def _make(arch: arches.Arch, out, what: str, *variables: str) -> None:
+    """image.mk for arch into out with extra make variables; BuildError
+    (the command and the output's last lines) if it fails."""
     cmd = ["make", "-s", "--no-print-directory", "-f", "guest-kernel/image.mk",
-           f"ARCH={arch.name}", f"OUT={out}", f"USER_SRC={src}"]
+           f"ARCH={arch.name}", f"OUT={out}", *variables]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode != 0:
-        out_lines = (proc.stdout + proc.stderr).strip().splitlines()
-        raise BuildError(f"building {source} into the {arch.name} image failed: "
-                         f"{' '.join(cmd)}", tail="\n".join(out_lines[-30:]))
-    return REPO / out / arch.boot_image
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        raise BuildError(f"{what} failed: {' '.join(cmd)}", tail="\n".join(lines[-30:]))
 
 
 # The workloads the bench's -finstrument-functions baseline instruments.
@@ -46,11 +51,6 @@ def instrumented_image(arch: arches.Arch) -> tuple["Path", "Path"]:
     """The guest image with INSTRUMENTED built with -finstrument-functions
     (build/<arch>-finstrument/); returns (image to boot, ELF with symbols)."""
     out = f"build/{arch.name}-finstrument"
-    cmd = ["make", "-s", "--no-print-directory", "-f", "guest-kernel/image.mk",
-           f"ARCH={arch.name}", f"OUT={out}", f"INSTRUMENT={' '.join(INSTRUMENTED)}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    if proc.returncode != 0:
-        lines = (proc.stdout + proc.stderr).strip().splitlines()
-        raise BuildError(f"building the instrumented {arch.name} image failed: "
-                         f"{' '.join(cmd)}", tail="\n".join(lines[-30:]))
+    _make(arch, out, f"building the instrumented {arch.name} image",
+          f"INSTRUMENT={' '.join(INSTRUMENTED)}")
     return REPO / out / arch.boot_image, REPO / out / arch.symbols

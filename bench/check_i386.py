@@ -127,6 +127,14 @@ class CheckReport:
     mismatches: list[str] = field(default_factory=list)
     order: tuple[str, ...] = FORMS
 
+    def site_of(self, rec, sites):
+        """rec's probe site, or None with the mismatch reported."""
+        site = sites.get(rec.probe)
+        if site is None:
+            self.mismatches.append(f"probe {rec.probe}: CHECK record for a "
+                                   "probe with no known site")
+        return site
+
     def summary(self) -> str:
         order = self.order
         forms = ", ".join(f"{f} {self.by_form[f]}" for f in
@@ -307,10 +315,8 @@ def verify(checks, sites) -> CheckReport:
 
     for rec in checks:
         pid, w = rec.probe, tuple(rec.words)
-        site = sites.get(pid)
+        site = report.site_of(rec, sites)
         if site is None:
-            report.mismatches.append(f"probe {pid}: CHECK record for a probe "
-                                     "with no known site")
             continue
         form = forms[pid]
         head = f"probe {pid} at {site.addr:#x}"
