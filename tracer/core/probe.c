@@ -93,10 +93,16 @@ static void ipi_nothing(void *arg)
 	(void)arg;
 }
 
-/* Every other CPU has left any fire path it was in. */
-static void sync_cpus(void)
+/* Every other CPU has left any fire path it was in (and, being
+ * interrupted, will fetch instructions anew). */
+void tracer_sync_cpus(void)
 {
 	smp_call_others(ipi_nothing, 0);
+}
+
+static void sync_cpus(void)
+{
+	tracer_sync_cpus();
 }
 
 /* Make a batch of site stores visible to every CPU's instruction stream.

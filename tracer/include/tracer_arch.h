@@ -35,9 +35,12 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 
 /* Whether p's site can take the trap of p->mech; if not, *why says why. */
 bool tarch_can_arm(const struct probe *p, const char **why);
-/* Write the trap of p->mech over the site / write the original back. */
+/* Write the trap of p->mech over the site / write the original back.
+ * Called from thread context: an arch whose trap is wider than the
+ * smallest trap may sync CPUs between its stores (tracer_sync_cpus). */
 void tarch_arm(struct probe *p);
 void tarch_disarm(struct probe *p);
+void tracer_sync_cpus(void);
 
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;

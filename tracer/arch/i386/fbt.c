@@ -8,11 +8,18 @@
  *         undefined before push/pop/mov-to-register/leave/ret; QEMU 7.2's
  *         TCG ignores LOCK there and runs the instruction (seen: F0 89 E5
  *         executes mov %esp,%ebp, skipping the push, and the guest dies), so
- *         the #UD comes from ud2 (0F 0B), stored as one 16-bit write. Two
- *         bytes fit a site whose emulated form is at least two bytes long
- *         (the fused prologue, enter, ret imm16), or a ret followed by
- *         padding, which no path runs; other sites are refused in this mode.
- *         #UD arrives with EIP = site.
+ *         the #UD comes from ud2 (0F 0B). Two bytes fit a site whose
+ *         emulated form is at least two bytes long (the fused prologue,
+ *         enter, ret imm16), or a ret followed by padding, which no path
+ *         runs; other sites are refused in this mode. #UD arrives with
+ *         EIP = site. No CPU may fetch half of the change: under QEMU's
+ *         multi-threaded TCG a translator reading the site byte by byte
+ *         while one 16-bit store lands decoded 0F 89 (jns rel32, from
+ *         ud2's first byte and the old mov) and jumped into the stack. So
+ *         the two bytes change as in the x86 cross-modifying-code recipe:
+ *         int3 over the first byte, sync every CPU, the second byte, sync,
+ *         the first byte. Every fetch in between sees int3 or a whole
+ *         instruction; an int3 at a ud site fires like a #UD.
  *   step  the lossy baseline of the seeds: an int3 that, when hit, writes the
  *         original byte back, sets EFLAGS.TF and returns to the site; the #DB
  *         after the one instruction re-inserts the int3. Any CPU that runs
@@ -95,25 +102,32 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 	return true;
 }
 
+/* ud's two bytes, first and second, through an int3 (see the top). */
+static void store_two(const struct probe *p, uint8_t first, uint8_t second)
+{
+	volatile uint8_t *alias = tracer_text_alias(p->addr);
+	alias[0] = 0xcc;
+	tracer_sync_cpus();
+	alias[1] = second;
+	tracer_sync_cpus();
+	alias[0] = first;
+}
+
 static void store_trap(const struct probe *p)
 {
-	uint8_t *alias = tracer_text_alias(p->addr);
 	if (p->mech == MECH_UD)
-		*(volatile uint16_t *)alias = 0x0b0f;        /* ud2, bytes 0F 0B */
+		store_two(p, 0x0f, 0x0b);                     /* ud2 */
 	else
-		*(volatile uint8_t *)alias = 0xcc;
+		*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
 }
 
 static void store_original(const struct probe *p)
 {
-	uint8_t *alias = tracer_text_alias(p->addr);
-	if (p->mech == MECH_UD) {
-		uint8_t second = p->site.insn.len >= 2 ? p->site.insn.orig[1] : p->site.next;
-		*(volatile uint16_t *)alias =
-			(uint16_t)(p->site.insn.orig[0] | second << 8);
-	} else {
-		*(volatile uint8_t *)alias = p->site.insn.orig[0];
-	}
+	if (p->mech == MECH_UD)
+		store_two(p, p->site.insn.orig[0], p->site.insn.len >= 2 ?
+			  p->site.insn.orig[1] : p->site.next);
+	else
+		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
 }
 
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
@@ -144,8 +158,15 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	return 0;
 }
 
+/* step_lock orders our stores with the single-step baseline's; ud sites
+ * never take that path, and their stores wait for other CPUs (IPIs),
+ * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
+	if (p->mech == MECH_UD) {
+		store_trap(p);
+		return;
+	}
 	irqflags_t f = spin_lock_irqsave(&step_lock);
 	store_trap(p);
 	spin_unlock_irqrestore(&step_lock, f);
@@ -153,6 +174,10 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
+	if (p->mech == MECH_UD) {
+		store_original(p);
+		return;
+	}
 	irqflags_t f = spin_lock_irqsave(&step_lock);
 	store_original(p);
 	spin_unlock_irqrestore(&step_lock, f);
@@ -298,7 +323,9 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		return 0;
 	}
 	struct probe *p = tracer_lookup(site);
-	if (!p || (tf->vector == 6) != (p->mech == MECH_UD))
+	/* #UD only from a ud probe; #BP from any (a ud site passes through
+	 * int3 while it changes). */
+	if (!p || (tf->vector == 6 && p->mech != MECH_UD))
 		return 0;                /* not a probe's trap: trap_try's, or a bug */
 	*handled = true;
 	record_fire(p, tf);
