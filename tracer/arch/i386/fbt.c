@@ -12,11 +12,12 @@
  *         emulated form is at least two bytes long (the fused prologue,
  *         enter, ret imm16), or a ret followed by padding, which no path
  *         runs; other sites are refused in this mode. #UD arrives with
- *         EIP = site. No CPU may fetch half of the change: under QEMU's
- *         multi-threaded TCG a translator reading the site byte by byte
- *         while one 16-bit store lands decoded 0F 89 (jns rel32, from
- *         ud2's first byte and the old mov) and jumped into the stack. So
- *         the two bytes change as in the x86 cross-modifying-code recipe:
+ *         EIP = site. No CPU may fetch half of the change: a translator
+ *         reading the site byte by byte while one 16-bit store lands can
+ *         decode 0F 89 (jns rel32: ud2's first byte, the old mov's second)
+ *         or 55 0B; a toggle run on 4 CPUs once died at a wild EIP in just
+ *         that window, with the one-store version. So the two bytes
+ *         change as in the x86 cross-modifying-code recipe:
  *         int3 over the first byte, sync every CPU, the second byte, sync,
  *         the first byte. Every fetch in between sees int3 or a whole
  *         instruction; an int3 at a ud site fires like a #UD.
