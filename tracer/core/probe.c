@@ -100,10 +100,6 @@ void tracer_sync_cpus(void)
 	smp_call_others(ipi_nothing, 0);
 }
 
-static void sync_cpus(void)
-{
-	tracer_sync_cpus();
-}
 
 /* Make a batch of site stores visible to every CPU's instruction stream.
  * One store and one sync are not enough under QEMU's multi-threaded TCG:
@@ -117,7 +113,7 @@ static void sync_cpus(void)
  * store changes nothing. */
 void tracer_settle(void)
 {
-	sync_cpus();
+	tracer_sync_cpus();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
 		if (!p->unsettled)
@@ -128,7 +124,7 @@ void tracer_settle(void)
 		else if (p->state == PROBE_DISABLED)
 			tarch_disarm(p);
 	}
-	sync_cpus();
+	tracer_sync_cpus();
 }
 
 /* ---- commands ---- */
@@ -511,7 +507,7 @@ int tracer_cmd_trace(int argc, char **argv, struct command_reply *r)
 		if (probes_enabled)
 			return reply(r, WIRE_REPLY_FAILED, "refused: %u probes enabled",
 				     probes_enabled);
-		sync_cpus();
+		tracer_sync_cpus();
 		buffer_flush();
 		buffer_reset_counters();
 		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
@@ -529,7 +525,7 @@ int tracer_cmd_trace(int argc, char **argv, struct command_reply *r)
 		if (probes_enabled)
 			return reply(r, WIRE_REPLY_FAILED, "refused: %u probes enabled",
 				     probes_enabled);
-		sync_cpus();
+		tracer_sync_cpus();
 		buffer_flush();
 		if (!buffer_resize((size_t)bytes)) {
 			buffer_resize(DEFAULT_BUFFER_BYTES);
