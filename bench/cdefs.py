@@ -5,10 +5,15 @@ exit statuses, payload structs). They are written once, in C headers, in
 three deliberately plain forms that this module understands:
 
   #define NAME value                 integer constants
-  #define TABLE(X) X(NAME, value, "meaning") ...   X-macro tables
+  #define TABLE(X) X(NAME, value, "meaning"[, "more text"...]) ...
+                                     X-macro tables
   struct name { uintN_t field; intN_t field[K]; ... };
 
-Anything else in the header is ignored. A header that uses one of these
+A table's value is a number, or constants joined by '|' or '+' — of the
+header itself or of a header it includes with `#include "x.h"` from its own
+directory or the kernel's and tracer's include directories (only the
+constants of such a header are read). Anything else in the header is
+ignored. A header that uses one of these
 forms in a way the reader does not understand raises CdefsError rather than
 being half-read. Struct layout follows natural alignment with no padding
 allowed (the C side asserts the size), so a struct is a fixed-size record.
@@ -34,6 +39,7 @@ class TableEntry:
     name: str
     value: int
     meaning: str
+    more: tuple[str, ...] = ()      # further string columns, in order
 
 
 @dataclass(frozen=True)
@@ -126,17 +132,64 @@ def _join_continuations(text: str) -> list[str]:
 _INT = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
 _CONST_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\s+" + _INT + r"\s*$")
 _TABLE_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\(X\)\s+(.*)$")
-_ENTRY_RE = re.compile(r"X\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*" + _INT +
-                       r"\s*,\s*\"((?:[^\"\\]|\\.)*)\"\s*\)")
+_STR = r'"(?:[^"\\]|\\.)*"'
+_ENTRY_RE = re.compile(r"X\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([^,\"()]+?)\s*,\s*"
+                       r"(" + _STR + r"(?:\s*,\s*" + _STR + r")*)\s*\)")
+_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_TERM_RE = re.compile(r"^(?:" + _INT + r"|([A-Z_][A-Z0-9_]*))$")
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Where `#include "x.h"` is looked for, after the including header's own
+# directory (the guest's -I directories that hold shared headers).
+INCLUDE_DIRS = ("tracer/include", "guest-kernel/include")
 _STRUCT_RE = re.compile(r"\bstruct\s+([a-z_][a-z0-9_]*)\s*\{([^}]*)\}\s*;", re.S)
 _FIELD_RE = re.compile(r"^(u?int(?:8|16|32|64)_t)\s+([a-z_][a-z0-9_]*)"
                        r"(?:\[(\d+)\])?$")
+
+
+def _value(expr: str, constants: dict[str, int]) -> int | None:
+    """A table value: numbers and constant names joined by '|' or '+'."""
+    total, op = 0, "+"
+    for tok in re.split(r"\s*([|+])\s*", expr.strip()):
+        if tok in "|+" and tok:
+            op = tok
+            continue
+        m = _TERM_RE.match(tok)
+        if not m:
+            return None
+        v = int(m.group(1), 0) if m.group(1) else constants.get(m.group(2))
+        if v is None:
+            return None
+        total = total | v if op == "|" else total + v
+    return total
+
+
+def _included_constants(text: str, path: Path, seen: set) -> dict[str, int]:
+    """The #define constants of the headers text includes (recursively)."""
+    out: dict[str, int] = {}
+    for name in _INCLUDE_RE.findall(text):
+        for d in (path.parent, *(REPO / i for i in INCLUDE_DIRS)):
+            inc = (d / name).resolve()
+            if inc.is_file():
+                break
+        else:
+            continue                 # a header of the other tree, or none
+        if inc in seen:
+            continue
+        seen.add(inc)
+        sub = inc.read_text()
+        out.update(_included_constants(sub, inc, seen))
+        for line in _join_continuations(_strip_comments(sub)):
+            m = _CONST_RE.match(line)
+            if m:
+                out[m.group(1)] = int(m.group(2), 0)
+    return out
 
 
 def parse(text: str, path: Path = Path("<text>")) -> Header:
     clean = _strip_comments(text)
     constants: dict[str, int] = {}
     tables: dict[str, tuple[TableEntry, ...]] = {}
+    known = _included_constants(clean, path, {Path(path).resolve()})
     for line in _join_continuations(clean):
         m = _CONST_RE.match(line)
         if m:
@@ -144,13 +197,19 @@ def parse(text: str, path: Path = Path("<text>")) -> Header:
             continue
         m = _TABLE_RE.match(line)
         if m:
-            body = m.group(2)
-            entries = tuple(TableEntry(e[0], int(e[1], 0), e[2])
-                            for e in _ENTRY_RE.findall(body))
+            body, entries = m.group(2), []
+            for name, expr, strings in _ENTRY_RE.findall(body):
+                value = _value(expr, {**known, **constants})
+                if value is None:
+                    raise CdefsError(f"{path}: table {m.group(1)}: {name}'s value "
+                                     f"{expr.strip()!r} is not a number or known "
+                                     "constants joined by | or +")
+                texts = _STR_RE.findall(strings)
+                entries.append(TableEntry(name, value, texts[0], tuple(texts[1:])))
             if len(entries) != body.count("X("):
                 raise CdefsError(f"{path}: table {m.group(1)} has entries "
-                                 "not of the form X(NAME, number, \"text\")")
-            tables[m.group(1)] = entries
+                                 "not of the form X(NAME, value, \"text\", ...)")
+            tables[m.group(1)] = tuple(entries)
 
     structs: dict[str, CStruct] = {}
     for m in _STRUCT_RE.finditer(clean):

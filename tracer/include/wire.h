@@ -1,19 +1,11 @@
 /*
  * wire.h — the guest→host serial wire format. The single source of truth:
- * the guest includes this header, and the host (bench/cdefs.py) parses it,
+ * the guest includes this header, and the host (bench/wire/cdefs.py) parses it,
  * so no second copy of any number or layout below exists anywhere.
  *
- * Everything the guest sends is a frame; there is no unframed output:
- *
- *   offset size field
- *   0      2    magic     WIRE_MAGIC0, WIRE_MAGIC1
- *   2      1    version   WIRE_VERSION
- *   3      1    type      one of WIRE_FRAME_TYPES
- *   4      4    seq       per-link frame counter, starts at 0 at boot
- *   8      2    length    payload bytes, at most WIRE_MAX_PAYLOAD
- *   10     2    reserved  0
- *   12     len  payload
- *   12+len 4    crc32     IEEE CRC-32 (as zlib) of bytes [0, 12+len)
+ * Everything the guest sends is a frame; there is no unframed output: a
+ * header (struct wire_frame_header), `length` payload bytes, and the IEEE
+ * CRC-32 (as zlib) of header and payload, WIRE_CRC_SIZE bytes.
  *
  * Header and CRC are little-endian on every arch. Payload structs are in
  * the guest's own byte order, which the HELLO frame announces in its first
@@ -42,6 +34,17 @@
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
 #define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+
+/* The frame header, little-endian on every arch (frame.c writes it byte by
+ * byte; the host reads it with this layout). */
+struct wire_frame_header {
+	uint8_t  magic[2];        /* WIRE_MAGIC0, WIRE_MAGIC1 */
+	uint8_t  version;         /* WIRE_VERSION */
+	uint8_t  type;            /* WIRE_FRAME_TYPES */
+	uint32_t seq;             /* per-link frame counter, 0 at boot */
+	uint16_t length;          /* payload bytes, at most WIRE_MAX_PAYLOAD */
+	uint16_t reserved;        /* 0 */
+};
 
 /* X(name, value, meaning) */
 #define WIRE_FRAME_TYPES(X) \
@@ -117,17 +120,11 @@ struct wire_result {
  * Trace records. An EVENTS frame carries records of one CPU, in the order
  * that CPU wrote them: struct wire_events, then `count` records. A record
  * is struct wire_event followed by `nwords` words of word_bytes each (from
- * HELLO), whose meaning depends on the kind:
- *
- *   ENTRY   pc, sp, then the first arguments as the caller passed them
- *   RETURN  pc, sp, the return value
- *   CHECK   the arch's pre/post state of one emulation (see the arch's
- *           tracer header: tracer/arch/<arch>/check.h)
- *   BRANCH  pc, target, flags: bit 0 taken, bit 1 delay slot annulled
- *           (the branch provider; seed 001's btfrec)
- *
- * pc is the probed instruction, sp the stack pointer when it trapped. A
- * record's size is a multiple of 4 bytes on i386, 8 on sparc64.
+ * HELLO), whose meaning depends on the kind: the kind's WIRE_*_WORDS table
+ * below names each slot (the C code writes w[WIRE_ENTRY_SP], the host reads
+ * the same table through bench/wire/cdefs.py). A CHECK record's words are
+ * the arch's (tracer/arch/<arch>/check.h). A record's size is a multiple of
+ * 4 bytes on i386, 8 on sparc64.
  */
 #define WIRE_EVENT_KINDS(X) \
 	X(PAD,    0, "ring padding; never sent") \
@@ -138,6 +135,44 @@ struct wire_result {
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
+
+/* The kinds a probe is added as (`probe add ID ADDR KIND`): each is the
+ * event kind of the same name, and its meaning is the command's word. */
+#define WIRE_PROBE_KINDS(X) \
+	X(ENTRY,  1, "entry") \
+	X(RETURN, 2, "return") \
+	X(BRANCH, 4, "branch")
+
+/* Word slots, per kind. X(name, index, meaning) */
+#define WIRE_ENTRY_WORDS(X) \
+	X(PC,   0, "the probed instruction (the function's first)") \
+	X(SP,   1, "the stack pointer when it trapped") \
+	X(ARG0, 2, "the first argument as the caller passed it; ARG0 + n is argument n")
+
+#define WIRE_RETURN_WORDS(X) \
+	X(PC,    0, "the probed instruction") \
+	X(SP,    1, "the stack pointer when it trapped") \
+	X(VALUE, 2, "what the caller will see returned; absent when unknown")
+
+/* The branch provider's record: seed 001's btfrec. */
+#define WIRE_BRANCH_WORDS(X) \
+	X(PC,     0, "the control transfer") \
+	X(TARGET, 1, "where it goes when taken") \
+	X(FLAGS,  2, "WIRE_BRANCH_BITS")
+
+/* Bits of a BRANCH record's FLAGS word. X(name, bit value, meaning) */
+#define WIRE_BRANCH_BITS(X) \
+	X(TAKEN,    1, "the transfer was taken") \
+	X(ANNULLED, 2, "its delay slot was annulled")
+
+#define WIRE_ENTRY_ENUM(name, value, meaning)  WIRE_ENTRY_##name = value,
+#define WIRE_RETURN_ENUM(name, value, meaning) WIRE_RETURN_##name = value,
+#define WIRE_BRANCH_ENUM(name, value, meaning) WIRE_BRANCH_##name = value,
+#define WIRE_BIT_ENUM(name, value, meaning)    WIRE_BRANCH_##name = value,
+enum wire_entry_word  { WIRE_ENTRY_WORDS(WIRE_ENTRY_ENUM) };
+enum wire_return_word { WIRE_RETURN_WORDS(WIRE_RETURN_ENUM) };
+enum wire_branch_word { WIRE_BRANCH_WORDS(WIRE_BRANCH_ENUM) };
+enum wire_branch_bit  { WIRE_BRANCH_BITS(WIRE_BIT_ENUM) };
 
 struct wire_event {
 	uint8_t  kind;            /* WIRE_EVENT_KINDS */
@@ -168,6 +203,8 @@ struct wire_expect {
 	/* followed by the function's name */
 };
 
+_Static_assert(sizeof(struct wire_frame_header) == WIRE_HEADER_SIZE,
+	       "wire_frame_header is WIRE_HEADER_SIZE bytes, no padding");
 _Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
 _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
 _Static_assert(sizeof(struct wire_stats) == 48, "wire_stats has padding");
@@ -176,5 +213,10 @@ _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 8, "wire_reply has padding");
 _Static_assert(sizeof(struct wire_exit) == 4, "wire_exit has padding");
 _Static_assert(sizeof(struct wire_result) == 24, "wire_result has padding");
+
+#define WIRE_PROBE_CHECK(name, value, meaning) \
+	_Static_assert(WIRE_EVENT_##name == value, "probe kind " #name " is its event kind");
+WIRE_PROBE_KINDS(WIRE_PROBE_CHECK)
+#undef WIRE_PROBE_CHECK
 
 #endif

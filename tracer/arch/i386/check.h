@@ -3,7 +3,7 @@
  * registers before the emulation (I386_CHECK_REGS order), the registers
  * after, then the one stack word the instruction touched: its address, its
  * value before and after (the word read by pop/ret/leave, or written by
- * push/enter; address 0 if none). The host (bench/check.py) re-executes the
+ * push/enter; address 0 if none). The host (bench/check/i386.py) re-executes the
  * original instruction from the "before" state in python3-unicorn and
  * compares with "after", field by field.
  */
@@ -15,6 +15,12 @@
 	X(EAX, 0, "eax") X(ECX, 1, "ecx") X(EDX, 2, "edx") X(EBX, 3, "ebx") \
 	X(ESP, 4, "esp") X(EBP, 5, "ebp") X(ESI, 6, "esi") X(EDI, 7, "edi") \
 	X(EIP, 8, "eip") X(EFLAGS, 9, "eflags")
+
+/* The words after the two register sets. X(name, index, meaning) */
+#define I386_CHECK_STACK(X) \
+	X(STACK_ADDR,   20, "address of the stack word the instruction touched, 0 if none") \
+	X(STACK_BEFORE, 21, "its value before") \
+	X(STACK_AFTER,  22, "its value after")
 
 #define I386_CHECK_NREGS   10
 #define I386_CHECK_WORDS   23
