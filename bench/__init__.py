@@ -1,7 +1,17 @@
 """bench — the host side of the trap-and-emulate probe test bench.
 
 Run as `python3 -m bench <subcommand>` from the repository root (see
-`python3 -m bench --help`). Modules, in the order data flows through them:
-build (images) → machine (QEMU + serial) → wire (frames, from wire.h via
-cdefs) → selftest/cli (judging and reporting).
+`python3 -m bench --help`). The rooms, roughly in the order data flows
+through them (DESIGN.md); no module imports one that imports it back, not
+even lazily (tests/test_imports.py walks them):
+
+  paths, errors   where things are; the errors and exit statuses
+  wire/           what crosses the serial line, read from the C headers
+  arches          every host-side fact about an arch, in one table
+  guest/          images (make) and guests under a backend (QEMU, libvirt)
+  trace/          ELF → probe sites → a traced run → records → verdicts
+  check/          check mode: each emulation re-run in unicorn
+  debug/          QEMU's GDB stub: make debug, the gdb extension, RSP
+  suite/          what runs many guests: self-tests, matrix, make bench
+  parser, cli     the command line's grammar and its commands
 """

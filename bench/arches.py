@@ -2,9 +2,13 @@
 
 Everything arch-specific on the host lives here: the QEMU binary and
 machine, how the image boots, which devices carry the exit status, the
-byte order, and which deliberate crashes end in which exit status. The rest
-of bench/ is arch-neutral and only reads these fields. An arch exists when
-it has both an entry here and guest-kernel/arch/<name>/arch.mk.
+ELF machine and objdump, libvirt's name for the arch, where probes go
+(trace/rules.py), the probe mechanisms (read from the guest's own
+tracer/arch/<arch>/mechanisms.h: names, the default, which are lossy), the
+checker, the debugger's view, and which deliberate crashes end in which
+exit status. The rest of bench/ is arch-neutral and only reads these
+fields: no other module asks which arch it is on. An arch exists when it
+has both an entry here and guest-kernel/arch/<name>/arch.mk.
 """
 
 from __future__ import annotations
@@ -12,7 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cdefs import REPO
+from .errors import UsageError
+from .paths import REPO
+from .trace import rules
+from .wire import cdefs
+
+
+def _mechanisms(arch: str) -> dict:
+    """Arch's mechanisms and lossy fields from the arch's TARCH_MECHANISMS
+    table: the names in order (the first is the default) and the lossy ones
+    (MECHANISM_LOSSY)."""
+    h = cdefs.load(f"tracer/arch/{arch}/mechanisms.h")
+    rows, lossy_bit = h.table("TARCH_MECHANISMS"), h.const("MECHANISM_LOSSY")
+    return {"mechanisms": tuple(r.meaning for r in rows),
+            "lossy": frozenset(r.meaning for r in rows if r.value & lossy_bit)}
 
 
 @dataclass(frozen=True)
@@ -32,14 +49,24 @@ class Arch:
     pc_registers: tuple[str, ...] = ()
     # `crash KIND` kinds whose exit status is not UNEXPECTED_TRAP.
     crash_status: dict = field(default_factory=dict)
-    # Probe mechanisms (the guest's `probe mode` names), the default first;
-    # the lossy baselines are runs.LOSSY_MODES.
-    modes: tuple[str, ...] = ()
+    # Probe mechanisms (the guest's `probe mechanism` names), the default
+    # first, and the lossy baselines among them: from mechanisms.h.
+    mechanisms: tuple[str, ...] = ()
+    lossy: frozenset = frozenset()
+    # The ELF's e_machine, and the binutils that disassemble it.
+    elf_machine: str = ""
+    objdump: str = ""
+    # libvirt's <type arch=...> for it.
+    libvirt_arch: str = ""
+    # Where fbt and branch probes go (bench/trace/rules.py).
+    sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
     branch_provider: bool = False
-    # The host half of check mode: bench/<checker>.py, whose verify(checks,
-    # sites) re-executes the CHECK records in unicorn.
+    # The host half of check mode: the module whose verify(checks, sites)
+    # re-executes the CHECK records in unicorn (imported when needed), and
+    # the module that fuzzes the emulator against unicorn (bench/check/fuzz.py).
     checker: str = ""
+    fuzzer: str = ""
     # RAM for runs that need much of it (trace buffers).
     max_memory_mb: int = 256
     # Debugging through QEMU's GDB stub (bench/debug.py, bench/rsp.py): the
@@ -62,6 +89,17 @@ class Arch:
     def elf(self) -> Path:
         return self.build_dir / self.symbols
 
+    @property
+    def default_mechanism(self) -> str:
+        return self.mechanisms[0]
+
+    def check_mechanism(self, name: str) -> str:
+        """name, or UsageError listing the arch's mechanisms."""
+        if name not in self.mechanisms:
+            raise UsageError(f"mechanism {name!r}: {self.name} has "
+                             f"{', '.join(self.mechanisms)}")
+        return name
+
 
 ARCHES: dict[str, Arch] = {
     "i386": Arch(
@@ -76,8 +114,13 @@ ARCHES: dict[str, Arch] = {
         check_smp=(1, 2, 4),
         pc_registers=("EIP",),
         crash_status={"df": "DOUBLE_FAULT"},
-        modes=("int3", "ud", "step"),
-        checker="check_i386",
+        **_mechanisms("i386"),
+        elf_machine="EM_386",
+        objdump="i686-linux-gnu-objdump",
+        libvirt_arch="i686",
+        sites=rules.I386Rules(),
+        checker="bench.check.i386",
+        fuzzer="bench.check.fuzz_i386",
         gdb_setup=("set architecture i386", "set endian little"),
         gdb_registers=("<I", ("eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
                               "eip", "eflags", "cs", "ss", "ds", "es", "fs", "gs")),
@@ -98,8 +141,13 @@ ARCHES: dict[str, Arch] = {
         pc_registers=("TPC", "TNPC"),
         # A spill onto an unmapped stack faults at TL 2 (arch/sparc64/arch.c).
         crash_status={"df": "DOUBLE_FAULT"},
-        modes=("emulate", "shellgame"),
-        checker="check_sparc64",
+        **_mechanisms("sparc64"),
+        elf_machine="EM_SPARCV9",
+        objdump="sparc64-linux-gnu-objdump",
+        libvirt_arch="sparc64",
+        sites=rules.Sparc64Rules(),
+        checker="bench.check.sparc64",
+        fuzzer="bench.check.fuzz_sparc64",
         branch_provider=True,
         # No target.xml on sun4u: gdb is told the arch; `g` is 32 window
         # registers, 64 words of FP registers, then pc npc state fsr fprs y.
@@ -114,7 +162,7 @@ ARCHES: dict[str, Arch] = {
 }
 
 
-class UnknownArch(ValueError):
+class UnknownArch(UsageError):
     pass
 
 
@@ -129,3 +177,20 @@ def get(name: str) -> Arch:
         raise UnknownArch(f"unknown arch '{name}': known arches are "
                           f"{', '.join(available()) or 'none'}")
     return ARCHES[name]
+
+
+def by_elf_machine(machine: str) -> Arch:
+    """The arch of an ELF's e_machine, or UsageError."""
+    for a in ARCHES.values():
+        if a.elf_machine == machine:
+            return a
+    raise UsageError(f"an ELF for {machine}: no arch of the bench runs it")
+
+
+def names(value: str | None) -> list[str]:
+    """An --arch value (one arch, a comma list, or all/empty) as arch names;
+    UnknownArch for any name that is not one."""
+    out = available() if value in (None, "", "all") else value.split(",")
+    for n in out:
+        get(n)
+    return out

@@ -1,12 +1,30 @@
-"""Errors the harness raises. Each carries what a person needs to act:
-the QEMU command line, where the full serial log is kept, and the tail of
-what the guest said before things went wrong."""
+"""Errors the harness raises, and the exit statuses they end in.
+
+Each error carries what a person needs to act: the QEMU command line,
+where the full serial log is kept, and the tail of what the guest said
+before things went wrong. Every error of the harness is a BenchError; the
+command line (bench/cli.py) turns it into a message and one of EXIT_STATUSES,
+so nothing reaches the user as a traceback.
+"""
 
 from __future__ import annotations
 
+# The exit statuses of `python3 -m bench`, one table (cli.main applies it).
+EXIT_OK = 0            # everything asked for ran and passed
+EXIT_FAILED = 1        # something ran and failed (a test, a check, a guest)
+EXIT_USAGE = 2         # bad usage: an unknown arch, a bad argument or spec
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_STATUSES = {
+    EXIT_OK: "passed",
+    EXIT_FAILED: "ran and failed",
+    EXIT_USAGE: "bad usage; nothing ran",
+    EXIT_INTERRUPTED: "interrupted",
+}
+
 
 class BenchError(Exception):
-    """Base: a failure with context."""
+    """Base: a failure with context. Exit status EXIT_FAILED."""
+    exit_status = EXIT_FAILED
 
     def __init__(self, message: str, *, cmdline: str = "", log: str = "",
                  tail: str = ""):
@@ -28,6 +46,12 @@ class BenchError(Exception):
         return "\n".join(parts)
 
 
+class UsageError(BenchError):
+    """What was asked for cannot be: an unknown arch or mechanism, a bad
+    probe spec, an argument out of range. Nothing ran. EXIT_USAGE."""
+    exit_status = EXIT_USAGE
+
+
 class BuildError(BenchError):
     """The guest image could not be built."""
 
@@ -46,7 +70,7 @@ class GuestExited(BenchError):
     def __init__(self, message: str, *, status: int | None, status_name: str,
                  **kw):
         super().__init__(message, **kw)
-        self.status = status
+        self.status = status          # the guest's exit status, if any
         self.status_name = status_name
 
 

@@ -10,8 +10,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import arches, build  # noqa: E402
-from bench.machine import Guest  # noqa: E402
+from bench import arches  # noqa: E402
+from bench.guest import build  # noqa: E402
+from bench.guest.qemu import Guest  # noqa: E402
 
 
 def pytest_addoption(parser):

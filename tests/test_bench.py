@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from bench import arches, perf, runs
+from bench import arches
+from bench.suite import perf
 
 REPS = 2
 
@@ -43,8 +44,8 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
     a = arches.get(arch)
     assert rc == 0
     figs = res["figures"]
-    emul = [m for m in a.modes if m not in runs.LOSSY_MODES]
-    lossy = [m for m in a.modes if m in runs.LOSSY_MODES]
+    emul = [m for m in a.mechanisms if m not in a.lossy]
+    lossy = [m for m in a.mechanisms if m in a.lossy]
     want = ["dp1_base", "dp1_base2", "bare_trap", "serial_raw", "serial_payload",
             "serial_payload_over_raw"]
     # Experiments 3-5 under the emulating mechanism that fits the one-byte
@@ -54,12 +55,12 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
     want += [f"dp2_{m}_null_pair" for m in lossy]
     want += [f"ratio_{m}_over_{emul[0]}" for m in lossy]
     for wl in ("fib", "calltree"):
-        want += [f"fbt_{wl}_{m}" for m in ("untraced", *a.modes, "hooks_off",
+        want += [f"fbt_{wl}_{m}" for m in ("untraced", *a.mechanisms, "hooks_off",
                                             "finstrument")]
     if a.max_smp >= 4:
         want += ["scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu",
                  "scaling_2_over_1"]
-        want += [f"fbt_calltree8_{m}_smp4" for m in ("untraced", *a.modes,
+        want += [f"fbt_calltree8_{m}_smp4" for m in ("untraced", *a.mechanisms,
                                                      "hooks_off", "finstrument")]
     missing = [w for w in want if w not in figs]
     assert not missing, f"figures missing from results.json: {missing}; " \
@@ -96,8 +97,8 @@ def test_bench_emulated_tracing_is_lossless(arch, built, bench_run):
     a = arches.get(arch)
     wrong = []
     for name, f in res["figures"].items():
-        if not name.startswith("fbt_") or f["mode"] in runs.LOSSY_MODES or \
-                f["mode"] in ("untraced", "hooks_off"):
+        if not name.startswith("fbt_") or f["mechanism"] in a.lossy or \
+                f["mechanism"] in ("untraced", "hooks_off"):
             continue
         if f["missed"]["spread"] != [0, 0] or f["dropped"]["spread"] != [0, 0]:
             wrong.append(f"{name}: missed {f['missed']['values']}, "
@@ -108,7 +109,8 @@ def test_bench_emulated_tracing_is_lossless(arch, built, bench_run):
             wrong.append(f"{name}: {f['events']['values']} records, the workload "
                          f"counted {f['expected']['values']} firings")
     assert not wrong, "\n".join(wrong)
-    assert a.modes[0] in {f["mode"] for f in res["figures"].values() if "mode" in f}
+    assert a.default_mechanism in {f["mechanism"] for f in res["figures"].values()
+                                   if "mechanism" in f}
 
 
 def test_probe_action_refusals_change_nothing(guest):

@@ -1,4 +1,4 @@
-"""bench.check_i386 on synthetic CHECK records (host only, no QEMU).
+"""bench.check.i386 on synthetic CHECK records (host only, no QEMU).
 
 Theory of operation: each record's after-state is computed here by hand
 from the SDM's definition of the form (push %ebp: ESP - 4, old EBP stored
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench import check_i386 as C
+from bench.check import i386 as C
+from bench.paths import REPO
 
 M32 = 0xffffffff
 
@@ -141,7 +142,7 @@ def test_correct_records_give_no_mismatches_and_count_every_form():
 
 
 def test_form_names_are_the_guest_emulators():
-    text = (C.cdefs.REPO / "tracer/arch/i386/emulate.h").read_text()
+    text = (REPO / "tracer/arch/i386/emulate.h").read_text()
     assert tuple(re.findall(r"X\(([A-Z][A-Z0-9_]*),", text)) == C.FORMS
 
 

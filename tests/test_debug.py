@@ -1,5 +1,5 @@
 """`make debug` unattended: gdb-multiarch in batch mode against a paused
-guest (bench/debug.py), on every arch. The harness arms fib's probes and
+guest (bench/debug/debugger.py), on every arch. The harness arms fib's probes and
 runs fib over serial while gdb breaks in the probe fire path three times,
 reads the trap frame, and runs the tb extension's commands; their output
 is checked against what the guest must hold at that moment."""
@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from bench import arches, debug
+from bench import arches
+from bench.debug import debugger as debug
 
 pytestmark = pytest.mark.skipif(not shutil.which(debug.GDB),
                                 reason=f"{debug.GDB} is not installed (make deps)")
@@ -71,7 +72,8 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
         assert m.group(3) == "tt 0x10 illegal_instruction", m.group(3)
         assert re.search(rf"tpc +{fib.addr:#x} <fib>", out), out
         assert f"illtrap {fib.id}" in out, out
-    assert re.search(rf"probe {fib.id}: entry of fib, enabled, mode {a.modes[0]}, 2 hits",
+    assert re.search(rf"probe {fib.id}: entry of fib, enabled, mechanism "
+                     rf"{a.default_mechanism}, 2 hits",
                      out), out
 
     # tb probes: every probe with its site, kind, state and hit count.
@@ -79,7 +81,7 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
         r"^ +(\d+) +(0x[0-9a-f]+) <([^>]+)> +(\w+) +(\w+) +(\w+) +(\d+) +(\d+)$", out, re.M)}
     assert set(rows) == {p.id for p in d.outcome.probes}, out
     assert rows[fib.id][1:] == (f"{fib.addr:#x}", "fib", "entry", "enabled",
-                                a.modes[0], "1", "2"), rows[fib.id]
+                                a.default_mechanism, "1", "2"), rows[fib.id]
     for p in returns:
         assert rows[p.id][3:5] == ("return", "enabled") and rows[p.id][7] == "0", rows[p.id]
     assert f"{len(rows)} probes, {len(rows)} enabled, 2 hits" in out

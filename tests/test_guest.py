@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from bench import arches, wire
+from bench import arches
+from bench.wire import frames as wire
 from bench.errors import GuestExited, GuestTimeout
-from bench.machine import EXIT_STATUS, Guest
+from bench.guest.qemu import EXIT_STATUS, Guest
 
 OK = wire.REPLY_STATUS["OK"].value
 BAD_ARGS = wire.REPLY_STATUS["BAD_ARGS"].value

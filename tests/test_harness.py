@@ -5,8 +5,8 @@ import subprocess
 import pytest
 
 from bench import arches, cli
-from bench.errors import LaunchError
-from bench.machine import Guest
+from bench.errors import LaunchError, UsageError
+from bench.guest.qemu import Guest
 from conftest import REPO
 
 
@@ -48,5 +48,5 @@ def test_boot_time_prints_the_median_last(arch, capsys):
 
 def test_smp_beyond_the_machine_is_refused():
     arch = arches.available()[0]
-    with pytest.raises(ValueError, match="smp must be"):
+    with pytest.raises(UsageError, match="runs 1 to"):
         Guest(arch, smp=arches.get(arch).max_smp + 1)

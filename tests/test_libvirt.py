@@ -1,6 +1,6 @@
 """The libvirt backend against a real libvirt daemon.
 
-The module starts its own libvirtd in session mode (bench/libvirtd.py: every
+The module starts its own libvirtd in session mode (bench/guest/libvirtd.py: every
 file under build/libvirt/, as `nobody` when the tests run as root) and stops
 it at the end; the guest tests skip, saying why, only when that daemon
 cannot start here. Against it, for every arch: the guest boots as a
@@ -10,7 +10,7 @@ replies cross the unix-socket serial line; an `exit N` reaches the host as
 status N with the domain seen to stop by itself, and a crash as the crash's
 status; a hung guest is timed out and its domain destroyed; the gdbstub
 passed through <qemu:commandline> answers the Remote Serial Protocol; and a
-traced calltree run through the unchanged harness (runs.lossless) is
+traced calltree run through the unchanged harness (stress.lossless) is
 lossless: missed=0, dropped=0, the workload's own result right.
 
 The XML translation and the refusals of bad backends and URIs need no
@@ -26,10 +26,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench import arches, libvirtd, machine, runs, virt
-from bench.cdefs import REPO
-from bench.errors import GuestExited, GuestTimeout, LaunchError
-from bench.machine import EXIT_STATUS, Guest
+from bench import arches
+from bench.errors import GuestExited, GuestTimeout, LaunchError, UsageError
+from bench.guest import backend, libvirtd
+from bench.guest import libvirt as virt
+from bench.guest.backend import open_guest
+from bench.paths import REPO
+from bench.trace import stress
+from bench.guest.qemu import EXIT_STATUS, Guest
 
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 
@@ -97,11 +101,13 @@ def test_uris_the_backend_cannot_use_are_refused(uri, message):
 
 
 def test_unknown_backend_is_refused():
-    with pytest.raises(ValueError, match="known backends are qemu, libvirt"):
-        Guest("i386", backend="docker")
-    with pytest.raises(ValueError, match="known backends are qemu, libvirt"):
-        machine.use_backend("docker")
-    assert machine._backend["name"] == "qemu"
+    with pytest.raises(UsageError, match="known backends are qemu, libvirt"):
+        open_guest("i386", backend="docker")
+    with pytest.raises(UsageError, match="known backends are qemu, libvirt"):
+        backend.use_backend("docker")
+    assert type(open_guest("i386")) is Guest
+    with pytest.raises(UsageError, match="--connect needs --backend libvirt"):
+        open_guest("i386", connect="qemu:///session")
 
 
 def _cli(*args):
@@ -149,9 +155,9 @@ def daemon(request):
 @pytest.fixture
 def lv_default(daemon):
     """Every Guest made inside the test uses the libvirt backend."""
-    machine.use_backend("libvirt", daemon.uri)
+    backend.use_backend("libvirt", daemon.uri)
     yield daemon
-    machine.use_backend("qemu")
+    backend.use_backend("qemu")
 
 
 def _domains(daemon):
@@ -169,7 +175,7 @@ def test_guest_runs_as_a_transient_domain_and_its_exit_status_arrives(
     built(arch)
     a = arches.get(arch)
     smp = min(2, a.max_smp)
-    g = Guest(arch, label="lv-exit", smp=smp, backend="libvirt", connect=daemon.uri)
+    g = open_guest(arch, label="lv-exit", smp=smp, backend="libvirt", connect=daemon.uri)
     assert isinstance(g, virt.LibvirtGuest)
     with g:
         assert g.domain_name in _domains(daemon)
@@ -194,10 +200,10 @@ def test_guest_runs_as_a_transient_domain_and_its_exit_status_arrives(
 
 def test_a_crash_reaches_the_host_with_its_status(arch, built, lv_default):
     built(arch)
-    with Guest(arch, label="lv-crash") as g:
+    with open_guest(arch, label="lv-crash") as g:
         kinds = g.command("crash").message.split("one of: ")[1].split()
     kind = next(k for k in kinds if k not in arches.get(arch).crash_status)
-    with Guest(arch, label=f"lv-crash-{kind}") as g:
+    with open_guest(arch, label=f"lv-crash-{kind}") as g:
         with pytest.raises(GuestExited) as exc:
             g.command(f"crash {kind}", timeout=20)
         assert exc.value.status == EXIT_STATUS["UNEXPECTED_TRAP"], str(exc.value)
@@ -207,7 +213,8 @@ def test_a_crash_reaches_the_host_with_its_status(arch, built, lv_default):
 
 def test_a_hung_guest_is_timed_out_and_its_domain_destroyed(arch, built, lv_default):
     built(arch)
-    g = Guest(arch, label="lv-hang")
+    g = open_guest(arch, label="lv-hang")
+    assert isinstance(g, virt.LibvirtGuest)
     with g:
         g.command("echo before the hang")
         with pytest.raises(GuestTimeout) as exc:
@@ -250,8 +257,8 @@ def test_gdbstub_through_qemu_commandline_answers(arch, built, daemon):
     built(arch)
     gdb = virt.socket_dir(daemon.uri) / f"g{os.getpid()}.sock"
     assert gdb.parent == daemon.serial_dir
-    g = Guest(arch, label="lv-gdb", backend="libvirt", connect=daemon.uri,
-              extra_args=("-gdb", f"unix:{gdb},server=on,wait=off"))
+    g = open_guest(arch, label="lv-gdb", backend="libvirt", connect=daemon.uri,
+                   extra_args=("-gdb", f"unix:{gdb},server=on,wait=off"))
     with g:
         assert f"-gdb unix:{gdb}" in _qemu_cmdline(daemon, g)
         with socket.socket(socket.AF_UNIX) as s:
@@ -278,9 +285,8 @@ def test_a_traced_run_through_libvirt_is_lossless(arch, built, lv_default):
     """The harness's own lossless run, unchanged, with its guest a domain."""
     built(arch)
     a = arches.get(arch)
-    mode = a.modes[0]
-    res = runs.lossless(a, mode, min(2, a.max_smp), threads=4, iters=60,
-                        depth=3, timer_hz=0 if arch == "i386" else 20000)
+    res = stress.lossless(a, a.default_mechanism, min(2, a.max_smp), threads=4,
+                          iters=60, depth=3, timer_hz=0 if arch == "i386" else 20000)
     rep = res.report
     assert res.result_ok, "the workload's own result is wrong"
     assert rep.dropped == 0 and not rep.link_errors, (rep.dropped, rep.link_errors)

@@ -1,4 +1,4 @@
-"""The correctness matrix's runner (bench/matrix.py) and its data
+"""The correctness matrix's runner (bench/suite/matrix.py) and its data
 (ci/matrix.cfg): the file's keys are checked with the line named, a failing
 or hung cell fails the run, expected failures are held to their text, and
 the JUnit XML and TAP it writes are well formed. Cells here are tiny Python
@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench import arches, cli, matrix
+from bench import arches, cli
+from bench.suite import matrix
 from conftest import REPO
 
 CELL = """
@@ -47,7 +48,7 @@ def test_the_matrix_file_parses_and_covers_every_axis():
             kinds = {c.kind for c in sel if c.arch == a}
             assert {"trace", "differential", "lossless", "toggle"} <= kinds, (group, a, kinds)
             mechs = {c.mechanism for c in sel if c.arch == a and c.kind == "lossless"}
-            assert mechs == set(arches.get(a).modes), (group, a, mechs)
+            assert mechs == set(arches.get(a).mechanisms), (group, a, mechs)
     full = matrix.select(cells, "full")
     assert {"check"} <= {c.kind for c in full if c.arch == "i386"}
     assert {c.smp for c in full if c.arch == "i386"} >= {1, 2, 4, 8}
@@ -68,13 +69,13 @@ def test_a_good_cell_becomes_the_command_a_person_would_type():
         timeout = 30
         groups = quick, full
         """)
-    assert c.argv() == ["run", "--arch", "i386", "--smp", "2", "--mode", "ud",
+    assert c.argv() == ["run", "--arch", "i386", "--smp", "2", "--mechanism", "ud",
                         "--probes", "fbt:fib:entry", "--run", "fib n=12", "--check",
                         "--buffer", "65536", "--limit", "5"]
     assert c.groups == ("quick", "full") and c.timeout == 30 and c.line == 2
 
 
-def test_defaults_are_the_archs_first_mode_and_one_cpu():
+def test_defaults_are_the_archs_first_mechanism_and_one_cpu():
     (c,) = parse(CELL.format(name="x", arch="sparc64"))
     assert (c.smp, c.mechanism) == (1, "emulate")
     assert c.timeout == matrix.KINDS["trace"][2]
@@ -144,7 +145,7 @@ def test_the_cli_refuses_a_bad_file_with_status_2(tmp_path, capsys):
     assert cli.main(["matrix", "--file", str(good), "--group", "quick"]) == 2
     assert "no cell is in group 'quick'" in capsys.readouterr().err
     assert cli.main(["matrix", "--file", str(good), "--group", "g", "--list"]) == 0
-    assert "python3 -m bench run --arch i386 --smp 1 --mode int3" in capsys.readouterr().out
+    assert "python3 -m bench run --arch i386 --smp 1 --mechanism int3" in capsys.readouterr().out
 
 
 # ---- running: fake cells ----

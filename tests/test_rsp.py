@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from bench import rsp
+from bench.debug import rsp
 
 
 def _sum(b: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""The harness's own RSP client (bench/rsp.py) against QEMU's real GDB stub,
+"""The harness's own RSP client (bench/debug/rsp.py) against QEMU's real GDB stub,
 on every arch: probed sites read through the stub after a run — a disabled
 probe left the compiler's instruction, an enabled one shows the trap — and
 a breakpoint in the probe fire path (Z0, c, the stop, g) and Ctrl-C."""
@@ -7,8 +7,10 @@ import threading
 
 import pytest
 
-from bench import arches, rsp, runs, sitecheck
-from bench.machine import Guest
+from bench import arches
+from bench.debug import rsp, sitecheck
+from bench.trace.session import open_session
+from bench.guest.qemu import Guest
 
 
 def _probes(a):
@@ -18,10 +20,10 @@ def _probes(a):
 def test_sites_after_a_run(arch, built):
     built(arch)
     a = arches.get(arch)
-    mode = a.modes[0]
+    mechanism = a.default_mechanism
     with Guest(a, label="stub-sites", gdbstub=True) as g:
-        s = runs.open_session(g)
-        s.setup(_probes(a), mode)
+        s = open_session(g)
+        s.setup(_probes(a), mechanism)
         s.enable(True, strict=True)
         ids = [p.id for p in s.probes]
         enabled = set(ids[::2])
@@ -30,7 +32,7 @@ def test_sites_after_a_run(arch, built):
         s.must("probe disable " + " ".join(map(str, disabled)))
         assert s.must("run fib n=8").message == "fib = 21"
 
-        states = sitecheck.read_sites(g, s.image, s.probes, mode, enabled)
+        states = sitecheck.read_sites(g, s.image, s.probes, mechanism, enabled)
         for st in states:
             print(st.describe())
         assert [st.probe.id for st in states] == ids
@@ -47,7 +49,7 @@ def test_sites_after_a_run(arch, built):
         # Detached, the guest runs on: the enabled probes still fire.
         assert s.must("run fib n=8").message == "fib = 21"
         s.enable(False)
-        after = sitecheck.read_sites(g, s.image, s.probes, mode, set())
+        after = sitecheck.read_sites(g, s.image, s.probes, mechanism, set())
         assert all(st.ok and st.got == st.original for st in after), \
             [st.describe() for st in after if not st.ok]
         g.exit(0)
@@ -57,8 +59,8 @@ def test_breakpoint_in_fire_path_and_interrupt(arch, built):
     built(arch)
     a = arches.get(arch)
     with Guest(a, label="stub-break", gdbstub=True) as g:
-        s = runs.open_session(g)
-        s.setup("fbt:fib:entry", a.modes[0])
+        s = open_session(g)
+        s.setup("fbt:fib:entry", a.default_mechanism)
         s.enable(True, strict=True)
         fire = s.image.symbols[a.fire_path]
         site = s.probes[0].addr
@@ -76,7 +78,7 @@ def test_breakpoint_in_fire_path_and_interrupt(arch, built):
             pc = regs.get("eip", regs.get("pc"))
             assert pc == fire, f"stopped at {pc:#x}, fire path at {fire:#x}"
             # The armed site under the stub: the trap, not the compiler's code.
-            trap = bytes.fromhex(a.probe_trap[a.modes[0]].format(id=0))
+            trap = bytes.fromhex(a.probe_trap[a.default_mechanism].format(id=0))
             assert sitecheck.read_code(stub, site, len(trap)) == trap
             assert s.image.code(site, len(trap)) != trap
             with pytest.raises(rsp.StubErrorReply):

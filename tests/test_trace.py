@@ -10,8 +10,16 @@ toggles) are `python3 -m bench lossless|toggle`; here they run smaller."""
 
 import pytest
 
-from bench import arches, runs, trace, wire
-from bench.machine import Guest
+from bench import arches
+from bench.check import i386 as check_i386
+from bench.trace import stress
+from bench.trace.format import format_trace
+from bench.trace.image import load_image
+from bench.trace.session import open_session
+from bench.trace.sites import SpecError, plan, sites_of
+from bench.trace.verify import verify
+from bench.wire import frames, records
+from bench.guest.qemu import Guest
 
 ARCH = "i386"
 
@@ -24,11 +32,11 @@ def i386(built):
 
 @pytest.fixture(scope="module")
 def image(i386):
-    return trace.load_image(i386.elf(), runs.objdump_for(i386))
+    return load_image(i386.elf())
 
 
 def test_sites_are_found_in_the_elf(image):
-    probes, notes = trace.plan("fbt:fib:entry,fbt:fib:return", image, "int3")
+    probes, notes = plan("fbt:fib:entry,fbt:fib:return", image, "int3")
     fib = image.functions["fib"]
     entries = [p for p in probes if p.kind == "entry"]
     returns = [p for p in probes if p.kind == "return"]
@@ -37,7 +45,7 @@ def test_sites_are_found_in_the_elf(image):
     assert returns and all(fib.addr < p.addr < fib.addr + fib.size for p in returns)
     assert all(image.code(p.addr, 1) in (b"\x5d", b"\xc9", b"\xc3") for p in returns)
     # In ud mode a return is probed at its ret (ud2 is two bytes).
-    ud, _ = trace.plan("fbt:fib:return", image, "ud")
+    ud, _ = plan("fbt:fib:return", image, "ud")
     assert all(image.code(p.addr, 1) == b"\xc3" for p in ud)
 
 
@@ -49,13 +57,13 @@ def test_sites_are_found_in_the_elf(image):
     ("", "no probes given"),
 ])
 def test_bad_probe_patterns_are_refused(image, spec, message):
-    with pytest.raises(trace.SpecError, match=message):
-        trace.plan(spec, image, "int3")
+    with pytest.raises(SpecError, match=message):
+        plan(spec, image, "int3")
 
 
 def _traced_fib(i386, mode, n=12, smp=1):
     with Guest(i386, label=f"trace-fib-{mode}", smp=smp) as g:
-        s = runs.open_session(g)
+        s = open_session(g)
         s.setup("fbt:fib:entry,fbt:fib:return", mode)
         s.enable(True, strict=True)
         r = s.must(f"run fib n={n}")
@@ -68,13 +76,13 @@ def _traced_fib(i386, mode, n=12, smp=1):
 @pytest.mark.parametrize("mode", ["int3", "ud"])
 def test_fib_traced_completely(i386, mode):
     s, r, cap, g = _traced_fib(i386, mode)
-    rep = trace.verify(cap, s.probes, g.link_errors)
+    rep = verify(cap, s.probes, g.link_errors)
     calls = 2 * 233 - 1                       # fib(13) = 233
     assert rep.expected == {"fib": calls}
     assert rep.entries["fib"] == calls and rep.returns["fib"] == calls, rep
     assert rep.ok, rep.problems
     assert rep.nesting_checked == calls and rep.dropped == 0
-    lines = list(trace.format_trace(cap, s.probes))
+    lines = list(format_trace(cap, s.probes))
     assert lines[0] == "cpu0 t0 -> fib(12)", lines[:3]
     assert lines[-1] == "cpu0 t0 <- fib = 144", lines[-3:]
     # Arguments and return values agree with fib itself.
@@ -85,7 +93,7 @@ def test_single_step_baseline_traces_a_single_thread(i386):
     # One CPU, one thread: the baseline loses nothing here (its losses
     # need another CPU running the site while the original is back).
     s, r, cap, g = _traced_fib(i386, "step", n=10)
-    rep = trace.verify(cap, s.probes, g.link_errors)
+    rep = verify(cap, s.probes, g.link_errors)
     assert rep.ok, rep.problems
     assert rep.entries["fib"] == rep.expected["fib"] == 177
 
@@ -103,7 +111,7 @@ def test_refusals_name_a_reason_and_change_nothing(i386, image):
         assert g.command(f"probe add 1 {fib:#x} entry 1").ok
         refused(f"probe add 2 {fib:#x} entry", "already probed (probe 1)")
         refused(f"probe add 1 {fib:#x} entry", "probe id 1 is in use")
-        ret = next(p for p in trace.plan("fbt:fib:return", image, "int3")[0]
+        ret = next(p for p in plan("fbt:fib:return", image, "int3")[0]
                    if image.code(p.addr, 1) == b"\x5d")
         refused(f"probe add 3 {ret.addr:#x} entry", "an entry probe needs")
         assert g.command("probe mode ud").ok
@@ -123,7 +131,7 @@ def test_refusals_name_a_reason_and_change_nothing(i386, image):
 
 @pytest.mark.parametrize("mode", ["int3", "ud"])
 def test_lossless_on_threads_and_cpus(i386, mode):
-    res = runs.lossless(i386, mode, smp=2, threads=4, iters=150, on_line=lambda l: None)
+    res = stress.lossless(i386, mode, smp=2, threads=4, iters=150, on_line=lambda l: None)
     rep = res.report
     assert res.result_ok
     assert res.missed == 0 and rep.dropped == 0 and not rep.link_errors, rep.problems
@@ -134,14 +142,14 @@ def test_lossless_on_threads_and_cpus(i386, mode):
 
 
 def test_single_step_baseline_misses_on_smp(i386):
-    res = runs.lossless(i386, "step", smp=2, threads=4, iters=150, on_line=lambda l: None)
+    res = stress.lossless(i386, "step", smp=2, threads=4, iters=150, on_line=lambda l: None)
     assert res.result_ok and res.report.dropped == 0
     print(f"single-step baseline missed {res.missed} of {res.firings_expected}")
     assert 0 < res.missed < res.firings_expected
 
 
 def test_toggling_probes_while_threads_run(i386):
-    res = runs.toggle_stress(i386, "int3", smp=2, threads=4, iters=50000,
+    res = stress.toggle_stress(i386, "int3", smp=2, threads=4, iters=50000,
                              toggles=60, on_line=lambda l: None)
     assert res.result_ok, "the workload's results changed under toggling"
     # A dropped record would break nesting for a reason of its own.
@@ -157,16 +165,16 @@ def test_toggling_probes_while_threads_run(i386):
 def test_a_damaged_events_frame_is_reported(i386):
     s, r, cap, g = _traced_fib(i386, "int3", n=6)
     frames = [f for f in g.trace_frames]
-    ev = next(f for f in frames if f.type == wire.T_EVENTS)
-    raw = bytearray(wire.encode(ev.type, ev.seq, ev.payload))
-    raw[wire.HEADER_SIZE + 10] ^= 0xff
-    d = wire.Deframer()
+    ev = next(f for f in frames if f.type == frames.T_EVENTS)
+    raw = bytearray(frames.encode(ev.type, ev.seq, ev.payload))
+    raw[frames.HEADER_SIZE + 10] ^= 0xff
+    d = frames.Deframer()
     items = d.feed(bytes(raw)) + d.finish()
-    errors = [i for i in items if isinstance(i, wire.LinkError)]
+    errors = [i for i in items if isinstance(i, frames.LinkError)]
     assert errors and errors[0].kind == "crc"
     rest = [f for f in frames if f is not ev]
-    cap2 = trace.decode(rest, g.byte_order, g.hello["word_bytes"])
-    rep = trace.verify(cap2, s.probes, errors)
+    cap2 = records.decode(rest, g.byte_order, g.hello["word_bytes"])
+    rep = verify(cap2, s.probes, errors)
     assert not rep.ok
     assert any("link errors" in p for p in rep.problems)
     assert any("the guest sent" in p for p in rep.problems)
@@ -178,9 +186,8 @@ ALL_FORMS = ("fbt:fm_*:entry,fbt:fm_*:return,fbt:fib:entry,fbt:fib:return,"
 
 @pytest.mark.parametrize("mode", ["int3", "ud"])
 def test_check_mode_verifies_every_form_in_unicorn(i386, mode):
-    from bench import check_i386
     with Guest(i386, label=f"check-{mode}", smp=2) as g:
-        s = runs.open_session(g)
+        s = open_session(g)
         s.setup(ALL_FORMS, mode, check=True, buffer_bytes=4 << 20, strict=True)
         s.enable(True)
         for line in ("forms n=200", "fib n=10", "calltree threads=2 iters=50"):
@@ -188,7 +195,7 @@ def test_check_mode_verifies_every_form_in_unicorn(i386, mode):
         s.enable(False)
         cap = s.finish()
         g.exit(0)
-    rep = check_i386.verify(cap.checks, trace.sites_of(s.image, s.probes))
+    rep = check_i386.verify(cap.checks, sites_of(s.image, s.probes))
     print(rep.summary())
     assert rep.mismatches == [], rep.mismatches[:5]
     # ud2 is two bytes: in ud mode returns are probed at the ret, and the
@@ -199,5 +206,5 @@ def test_check_mode_verifies_every_form_in_unicorn(i386, mode):
     missing = {f for f in want if rep.by_form.get(f, 0) == 0}
     assert not missing, f"no emulation of {missing} was checked: {rep.summary()}"
     assert rep.checked == len(cap.checks) > 0
-    traced = trace.verify(cap, s.probes, g.link_errors)
+    traced = verify(cap, s.probes, g.link_errors)
     assert traced.ok, traced.problems

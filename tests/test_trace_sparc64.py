@@ -17,8 +17,17 @@ from collections import Counter
 
 import pytest
 
-from bench import arches, runs, trace
-from bench.machine import Guest
+from bench import arches
+from bench.check import sparc64 as check_sparc64
+from bench.trace import stress
+from bench.trace.format import format_trace
+from bench.trace.image import load_image
+from bench.trace.rules import sparc_is_cti
+from bench.trace.session import open_session
+from bench.trace.sites import plan, sites_of
+from bench.trace.verify import verify
+from bench.wire import records
+from bench.guest.qemu import Guest
 
 ARCH = "sparc64"
 
@@ -31,7 +40,7 @@ def sparc64(built):
 
 @pytest.fixture(scope="module")
 def image(sparc64):
-    return trace.load_image(sparc64.elf(), runs.objdump_for(sparc64))
+    return load_image(sparc64.elf())
 
 
 def _word(image, addr):
@@ -40,7 +49,7 @@ def _word(image, addr):
 
 def test_sites_are_found_in_the_elf(image):
     assert image.isa == "sparc64"
-    probes, notes = trace.plan("fbt:fib:entry,fbt:fib:return", image, "emulate")
+    probes, notes = plan("fbt:fib:entry,fbt:fib:return", image, "emulate")
     fib = image.functions["fib"]
     entry = [p for p in probes if p.kind == "entry"]
     assert [p.addr for p in entry] == [fib.addr]
@@ -51,23 +60,23 @@ def test_sites_are_found_in_the_elf(image):
         w = _word(image, p.addr)
         assert w >> 30 == 2 and (w >> 19) & 0x3f in (0x38, 0x39), hex(w)
     # Branch sites: control transfers only, none in a delay slot.
-    branches, _ = trace.plan("branch:ct_*", image, "emulate")
+    branches, _ = plan("branch:ct_*", image, "emulate")
     assert branches
     for p in branches:
-        assert trace.sparc_is_cti(_word(image, p.addr))
-        assert not trace.sparc_is_cti(_word(image, p.addr - 4))
+        assert sparc_is_cti(_word(image, p.addr))
+        assert not sparc_is_cti(_word(image, p.addr - 4))
 
 
 def test_a_leaf_function_gets_a_note_not_an_entry_probe(image):
     leaf = next(f for f in image.functions.values()
-                if f.insns and trace.entry_site(f, "sparc64")[0] is None)
-    probes, notes = trace.plan(f"fbt:{leaf.name}:entry", image, "emulate")
+                if f.insns and image.arch.sites.entry(f)[0] is None)
+    probes, notes = plan(f"fbt:{leaf.name}:entry", image, "emulate")
     assert not probes and any("not save" in n for n in notes), notes
 
 
 def _traced(arch, spec, line, mode="emulate", timer=None):
     with Guest(arch, label=f"trace-{mode}") as g:
-        s = runs.open_session(g)
+        s = open_session(g)
         s.setup(spec, mode, buffer_bytes=16 << 20)      # room for the whole run
         s.enable(True, strict=True)
         if timer:
@@ -81,11 +90,11 @@ def _traced(arch, spec, line, mode="emulate", timer=None):
 
 def test_fib_traced_completely(sparc64):
     s, r, cap, g = _traced(sparc64, "fbt:fib:entry,fbt:fib:return", "fib n=12")
-    rep = trace.verify(cap, s.probes, g.link_errors)
+    rep = verify(cap, s.probes, g.link_errors)
     calls = 2 * 233 - 1
     assert rep.entries["fib"] == rep.returns["fib"] == rep.expected["fib"] == calls
     assert rep.ok and rep.nesting_checked == calls, rep.problems
-    lines = list(trace.format_trace(cap, s.probes))
+    lines = list(format_trace(cap, s.probes))
     assert lines[0] == "cpu0 t0 -> fib(12)", lines[:3]
     assert lines[-1] == "cpu0 t0 <- fib = 144", lines[-3:]
     # fib returns through both `return` (n < 2) and `ret; restore` paths.
@@ -94,10 +103,10 @@ def test_fib_traced_completely(sparc64):
 
 
 def test_every_cti_of_calltree_on_preemptive_threads(sparc64, image):
-    spec = runs.lossless_probes(sparc64)
+    spec = stress.lossless_probes(sparc64)
     s, r, cap, g = _traced(sparc64, spec, "calltree threads=4 iters=60 depth=4",
                            timer=20000)
-    rep = trace.verify(cap, s.probes, g.link_errors)
+    rep = verify(cap, s.probes, g.link_errors)
     assert rep.ok and rep.dropped == 0 and rep.missed == 0, rep.problems
     for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
         if f in rep.entries_probed:
@@ -107,21 +116,21 @@ def test_every_cti_of_calltree_on_preemptive_threads(sparc64, image):
     # from a probed CALL whose record names it as the target.
     starts = {image.functions[f].addr: f for f in rep.expected}
     calls = Counter(starts[ev.words[1]] for ev in cap.events
-                    if ev.kind == trace.K_BRANCH and ev.words[1] in starts)
+                    if ev.kind == records.K_BRANCH and ev.words[1] in starts)
     for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
         assert calls[f] == rep.expected[f], (f, calls[f], rep.expected[f])
-    flags = Counter(ev.words[2] for ev in cap.events if ev.kind == trace.K_BRANCH)
+    flags = Counter(ev.words[2] for ev in cap.events if ev.kind == records.K_BRANCH)
     assert flags[1] and flags[0], flags         # taken and untaken both seen
 
 
 def test_shell_game_baseline_loses_firings(sparc64):
     # Entries and returns only: a recursive call runs the entry while its
     # original is still in place, so the baseline must miss some.
-    s, r, cap, g = _traced(sparc64, runs.LOSSLESS_FUNCS,
+    s, r, cap, g = _traced(sparc64, stress.LOSSLESS_FUNCS,
                            "calltree threads=4 iters=40 depth=4", mode="shellgame",
                            timer=20000)
     assert r.ok
-    rep = trace.verify(cap, s.probes, g.link_errors, allow_missing=True)
+    rep = verify(cap, s.probes, g.link_errors, allow_missing=True)
     print(f"shell game missed {rep.missed} of {rep.expected_firings}")
     assert rep.dropped == 0 and not rep.link_errors
     assert 0 < rep.missed < rep.expected_firings
@@ -137,7 +146,7 @@ FORMS_SPEC = "fbt:fm_*:entry,fbt:fm_*:return,branch:fm_*"
 def checked_forms(sparc64):
     """One check-mode run of `forms`: every emulated class, recorded."""
     with Guest(sparc64, label="check-emulate") as g:
-        s = runs.open_session(g)
+        s = open_session(g)
         s.setup(FORMS_SPEC, "emulate", check=True, buffer_bytes=16 << 20, strict=True)
         s.enable(True)
         r = s.must("run forms n=100", timeout=600)
@@ -148,25 +157,24 @@ def checked_forms(sparc64):
 
 
 def test_check_mode_verifies_every_class_in_unicorn(checked_forms):
-    from bench import check_sparc64
     s, r, cap, g = checked_forms
     assert r.ok and r.results[0]["value"] == 500
-    rep = check_sparc64.verify(cap.checks, trace.sites_of(s.image, s.probes))
+    rep = check_sparc64.verify(cap.checks, sites_of(s.image, s.probes))
     print(rep.summary())
     assert rep.mismatches == [], rep.mismatches[:5]
     missing = [c for c in check_sparc64.CLASSES if rep.by_form.get(c, 0) == 0]
     assert not missing, f"no emulation of {missing} was checked: {rep.summary()}"
     assert rep.checked == len(cap.checks) == len(cap.events)   # every firing
-    traced = trace.verify(cap, s.probes, g.link_errors)
+    traced = verify(cap, s.probes, g.link_errors)
     assert traced.ok and traced.missed == 0, traced.problems
 
 
 def test_check_mode_catches_a_wrong_emulation(checked_forms):
     """Each record, with one "after" field the emulation defines changed,
     is reported, naming that field."""
-    from bench import check_sparc64 as C
+    C = check_sparc64
     s, r, cap, g = checked_forms
-    sites = trace.sites_of(s.image, s.probes)
+    sites = sites_of(s.image, s.probes)
     one = {}
     for rec in cap.checks:
         cls = C.classify(int.from_bytes(sites[rec.probe].code[:4], "big"))
@@ -179,7 +187,7 @@ def test_check_mode_catches_a_wrong_emulation(checked_forms):
             w = list(rec.words)
             idx = C.I_FSR if field == "fsr fcc" else C.NAMES.index(field)
             w[after + idx] ^= delta
-            bad = trace.Event(rec.cpu, rec.thread, rec.probe, rec.kind, rec.cycles, tuple(w))
+            bad = records.Event(rec.cpu, rec.thread, rec.probe, rec.kind, rec.cycles, tuple(w))
             rep = C.verify([bad], sites)
             assert len(rep.mismatches) == 1 and f" {field}: expected" in \
                 rep.mismatches[0], (cls, field, rep.mismatches)
@@ -192,11 +200,11 @@ def test_refusals_name_a_reason_and_change_nothing(sparc64, image):
                    if i.text.startswith(("illtrap", "unimp"))
                    and not image.symbols["__notrace_start"] <= i.addr
                    < image.symbols["__notrace_end"])
-    cti = next(i for i in fib.insns[1:] if trace.sparc_is_cti(_word(image, i.addr)))
+    cti = next(i for i in fib.insns[1:] if sparc_is_cti(_word(image, i.addr)))
     slot = cti.addr + 4
     plain = next(i.addr for i in fib.insns[1:]
-                 if not trace.sparc_is_cti(_word(image, i.addr))
-                 and not trace.sparc_is_cti(_word(image, i.addr - 4)))
+                 if not sparc_is_cti(_word(image, i.addr))
+                 and not sparc_is_cti(_word(image, i.addr - 4)))
     with Guest(sparc64, label="probe-refusals") as g:
         def refused(line, reason):
             r = g.command(line)
@@ -220,7 +228,7 @@ def test_refusals_name_a_reason_and_change_nothing(sparc64, image):
 def test_the_i386_guest_refuses_branch_probes(built):
     built("i386")
     i386 = arches.get("i386")
-    img = trace.load_image(i386.elf(), runs.objdump_for(i386))
+    img = load_image(i386.elf())
     with Guest(i386, label="branch-refused") as g:
         r = g.command(f"probe add 1 {img.functions['fib'].addr:#x} branch")
         assert r.status_name == "FAILED" and "sparc64 provider" in r.message, r.message

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from bench import cdefs, wire
-from hostc import build
+from bench.wire import cdefs, records
+from bench.wire import frames as wire
+from bench.check.hostc import OUT, build
 
 EMIT = ["tests/c/frame_emit.c", "tracer/core/frame.c"]
 
@@ -19,12 +20,31 @@ def emit():
                                         capture_output=True).stdout
 
 
-def test_struct_layout_matches_the_c_compiler(emit):
+def _layout_program(structs) -> str:
+    """C that prints, for every struct and field the host read, the
+    compiler's offset and size — so the check lists nothing by hand."""
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "wire.h"',
+             "int main(void)", "{"]
+    for name, s in structs.items():
+        lines.append(f'\tprintf("{name} sizeof %zu\\n", sizeof(struct {name}));')
+        for f in s.fields:
+            lines.append(f'\tprintf("{name} {f.name} %zu %zu\\n", '
+                         f"offsetof(struct {name}, {f.name}), "
+                         f"sizeof(((struct {name} *)0)->{f.name}));")
+    return "\n".join(lines + ["\treturn 0;", "}", ""])
+
+
+def test_struct_layout_matches_the_c_compiler():
+    OUT.mkdir(parents=True, exist_ok=True)
+    src = OUT / "wire_layout.c"
+    src.write_text(_layout_program(wire.WIRE.structs))
+    out = subprocess.run([str(build("wire_layout", [src]))], check=True,
+                         capture_output=True, text=True).stdout
     c_layout = {}
-    for line in emit("layout").decode().splitlines():
+    for line in out.splitlines():
         parts = line.split()
-        if parts[0] == "sizeof":
-            c_layout[(parts[1], "sizeof")] = int(parts[2])
+        if parts[1] == "sizeof":
+            c_layout[(parts[0], "sizeof")] = int(parts[2])
         else:
             c_layout[(parts[0], parts[1])] = (int(parts[2]), int(parts[3]))
     py_layout = {}
@@ -32,7 +52,17 @@ def test_struct_layout_matches_the_c_compiler(emit):
         py_layout[(name, "sizeof")] = s.size
         for f in s.fields:
             py_layout[(name, f.name)] = (f.offset, cdefs._TYPES[f.ctype][0] * f.count)
+    assert "wire_frame_header" in wire.WIRE.structs
     assert py_layout == c_layout
+
+
+def test_record_slots_and_kinds_come_from_the_header():
+    assert (records.ENTRY.PC, records.ENTRY.SP, records.ENTRY.ARG0) == (0, 1, 2)
+    assert records.RETURN.VALUE == 2 and records.BRANCH.FLAGS == 2
+    assert records.BRANCH_BITS.TAKEN == 1 and records.BRANCH_BITS.ANNULLED == 2
+    assert records.PROBE_KINDS == {"entry": records.K_ENTRY,
+                                   "return": records.K_RETURN,
+                                   "branch": records.K_BRANCH}
 
 
 def test_tables_are_read_whole():
@@ -42,9 +72,19 @@ def test_tables_are_read_whole():
     assert wire.MAGIC == b"\xd5\x7e"
 
 
+def test_header_reader_reads_symbolic_values_and_more_columns():
+    h = cdefs.parse('#define F_A 0x1\n#define F_B 4\n'
+                    '#define T(X) X(A, 0, "a", "the a") X(B, F_A | F_B, "b", "the b") '
+                    'X(C, F_B + 2, "c")')
+    assert [(e.name, e.value, e.meaning, e.more) for e in h.table("T")] == [
+        ("A", 0, "a", ("the a",)), ("B", 5, "b", ("the b",)), ("C", 6, "c", ())]
+
+
 def test_header_reader_refuses_what_it_cannot_read():
     with pytest.raises(cdefs.CdefsError, match="not of the form"):
-        cdefs.parse('#define T(X) X(A, 1, "a") X(B, two, "b")')
+        cdefs.parse('#define T(X) X(A, 1, "a") X(B 2 "b")')
+    with pytest.raises(cdefs.CdefsError, match="not a number or known constants"):
+        cdefs.parse('#define T(X) X(A, 1, "a") X(B, TWO, "b")')
     with pytest.raises(cdefs.CdefsError, match="fixed-width"):
         cdefs.parse("struct s { int x; };")
     with pytest.raises(cdefs.CdefsError, match="padding"):

@@ -1,13 +1,18 @@
 """Building guest images from the harness, so `python3 -m bench ...` never
-boots a stale image: it asks make, which rebuilds only what changed."""
+boots a stale image: it asks make (guest-kernel/image.mk), which rebuilds
+only what changed. Besides the image of an arch: the image with a user's
+own C workload linked in, and the image whose workloads are built with
+-finstrument-functions (the bench's compiler-hook baseline)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
-from . import arches
-from .cdefs import REPO
-from .errors import BuildError
+from .. import arches
+from ..errors import BuildError, UsageError
+from ..paths import REPO
 
 
 def ensure_image(arch: arches.Arch) -> None:
@@ -20,13 +25,25 @@ def ensure_image(arch: arches.Arch) -> None:
                          tail="\n".join(out[-30:]))
 
 
-def user_image(arch: arches.Arch, source) -> "Path":
+def workload_name(source) -> str:
+    """The workload a user's C file defines: WORKLOAD(ident) = { "name", ..."""
+    try:
+        text = Path(source).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read the workload file {source}: {e}") from None
+    m = re.search(r'WORKLOAD\s*\(\s*\w+\s*\)\s*=\s*\{\s*"([^"]+)"', text)
+    if not m:
+        raise UsageError(f"{source}: no `WORKLOAD(ident) = {{ \"name\", ... }}` "
+                         "descriptor (see guest-kernel/include/workload.h)")
+    return m.group(1)
+
+
+def user_image(arch: arches.Arch, source) -> Path:
     """The guest image with a user's C file linked in, built in its own
     directory (build/<arch>-user/<stem>/); returns the image to boot."""
-    from pathlib import Path
     src = Path(source).resolve()
     if not src.is_file():
-        raise BuildError(f"no such workload file: {source}")
+        raise UsageError(f"no such workload file: {source}")
     out = Path("build") / f"{arch.name}-user" / src.stem
     _make(arch, out, f"building {source} into the {arch.name} image", f"USER_SRC={src}")
     return REPO / out / arch.boot_image
@@ -47,7 +64,7 @@ def _make(arch: arches.Arch, out, what: str, *variables: str) -> None:
 INSTRUMENTED = ("guest-kernel/workloads/fib.c", "guest-kernel/workloads/calltree.c")
 
 
-def instrumented_image(arch: arches.Arch) -> tuple["Path", "Path"]:
+def instrumented_image(arch: arches.Arch) -> tuple[Path, Path]:
     """The guest image with INSTRUMENTED built with -finstrument-functions
     (build/<arch>-finstrument/); returns (image to boot, ELF with symbols)."""
     out = f"build/{arch.name}-finstrument"

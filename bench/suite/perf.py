@@ -33,9 +33,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import arches, build, runs, trace, wire
-from .cdefs import REPO
-from .machine import Guest
+from .. import arches
+from ..guest import build
+from ..guest.backend import open_guest
+from ..guest.qemu import Guest
+from ..paths import BUILD, REPO
+from ..trace.session import TraceError, open_session
+from ..trace.stress import LOSSLESS_FUNCS
+from ..trace.verify import verify
+from ..wire import frames
 
 TARGETS = {
     "emulated_over_bare": ("≤ 1.15", lambda v: v <= 1.15),
@@ -96,8 +102,9 @@ class Bench:
             kw = {"image": image, "elf": elf}
         self.say(f"bench {self.arch.name}: boot {label} ({smp} CPU"
                  f"{'s' if smp > 1 else ''}{', -finstrument-functions' if instrumented else ''})")
-        with Guest(self.arch, label=f"bench-{label}", smp=smp,
-                   memory_mb=self.arch.max_memory_mb, command_timeout=600, **kw) as g:
+        with open_guest(self.arch, label=f"bench-{label}", smp=smp,
+                        memory_mb=self.arch.max_memory_mb, command_timeout=600,
+                        **kw) as g:
             self.hz = g.hello["cycles_hz"]
             self.boots.append({"label": label, "smp": smp, "instrumented": instrumented,
                                "cycles_hz": self.hz})
@@ -124,7 +131,7 @@ class Bench:
                     if "." in w[1]:
                         fired.setdefault(w[1], []).append(int(w[4]))
             if not r.ok or "base" not in got:
-                raise runs.TraceError(f"dprobes failed: {r.message}: {r.text[-5:]}")
+                raise TraceError(f"dprobes failed: {r.message}: {r.text[-5:]}")
             got["bare"] = got.pop("bare_trap") - got.pop("bare_none")
             for k, v in got.items():
                 per.setdefault(k, []).append(v)
@@ -145,7 +152,7 @@ class Bench:
             if "." not in key:
                 continue
             mech, action = key.split(".")
-            lossy = mech in runs.LOSSY_MODES
+            lossy = mech in self.arch.lossy
             ref = base2 if action == "pair" else base
             # Firings per iteration: 1, or 2 on the pair loop (fewer when lossy).
             fpi = [f / self.sizes.dp_n for f in fired[key]]
@@ -156,9 +163,9 @@ class Bench:
                      ns=figure([v * ns for v in vals], "ns per iteration"),
                      overhead=figure(over[key], "guest cycles per probe firing"),
                      firings=figure(fired[key], "firings per loop"))
-        emul = [m for m in self.arch.modes if m not in runs.LOSSY_MODES
+        emul = [m for m in self.arch.mechanisms if m not in self.arch.lossy
                 and f"{m}.null" in per]
-        lossy = [m for m in self.arch.modes if m in runs.LOSSY_MODES
+        lossy = [m for m in self.arch.mechanisms if m in self.arch.lossy
                  and f"{m}.pair" in per]
         for m in emul:
             self.put(f"ratio_{m}_over_bare", [o / t for o, t in zip(over[f"{m}.null"],
@@ -202,9 +209,9 @@ class Bench:
                 if w[:1] == ["drain"] and len(w) == 4 and w[2].isdigit():
                     vals[w[1]] = (int(w[2]), int(w[3]))
             if not r.ok or len(vals) != 2:
-                raise runs.TraceError(f"drainrate failed: {r.message}: {r.text[-3:]}")
+                raise TraceError(f"drainrate failed: {r.message}: {r.text[-3:]}")
             rec_bytes = sum(len(f.payload) - 8 for f in g.trace_frames[mark:]
-                            if f.type == wire.T_EVENTS) / DRAIN_TRIES
+                            if f.type == frames.T_EVENTS) / DRAIN_TRIES
             rb = vals["raw"][0] / (vals["raw"][1] / self.hz)
             pb = rec_bytes / (vals["payload"][1] / self.hz)
             raw.append(rb)
@@ -222,19 +229,19 @@ class Bench:
 
     # ---- function-boundary tracing ----
 
-    def fbt(self, g: Guest, workloads, modes, hooks: bool = False,
+    def fbt(self, g: Guest, workloads, mechanisms, hooks: bool = False,
             tag: str = "") -> None:
-        s = runs.open_session(g)
+        s = open_session(g)
         # Room for every record of a run, however far the drain falls behind
         # (a drop would show as missed): the largest run is ~90,000 records.
         g.command("probe clear")
         s.must(f"trace buffer {FBT_BUFFER}", timeout=60)
         for wl, spec, cmd in workloads:
-            for mode in modes:
-                traced = mode not in ("untraced", "hooks_off")
+            for mech in mechanisms:
+                traced = mech not in ("untraced", "hooks_off")
                 g.command("probe clear")
-                s.setup(spec, self.arch.modes[0] if hooks or not traced else mode,
-                        buffer_bytes=None, strict=False)
+                s.setup(spec, self.arch.default_mechanism if hooks or not traced
+                        else mech, buffer_bytes=None, strict=False)
                 # The hooks write RETURN records under the entry probe's id,
                 # which verify counts by function, as a trap's.
                 vprobes = list(s.probes)
@@ -242,7 +249,7 @@ class Bench:
                     s.enable(True)
                     s.enable(False)
                     for n in s.notes:
-                        self.notes.append(f"{wl} {mode}: {n}")
+                        self.notes.append(f"{wl} {mech}: {n}")
                     vprobes = list(s.probes)
                 ids = [str(p.id) for p in s.probes]
                 rows = []
@@ -263,11 +270,9 @@ class Bench:
                         s.must("probe disable all")
                     s.must("trace flush", timeout=600)
                     if not r.ok or not r.results:
-                        raise runs.TraceError(f"{cmd} under {mode} failed: {r.message}")
-                    cap = trace.decode(g.trace_frames[mark:], g.byte_order,
-                                       g.hello["word_bytes"])
-                    rep = trace.verify(cap, vprobes if traced else [], (),
-                                       allow_missing=True)
+                        raise TraceError(f"{cmd} under {mech} failed: {r.message}")
+                    cap = g.capture(mark)
+                    rep = verify(cap, vprobes if traced else [], (), allow_missing=True)
                     cycles = r.results[-1]["cycles"]
                     ev = len(cap.events)
                     rows.append({
@@ -275,14 +280,15 @@ class Bench:
                         "events_per_s": ev / (cycles / self.hz),
                         "missed": rep.missed if traced else None,
                         "dropped": rep.dropped if traced else None,
-                        "wire_bytes": sum(wire.HEADER_SIZE + len(f.payload) + wire.CRC_SIZE
+                        "wire_bytes": sum(frames.HEADER_SIZE + len(f.payload)
+                                          + frames.CRC_SIZE
                                           for f in g.trace_frames[mark:]
-                                          if f.type == wire.T_EVENTS),
+                                          if f.type == frames.T_EVENTS),
                         "expected": rep.expected_firings if traced else None})
-                key = f"fbt_{wl}_{mode}{tag}"
+                key = f"fbt_{wl}_{mech}{tag}"
                 col = lambda k: [row[k] for row in rows]
                 self.figures[key] = {
-                    "workload": cmd, "mode": mode, "smp": g.hello["ncpus"],
+                    "workload": cmd, "mechanism": mech, "smp": g.hello["ncpus"],
                     "repetitions": len(rows),
                     "wall": figure(col("wall"), "s"),
                     "guest_cycles": figure(col("cycles"), "guest cycles"),
@@ -295,17 +301,17 @@ class Bench:
                     "expected": figure(col("expected"), "firings"),
                 }
                 med = self.figures[key]
-                self.say(f"  {wl}{tag} {mode}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
+                self.say(f"  {wl}{tag} {mech}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
                          f"{med['events']['median']:,.0f} records"
                          + (f", missed {med['missed']['median']}" if traced else ""))
 
     # ---- scaling ----
 
     def scaling(self, g: Guest) -> None:
-        s = runs.open_session(g)
+        s = open_session(g)
         g.command("probe clear")
-        mode = self.arch.modes[0]
-        s.setup(runs.LOSSLESS_FUNCS, mode, strict=False)
+        mech = self.arch.default_mechanism
+        s.setup(LOSSLESS_FUNCS, mech, strict=False)
         s.enable(True)
         s.must("probe action all null")
         s.enable(False)
@@ -323,8 +329,7 @@ class Bench:
                 s.must("probe disable all")
                 mark = len(g.trace_frames)
                 s.must("trace stats")
-                stats = trace.decode(g.trace_frames[mark:], g.byte_order,
-                                     g.hello["word_bytes"]).stats
+                stats = g.capture(mark).stats
                 fired = sum(st["fired"] for st in stats.values())
                 got[n] = fired / (r.results[-1]["cycles"] / self.hz)
                 rates[n].append(got[n])
@@ -333,21 +338,21 @@ class Bench:
                 f"{n} vCPU {v / 1e3:,.0f}k firings/s" for n, v in got.items()))
         for n, vals in rates.items():
             self.put(f"scaling_{n}_vcpu", vals, "firings/s",
-                     what=f"calltree on {n} threads, {mode}, action null, 4-CPU boot")
+                     what=f"calltree on {n} threads, {mech}, action null, 4-CPU boot")
         self.put("scaling_2_over_1", ratios, "ratio", target="scaling_2_over_1")
         self.put("scaling_4_over_1", [a / b for a, b in zip(rates[4], rates[1])], "ratio")
 
 
 def _workloads(sz: Sizes, threads: int = 1):
     fib = ("fib", "fbt:fib:entry,fbt:fib:return", f"run fib n={sz.fib_n}")
-    ct = (f"calltree{threads}" if threads > 1 else "calltree", runs.LOSSLESS_FUNCS,
+    ct = (f"calltree{threads}" if threads > 1 else "calltree", LOSSLESS_FUNCS,
           f"run calltree threads={threads} iters={sz.ct_iters}")
     return [fib, ct] if threads == 1 else [ct]
 
 
 def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
     b = Bench(arch, reps, sizes, on_line)
-    modes = ["untraced", *arch.modes]
+    mechanisms = ["untraced", *arch.mechanisms]
     with b.boot("A") as g:
         # A 1 ms tick: the flushes that end experiment 5 and the drain poll
         # at tick granularity.
@@ -356,14 +361,14 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
         b.probecost(g)
         b.drain(g)
         g.command("timer 100")
-        b.fbt(g, _workloads(sizes), modes)
+        b.fbt(g, _workloads(sizes), mechanisms)
         g.exit(0)
     with b.boot("B", instrumented=True) as g:
         b.fbt(g, _workloads(sizes), ["hooks_off", "finstrument"], hooks=True)
         g.exit(0)
     if arch.max_smp >= 4:
         with b.boot("C", smp=4) as g:
-            b.fbt(g, _workloads(sizes, sizes.ct_threads_smp), modes, tag="_smp4")
+            b.fbt(g, _workloads(sizes, sizes.ct_threads_smp), mechanisms, tag="_smp4")
             b.scaling(g)
             g.exit(0)
         with b.boot("D", smp=4, instrumented=True) as g:
@@ -407,7 +412,7 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                      "missed | dropped | wire B", ""))
     for key in fbt:
         f = F[key]
-        lossless = f["mode"] not in runs.LOSSY_MODES and f["mode"] not in (
+        lossless = f["mechanism"] not in b.arch.lossy and f["mechanism"] not in (
             "untraced", "hooks_off")
         missed = f["missed"]["median"]
         target = ""
@@ -502,7 +507,7 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
     on_line(f"bench {arch.name}: {reps} repetitions of every figure"
             + (" (small sizes)" if small else ""))
     b = measure(arch, reps, sizes, on_line)
-    out = out or REPO / "build" / "bench" / arch.name
+    out = out or BUILD / "bench" / arch.name
     out.mkdir(parents=True, exist_ok=True)
     made = plots(b, out)
     rows = table(b)

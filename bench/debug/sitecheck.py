@@ -1,7 +1,7 @@
 """Probe sites as the guest's memory holds them, read through QEMU's GDB
 stub with the harness's own RSP client (bench/rsp.py), no gdb involved.
 
-    states = sitecheck.read_sites(guest, session.image, probes, mode, enabled)
+    states = sitecheck.read_sites(guest, session.image, probes, mechanism, enabled)
     bad = [s for s in states if not s.ok]
 
 Theory of operation. A disabled probe must leave exactly the compiler's
@@ -11,9 +11,9 @@ sparc64). The host knows the original bytes from the ELF (trace.Image), so
 reading the site through the stub proves what the guest's own `probe
 list` can only claim. An interrupt stops QEMU's VM (RSPClient.halt), the
 reads follow, and `D` (detach) lets the guest run on — the serial side
-does not notice beyond the pause. In the lossy modes (step, shellgame) an
-enabled site may hold either the trap or, between a firing and the next,
-the original; both are accepted there.
+does not notice beyond the pause. Under the lossy mechanisms (step,
+shellgame) an enabled site may hold either the trap or, between a firing
+and the next, the original; both are accepted there.
 
 QEMU's sparc64 stub translates addresses through the TLBs only; a site
 whose page no TLB holds is read as physical memory instead (kernel text
@@ -24,13 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import rsp, runs, trace
-from .machine import Guest
+from ..guest.qemu import Guest
+from ..trace.image import Image
+from ..trace.sites import Probe
+from . import rsp
 
 
 @dataclass
 class SiteState:
-    probe: trace.Probe
+    probe: Probe
     enabled: bool
     original: bytes
     trap: bytes
@@ -63,11 +65,12 @@ def read_code(stub: rsp.RSPClient, addr: int, length: int) -> bytes:
             stub.set_physical(False)
 
 
-def read_sites(guest: Guest, image: trace.Image, probes: list[trace.Probe],
-               mode: str, enabled: set[int], timeout: float = 20) -> list[SiteState]:
-    fmt = guest.arch.probe_trap.get(mode)
+def read_sites(guest: Guest, image: Image, probes: list[Probe],
+               mechanism: str, enabled: set[int], timeout: float = 20) -> list[SiteState]:
+    fmt = guest.arch.probe_trap.get(mechanism)
     if fmt is None:
-        raise rsp.StubError(f"{guest.arch.name} has no armed-site bytes for mode {mode!r}")
+        raise rsp.StubError(f"{guest.arch.name} has no armed-site bytes for "
+                            f"mechanism {mechanism!r}")
     out = []
     with rsp.RSPClient.connect_unix(guest.wait_gdb_socket(), timeout=timeout) as stub:
         stop = stub.halt()
@@ -79,7 +82,7 @@ def read_sites(guest: Guest, image: trace.Image, probes: list[trace.Probe],
                 original = image.code(p.addr, len(trap))
                 got = read_code(stub, p.addr, len(trap))
                 out.append(SiteState(p, p.id in enabled, original, trap, got,
-                                     mode in runs.LOSSY_MODES))
+                                     mechanism in guest.arch.lossy))
         finally:
             stub.detach()
     return out

@@ -1,7 +1,7 @@
 """A private libvirt daemon in session mode, for the libvirt backend.
 
     with PrivateDaemon(REPO / "build" / "libvirt" / "run-123") as d:
-        Guest("i386", backend="libvirt", connect=d.uri)
+        LibvirtGuest("i386", connect=d.uri)      (bench/guest/libvirt.py)
 
 libvirt has two kinds of daemon. A *system* daemon (run as root) keeps its
 state in /etc/libvirt, /run/libvirt and /var/lib/libvirt, and its QEMU
@@ -46,7 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import LaunchError
+from .. import arches
+from ..errors import LaunchError
 
 LIBVIRTD = "libvirtd"
 UNPRIVILEGED_USER = "nobody"
@@ -120,8 +121,7 @@ class PrivateDaemon:
         if shutil.which(LIBVIRTD) is None:
             raise DaemonUnavailable(f"no {LIBVIRTD} on PATH (`make deps` installs "
                                     "libvirt-daemon and libvirt-daemon-driver-qemu)")
-        if shutil.which("qemu-system-i386") is None and \
-                shutil.which("qemu-system-sparc64") is None:
+        if not any(shutil.which(a.qemu) for a in arches.ARCHES.values()):
             raise DaemonUnavailable("no qemu-system-* on PATH")
         self.sockets = Path(tempfile.mkdtemp(prefix="tblv-"))
         os.chmod(self.sockets, 0o755)

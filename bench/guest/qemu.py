@@ -1,6 +1,7 @@
 """A guest under QEMU, driven over its serial line.
 
     with Guest("i386") as g:            # launches QEMU, waits for HELLO
+                                        # (or open_guest(): bench/guest/backend.py)
         r = g.command("selftest")       # Reply: status, message, text lines
         info = g.exit(0)                # ExitInfo: guest status + QEMU rc
 
@@ -20,14 +21,12 @@ manager always reaps QEMU, whatever happened inside it. A guest exit status
 is believed only when the EXIT frame and QEMU's exit code agree
 (guest-kernel/include/exit.h explains why).
 
-Backends: this class launches QEMU itself (backend "qemu", the default).
-`Guest(..., backend="libvirt", connect=URI)` — or `use_backend()` once for
-the whole process, as the CLI's --backend does — returns a
-bench.virt.LibvirtGuest instead: the same guest as a transient libvirt
-domain, its serial line on a unix socket, with the same API. The backend
-only replaces how QEMU starts (_launch_process), how serial bytes move
-(_read_serial_chunk, _write_serial) and how its end is observed and forced
-(wait_exit, kill, _reap, close, alive).
+Backends: this class launches QEMU itself (backend "qemu"). Its subclass
+bench/guest/libvirt.py's LibvirtGuest is the same guest as a transient
+libvirt domain; it only replaces how QEMU starts (_launch_process), how
+serial bytes move (_read_serial_chunk, _write_serial) and how its end is
+observed and forced (wait_exit, kill, _reap, close, alive).
+bench/guest/backend.py's open_guest() picks one.
 """
 
 from __future__ import annotations
@@ -46,13 +45,17 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import arches, cdefs, symbols, wire
-from .errors import GuestExited, GuestTimeout, LaunchError, ProtocolError
+from .. import arches
+from ..errors import (GuestExited, GuestTimeout, LaunchError, ProtocolError,
+                      UsageError)
+from ..paths import LOG_DIR
+from ..wire import cdefs, records
+from ..wire import frames as wire
+from . import symbols
 
 EXIT_H = cdefs.load("guest-kernel/include/exit.h")
 EXIT_NAMES = {e.value: e.name for e in EXIT_H.table("EXIT_STATUSES")}
 EXIT_STATUS = {e.name: e.value for e in EXIT_H.table("EXIT_STATUSES")}
-LOG_DIR = cdefs.REPO / "build" / "logs"
 
 _EOF = object()
 _serial = itertools.count()
@@ -93,39 +96,16 @@ class ExitInfo:
         return exit_status_name(self.status)
 
 
-BACKENDS = ("qemu", "libvirt")
-_backend = {"name": "qemu", "connect": None}
-
-
-def use_backend(name: str, connect: str | None = None) -> None:
-    """Make every Guest created from now on use this backend (the CLI's
-    --backend/--connect); a Guest's own backend= argument still wins."""
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}: known backends are "
-                         f"{', '.join(BACKENDS)}")
-    _backend.update(name=name, connect=connect)
-
-
 class Guest:
-    def __new__(cls, *args, backend: str | None = None, **kw):
-        name = backend or _backend["name"]
-        if name not in BACKENDS:
-            raise ValueError(f"unknown backend {name!r}: known backends are "
-                             f"{', '.join(BACKENDS)}")
-        if cls is Guest and name == "libvirt":
-            from .virt import LibvirtGuest
-            cls = LibvirtGuest
-        return super().__new__(cls)
-
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
                  on_text=None, image: Path | None = None, elf: Path | None = None,
-                 gdbstub: bool = False, paused: bool = False,
-                 backend: str | None = None, connect: str | None = None):
+                 gdbstub: bool = False, paused: bool = False):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
-            raise ValueError(f"{self.arch.name}: smp must be 1..{self.arch.max_smp}")
+            raise UsageError(f"{self.arch.name} runs 1 to {self.arch.max_smp} CPUs "
+                             f"(asked for {smp})")
         self.smp, self.memory_mb, self.extra_args = smp, memory_mb, tuple(extra_args)
         self.image = Path(image) if image else self.arch.image()
         self.elf = Path(elf) if elf else (self.image if image else self.arch.elf())
@@ -147,7 +127,7 @@ class Guest:
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
         if paused and not gdbstub:
-            raise ValueError("a paused guest needs gdbstub=True (nothing could start it)")
+            raise UsageError("a paused guest needs gdbstub=True (nothing could start it)")
         self.paused = paused
         self.gdb_socket: Path | None = None
         if gdbstub:
@@ -161,7 +141,7 @@ class Guest:
         self.byte_order = "<"
         self.text: list[str] = []
         self.link_errors: list[wire.LinkError] = []
-        # EVENTS, STATS and EXPECT frames, in arrival order (bench/trace.py).
+        # EVENTS, STATS and EXPECT frames, in arrival order (capture()).
         self.trace_frames: list[wire.Frame] = []
         self.exit_info: ExitInfo | None = None
         self.boot_seconds: float | None = None
@@ -346,10 +326,16 @@ class Guest:
         if self.gdb_socket:
             shutil.rmtree(self._gdb_dir, ignore_errors=True)
 
+    def capture(self, since: int = 0) -> records.Capture:
+        """The trace frames from trace_frames[since:] decoded (bench/wire/
+        records.py), in this guest's word size and byte order."""
+        return records.decode(self.trace_frames[since:], self.byte_order,
+                              self.hello["word_bytes"])
+
     def wait_gdb_socket(self, timeout: float = 10) -> Path:
         """The stub's socket path, once QEMU listens on it."""
         if not self.gdb_socket:
-            raise ValueError("this guest was started without gdbstub=True")
+            raise UsageError("this guest was started without gdbstub=True")
         deadline = time.monotonic() + timeout
         while not self.gdb_socket.exists():
             if not self.alive or time.monotonic() > deadline:
@@ -366,7 +352,7 @@ class Guest:
 
     def _send(self, line: str) -> None:
         if "\n" in line:
-            raise ValueError("a command is one line")
+            raise UsageError(f"a command is one line: {line!r}")
         self._commands_sent += 1
         self._note(f">> {line}")
         self._write_serial(line.encode("utf-8", "surrogateescape") + b"\n")

@@ -51,28 +51,31 @@ the run; any other unicorn error is reported as a mismatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
                      UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
 from unicorn import x86_const as X
 
-from . import cdefs
+from ..wire import cdefs
+from .report import CheckReport
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
 _TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
+_STACK = {e.name: e.value for e in CHECK.table("I386_CHECK_STACK")}
 NREGS = CHECK.const("I386_CHECK_NREGS")
 WORDS = CHECK.const("I386_CHECK_WORDS")
-if [e.value for e in _TABLE] != list(range(NREGS)) or WORDS != 2 * NREGS + 3:
+if [e.value for e in _TABLE] != list(range(NREGS)) or WORDS != 2 * NREGS + len(_STACK):
     raise cdefs.CdefsError("check.h: I386_CHECK_REGS must number 0..NREGS-1 "
-                           "and a record be 2*NREGS+3 words")
+                           "and a record be 2*NREGS words and the stack words")
 REGS = tuple(e.meaning for e in _TABLE)           # field names: eax ... eflags
 _UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
 I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
 I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
 I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
 I_EBP = next(e.value for e in _TABLE if e.name == "EBP")
-W_ADDR, W_BEFORE, W_AFTER = 2 * NREGS, 2 * NREGS + 1, 2 * NREGS + 2
+W_ADDR, W_BEFORE, W_AFTER = (_STACK["STACK_ADDR"], _STACK["STACK_BEFORE"],
+                             _STACK["STACK_AFTER"])
 
 FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
          "ENTER", "NOP")
@@ -117,32 +120,6 @@ def classify(code: bytes) -> Form | str:
             return "enter with a nesting level is refused by the guest"
         return Form("ENTER", 4, 1)
     return f"{c[:4].hex()} is not an emulated form"
-
-
-@dataclass
-class CheckReport:
-    """What a check found; also check_sparc64's (order: its class names)."""
-    checked: int = 0
-    by_form: dict[str, int] = field(default_factory=dict)
-    mismatches: list[str] = field(default_factory=list)
-    order: tuple[str, ...] = FORMS
-
-    def site_of(self, rec, sites):
-        """rec's probe site, or None with the mismatch reported."""
-        site = sites.get(rec.probe)
-        if site is None:
-            self.mismatches.append(f"probe {rec.probe}: CHECK record for a "
-                                   "probe with no known site")
-        return site
-
-    def summary(self) -> str:
-        order = self.order
-        forms = ", ".join(f"{f} {self.by_form[f]}" for f in
-                          sorted(self.by_form, key=lambda f: (order.index(f)
-                                 if f in order else len(order), f)))
-        return (f"check: {self.checked} emulations checked"
-                f"{f' ({forms})' if forms else ''}, "
-                f"{len(self.mismatches)} mismatches")
 
 
 def _pages(addr: int, size: int) -> set[int]:
@@ -299,7 +276,7 @@ def _fresh(site, w, form: Form):
 
 def verify(checks, sites) -> CheckReport:
     """Re-execute each CHECK record's site in unicorn; see the docstring."""
-    report = CheckReport()
+    report = CheckReport(order=FORMS)
     forms: dict[int, Form | str] = {}
     code: dict[int, int] = {}          # every site's bytes, by address
     conflicts: set[int] = set()        # sites whose bytes disagree with another's

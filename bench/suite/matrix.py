@@ -46,12 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import arches, junit, tap
-from .cdefs import REPO
-from .errors import BenchError
+from .. import arches
+from ..errors import UsageError
+from ..parser import build_parser
+from ..paths import BUILD, REPO
+from ..trace import sites
+from . import junit, tap
 
 MATRIX_FILE = REPO / "ci" / "matrix.cfg"
-OUT_DIR = REPO / "build" / "matrix"
+OUT_DIR = BUILD / "matrix"
 
 # kind -> (bench subcommand, keys it takes beyond the common ones,
 #          default timeout in seconds)
@@ -61,17 +64,19 @@ KINDS: dict[str, tuple[str, tuple[str, ...], float]] = {
     "differential": ("selftest", (), 300),
     "lossless":     ("lossless", ("mechanism", "iters"), 1800),
     "toggle":       ("toggle",   ("mechanism", "iters"), 900),
+    "fuzz":         ("fuzz",     ("states",), 1800),
 }
 COMMON_KEYS = ("arch", "smp", "kind", "extra_params", "timeout", "groups", "xfail")
 KEYS = {
     "arch": "i386 or sparc64 (required)",
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
-    "kind": "trace | check | differential | lossless | toggle (required)",
-    "mechanism": "the probe mode: i386 int3|ud|step, sparc64 emulate|shellgame "
+    "kind": "trace | check | differential | lossless | toggle | fuzz (required)",
+    "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
     "workload": "the run command's arguments for trace/check (default 'fib n=10')",
     "iters": "iterations per thread for lossless/toggle (default: the subcommand's)",
+    "states": "random states per emulated class for fuzz (default 10^6)",
     "extra_params": "more arguments for the subcommand, shell-quoted",
     "timeout": "seconds before the cell is killed and failed",
     "groups": "space-separated group names (required; quick, full, ...)",
@@ -80,7 +85,7 @@ KEYS = {
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class MatrixError(BenchError):
+class MatrixError(UsageError):
     """The matrix file, or the selection asked of it, is wrong (usage)."""
 
 
@@ -95,6 +100,7 @@ class Cell:
     probes: str | None = None
     workload: str | None = None
     iters: int | None = None
+    states: int | None = None
     extra_params: tuple[str, ...] = ()
     timeout: float = 300
     xfail: str | None = None
@@ -103,11 +109,13 @@ class Cell:
     def argv(self) -> list[str]:
         """The `python3 -m bench` arguments this cell runs."""
         sub = KINDS[self.kind][0]
-        a = [sub, "--arch", self.arch, "--smp", str(self.smp)]
+        a = [sub, "--arch", self.arch]
+        if self.kind != "fuzz":
+            a += ["--smp", str(self.smp)]
         if self.kind == "differential":
             a += ["--area", "probes"]
         if self.mechanism:
-            a += ["--mode", self.mechanism]
+            a += ["--mechanism", self.mechanism]
         if self.probes:
             a += ["--probes", self.probes]
         if self.workload:
@@ -116,6 +124,8 @@ class Cell:
             a.append("--check")
         if self.iters is not None:
             a += ["--iters", str(self.iters)]
+        if self.states is not None:
+            a += ["--states", str(self.states)]
         return a + list(self.extra_params)
 
 
@@ -211,18 +221,19 @@ def _cell(sec, name: str, where, path: str) -> Cell:
         if not NAME_RE.match(g):
             raise err("groups", f"bad group name {g!r}")
     if "smp" in sec:
+        if kind == "fuzz":
+            raise err("smp", "does not apply to kind fuzz (it boots no guest)")
         cell.smp = integer("smp", 1, arch.max_smp)
     if "mechanism" in takes:
-        cell.mechanism = sec.get("mechanism", arch.modes[0]).strip()
-        if cell.mechanism not in arch.modes:
+        cell.mechanism = sec.get("mechanism", arch.default_mechanism).strip()
+        if cell.mechanism not in arch.mechanisms:
             raise err("mechanism", f"{cell.mechanism!r}: {arch.name} has "
-                      f"{', '.join(arch.modes)}")
+                      f"{', '.join(arch.mechanisms)}")
     if "probes" in sec:
-        from . import trace
         cell.probes = sec["probes"].strip()
         try:
-            trace.parse_spec(cell.probes)
-        except trace.SpecError as e:
+            sites.parse_spec(cell.probes)
+        except sites.SpecError as e:
             raise err("probes", str(e))
     if "workload" in sec:
         cell.workload = " ".join(sec["workload"].split())
@@ -230,6 +241,8 @@ def _cell(sec, name: str, where, path: str) -> Cell:
             raise err("workload", "empty")
     if "iters" in sec:
         cell.iters = integer("iters", 1)
+    if "states" in sec:
+        cell.states = integer("states", 1)
     if "extra_params" in sec:
         try:
             cell.extra_params = tuple(shlex.split(sec["extra_params"]))
@@ -249,7 +262,6 @@ def _cell(sec, name: str, where, path: str) -> Cell:
         if not cell.xfail:
             raise err("xfail", "needs the text the failing output contains")
     # The subcommand's own parser has the last word on the arguments.
-    from .cli import build_parser
     msg = io.StringIO()
     try:
         with contextlib.redirect_stderr(msg):

@@ -1,6 +1,6 @@
 """trapbench's gdb extension: tracer state of a stopped guest, decoded.
 
-    (gdb) source bench/gdbext.py          (`make debug` does this)
+    (gdb) source bench/debug/gdbext.py    (`make debug` does this)
     (gdb) tb probes                       the probe table: site, kind, state,
                                           mechanism, hits
     (gdb) tb buffer [CPU]                 a CPU's trace ring: counters and
@@ -10,15 +10,16 @@
 
 Theory of operation. gdb runs this file in its embedded Python (Debian's
 python3, so the repo's bench package imports: the wire format comes from
-tracer/include/wire.h through bench/wire.py, never a second copy). Guest
+tracer/include/wire.h through bench/wire/, never a second copy). Guest
 structures are read through gdb with their DWARF types — tracer_probes[]
 (tracer/include/tracer.h), the per-CPU rings `tcpu` (tracer/core/buffer.c),
 struct trapframe (guest-kernel/arch/<arch>/trapframe.h) — so a field added
 or moved in C needs no change here. Names come from the guest's own
-tables: probe states from enum probe_state, mechanisms from tarch_mechs[],
+tables: probe states from enum probe_state, mechanisms from tarch_mechanisms[],
 trap names from the kernel's vector_names[] (i386) or tt_names[]
 (sparc64). Only the record format is decoded on the host side, with
-bench/trace.py's struct (the same code that decodes EVENTS frames).
+bench/wire/records.py's structs and slot names (the same code that decodes
+EVENTS frames).
 
 A ring holds records between tail (drained up to) and head (written up
 to); those are `pending`. Records before tail were already sent, but the
@@ -34,12 +35,16 @@ from pathlib import Path
 
 import gdb  # noqa: F401  (only inside gdb)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench import trace, wire  # noqa: E402
+from bench import arches  # noqa: E402
+from bench.wire import cdefs  # noqa: E402
+from bench.wire.records import (BRANCH, BRANCH_BITS, ENTRY, EVENT,  # noqa: E402
+                                K_BRANCH, K_ENTRY, K_PAD, K_RETURN, KIND_NAMES,
+                                RETURN, Event)
 
-KIND_NAMES = {e.value: e.name for e in wire.WIRE.table("WIRE_EVENT_KINDS")}
-K_PAD = wire.WIRE.by_name("WIRE_EVENT_KINDS")["PAD"].value
+VECTORS = cdefs.load("guest-kernel/arch/i386/vectors.h")
+VEC_BP, VEC_UD = VECTORS.const("VEC_BP"), VECTORS.const("VEC_UD")
 
 
 # ---- reading the guest ----
@@ -117,9 +122,9 @@ def probe_table() -> list[dict]:
     table = _sym("tracer_probes")
     table.fetch_lazy()
     states = _enum_names("enum probe_state")
-    mechs = _sym("tarch_mechs")
-    nmechs = int(_sym("tarch_nmechs"))
-    mech_names = [_string(mechs[i]["name"]) for i in range(nmechs)]
+    mechanisms = _sym("tarch_mechanisms")
+    count = int(_sym("tarch_nmechanisms"))
+    names = [_string(mechanisms[i]["name"]) for i in range(count)]
     lo, hi = table.type.range()
     out = []
     for i in range(lo, hi + 1):
@@ -127,12 +132,12 @@ def probe_table() -> list[dict]:
         state = int(p["state"])
         if states.get(state) == "PROBE_FREE":
             continue
-        mech = int(p["mech"])
+        m = int(p["mechanism"])
         out.append({
             "id": int(p["id"]), "addr": int(p["addr"]),
             "kind": KIND_NAMES.get(int(p["kind"]), str(int(p["kind"]))).lower(),
             "state": states.get(state, str(state)).removeprefix("PROBE_").lower(),
-            "mech": mech_names[mech] if mech < nmechs else str(mech),
+            "mechanism": names[m] if m < count else str(m),
             "nargs": int(p["nargs"]), "hits": int(p["hits"]),
         })
     return out
@@ -145,7 +150,7 @@ def rings() -> list[tuple[int, gdb.Value]]:
     return [(c, tcpu[c]) for c in range(lo, hi + 1) if int(tcpu[c]["data"])]
 
 
-def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, trace.Event]], str]:
+def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, Event]], str]:
     """(offset, pending, Event) of the records one ring still holds, and a
     note on what could not be walked."""
     data, size = int(t["data"]), int(t["size"])
@@ -176,19 +181,19 @@ def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, trace.Event]], str
         if ring[off] == K_PAD:      # the record's kind byte
             pos = (pos + size - off) & u32
             continue
-        if off + trace.EVENT.size > size:
+        if off + EVENT.size > size:
             note = f"a record header runs off the ring at {off:#x}"
             break
-        e = trace.EVENT.unpack(ring[off:off + trace.EVENT.size], order)
+        e = EVENT.unpack(ring[off:off + EVENT.size], order)
         n = e["nwords"]
-        end = off + trace.EVENT.size + n * wb
+        end = off + EVENT.size + n * wb
         if end > size:
             note = f"a record at {off:#x} runs off the ring ({n} words)"
             break
-        words = struct.unpack_from(f"{order}{n}{wfmt}", ring, off + trace.EVENT.size)
+        words = struct.unpack_from(f"{order}{n}{wfmt}", ring, off + EVENT.size)
         pending = ((pos - tail) & u32) < ((head - tail) & u32)
-        out.append((off, pending, trace.Event(-1, e["thread"], e["probe"],
-                                               e["kind"], e["cycles"], words)))
+        out.append((off, pending, Event(-1, e["thread"], e["probe"],
+                                        e["kind"], e["cycles"], words)))
         pos = (pos + end - off) & u32
     return out, note
 
@@ -212,28 +217,32 @@ Usage: tb probes"""
 
     def invoke(self, arg, from_tty):
         probes = probe_table()
-        print(f"{'id':>4}  {'site':<28} {'kind':<7} {'state':<9} {'mode':<10} "
+        print(f"{'id':>4}  {'site':<28} {'kind':<7} {'state':<9} {'mechanism':<10} "
               f"{'nargs':>5} {'hits':>10}")
         for p in probes:
             site = f"{p['addr']:#x} <{where(p['addr'])}>"
             print(f"{p['id']:>4}  {site:<28} {p['kind']:<7} {p['state']:<9} "
-                  f"{p['mech']:<10} {p['nargs']:>5} {p['hits']:>10}")
+                  f"{p['mechanism']:<10} {p['nargs']:>5} {p['hits']:>10}")
         enabled = sum(p["state"] == "enabled" for p in probes)
         print(f"{len(probes)} probes, {enabled} enabled, "
               f"{sum(p['hits'] for p in probes)} hits")
 
 
-def _format_record(ev: trace.Event, names: dict[int, str]) -> str:
+def _format_record(ev: Event, names: dict[int, str]) -> str:
     kind = KIND_NAMES.get(ev.kind, str(ev.kind)).lower()
     w = ev.words
     fn = names.get(ev.probe, f"probe{ev.probe}")
-    if ev.kind == trace.K_ENTRY and len(w) >= 2:
-        what = f"-> {fn}({', '.join(str(x) for x in w[2:])}) sp={w[1]:#x}"
-    elif ev.kind == trace.K_RETURN and len(w) >= 2:
-        what = f"<- {fn} = {w[2] if len(w) > 2 else '?'} sp={w[1]:#x}"
-    elif ev.kind == trace.K_BRANCH and len(w) >= 3:
-        how = ("taken" if w[2] & 1 else "not taken") + (", annulled" if w[2] & 2 else "")
-        what = f"~ {where(w[0])} -> {where(w[1])} {how}"
+    if ev.kind == K_ENTRY and len(w) > ENTRY.SP:
+        what = (f"-> {fn}({', '.join(str(x) for x in w[ENTRY.ARG0:])}) "
+                f"sp={w[ENTRY.SP]:#x}")
+    elif ev.kind == K_RETURN and len(w) > RETURN.SP:
+        value = w[RETURN.VALUE] if len(w) > RETURN.VALUE else "?"
+        what = f"<- {fn} = {value} sp={w[RETURN.SP]:#x}"
+    elif ev.kind == K_BRANCH and len(w) > BRANCH.FLAGS:
+        f = w[BRANCH.FLAGS]
+        how = (("taken" if f & BRANCH_BITS.TAKEN else "not taken")
+               + (", annulled" if f & BRANCH_BITS.ANNULLED else ""))
+        what = f"~ {where(w[BRANCH.PC])} -> {where(w[BRANCH.TARGET])} {how}"
     else:
         what = " ".join(f"{x:#x}" for x in w)
     return f"t{ev.thread} probe {ev.probe} {kind} cycles={ev.cycles} {what}"
@@ -295,8 +304,10 @@ def _find_trapframe() -> gdb.Value:
 
 
 def _fire_path() -> str:
-    for name in ("i386_probe_trap", "sparc64_probe_trap"):
-        if gdb.lookup_global_symbol(name) or gdb.lookup_symbol(name)[0]:
+    """The loaded guest's fire path (arches.Arch.fire_path)."""
+    for a in arches.ARCHES.values():
+        name = a.fire_path
+        if name and (gdb.lookup_global_symbol(name) or gdb.lookup_symbol(name)[0]):
             return name
     return "the fire path"
 
@@ -374,7 +385,7 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
         p = _probe_at(site)
         if p:
             print(f"  probe {p['id']}: {p['kind']} of {where(p['addr'])}, {p['state']}, "
-                  f"mode {p['mech']}, {p['hits']} hits")
+                  f"mechanism {p['mechanism']}, {p['hits']} hits")
         else:
             print(f"  no probe at {site:#x} <{where(site)}>")
 
@@ -387,9 +398,9 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
                 if eflags >> b & 1]
         print(f"  interrupted esp {esp:#x}, eflags [{' '.join(bits)}]")
         v = int(frame["vector"])
-        if v in (3, 6):
-            site = int(frame["eip"]) - (1 if v == 3 else 0)
-            print(f"  site {site:#x} <{where(site)}> ({'int3' if v == 3 else 'ud2'})")
+        if v in (VEC_BP, VEC_UD):
+            site = int(frame["eip"]) - (1 if v == VEC_BP else 0)
+            print(f"  site {site:#x} <{where(site)}> ({'int3' if v == VEC_BP else 'ud2'})")
             self._report_probe(site)
 
     def _sparc64(self, frame) -> None:

@@ -1,16 +1,16 @@
 """The libvirt backend: the same guest as a transient libvirt domain.
 
-    with Guest("i386", backend="libvirt", connect=uri) as g:   # or use_backend()
-        g.command("selftest"); g.exit(0)
+    with LibvirtGuest("i386", connect=uri) as g:   # or open_guest() after
+        g.command("selftest"); g.exit(0)           # use_backend("libvirt", uri)
 
-A LibvirtGuest is a bench.machine.Guest whose QEMU is started by a libvirt
+A LibvirtGuest is a bench/guest/qemu.py Guest whose QEMU is started by a libvirt
 daemon instead of by the harness. Everything above the serial line (frames,
 commands, replies, trace capture, logs in build/logs/) is the base class's;
 this module only changes how QEMU starts, how bytes move and how its end
 is observed.
 
 Domain. domain_xml() fills in images/domain.xml from the arch table's
-QEMU arguments (bench/arches.py), as a transient domain (createXML, so
+QEMU arguments and libvirt_arch (bench/arches.py), as a transient domain (createXML, so
 nothing stays defined after it stops): `-M X` → <type machine='X'>,
 `-kernel F` → <kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs
 → <memory> and <vcpu>, domain type 'qemu' → TCG. What the domain XML
@@ -46,13 +46,11 @@ from string import Template
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
+from ..errors import GuestExited, LaunchError, ProtocolError
+from ..paths import LOG_DIR, REPO
 from . import libvirtd
-from .cdefs import REPO
-from .errors import GuestExited, LaunchError, ProtocolError
-from .machine import LOG_DIR, ExitInfo, Guest, _backend
+from .qemu import ExitInfo, Guest
 
-# qemu-system-* binary → libvirt's architecture name.
-LIBVIRT_ARCH = {"qemu-system-i386": "i686", "qemu-system-sparc64": "sparc64"}
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
 STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
                   4: "saved", 5: "failed", 6: "from-snapshot"}
@@ -90,7 +88,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
                serial: Path, extra_args=()) -> str:
     """A transient domain running what Guest's QEMU command line runs
     (images/domain.xml filled in)."""
-    if arch.qemu not in LIBVIRT_ARCH:
+    if not arch.libvirt_arch:
         raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
     machine = None
     boot = []
@@ -113,7 +111,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
     passthrough += [*arch.exit_device, *extra_args]
     return Template(TEMPLATE.read_text()).substitute(
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
-        arch=LIBVIRT_ARCH[arch.qemu], machine=_attr(machine),
+        arch=arch.libvirt_arch, machine=_attr(machine),
         boot="\n    ".join(boot), serial=_attr(serial),
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
@@ -145,9 +143,9 @@ def socket_dir(uri: str | None) -> Path:
 
 
 class LibvirtGuest(Guest):
-    def __init__(self, arch, *, connect: str | None = None, backend=None, **kw):
+    def __init__(self, arch, *, connect: str | None = None, **kw):
         super().__init__(arch, **kw)
-        self.uri = connect or _backend["connect"]
+        self.uri = connect
         self.domain_name = DOMAIN_PREFIX + self.name
         self.conn = None
         self.dom = None

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from ..errors import BenchError
+from ..paths import REPO
 
 
-class CdefsError(Exception):
-    pass
+class CdefsError(BenchError):
+    """A shared header this reader cannot read whole (a build problem)."""
 
 
 @dataclass(frozen=True)
@@ -99,12 +100,14 @@ class Header:
     constants: dict[str, int]
     tables: dict[str, tuple[TableEntry, ...]]
     structs: dict[str, CStruct]
+    included: dict[str, int] = None     # constants of the headers it includes
 
     def const(self, name: str) -> int:
-        try:
-            return self.constants[name]
-        except KeyError:
-            raise CdefsError(f"{self.path}: no constant {name}") from None
+        """A constant of the header, or of a header it includes."""
+        for d in (self.constants, self.included or {}):
+            if name in d:
+                return d[name]
+        raise CdefsError(f"{self.path}: no constant {name}")
 
     def table(self, name: str) -> tuple[TableEntry, ...]:
         try:
@@ -230,7 +233,7 @@ def parse(text: str, path: Path = Path("<text>")) -> Header:
             fields.append(Field(fname, ctype, count, offset))
             offset += size * count
         structs[name] = CStruct(name, tuple(fields), offset)
-    return Header(path, constants, tables, structs)
+    return Header(path, constants, tables, structs, known)
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""The serial wire format, host side: deframing and payload decoding.
+"""The serial framing, host side: deframing and the small payloads.
 
 Every number and layout comes from tracer/include/wire.h through cdefs; this
 file holds only the logic. Deframer.feed() takes bytes as they arrive and
@@ -23,6 +23,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+from ..errors import ProtocolError
 from . import cdefs
 
 WIRE = cdefs.load("tracer/include/wire.h")
@@ -52,9 +53,12 @@ T_FILL = FRAME_TYPES["FILL"].value
 # Kept with the capture, not shown: FILL rides with the trace so that the
 # raw channel and the drain are read the same way on the host.
 TRACE_TYPES = (T_EVENTS, T_STATS, T_EXPECT, T_FILL)
-EVENT_KINDS = {e.value: e.name for e in WIRE.table("WIRE_EVENT_KINDS")}
 
-_HEADER = struct.Struct("<2sBBIHH")
+# struct wire_frame_header, little-endian on every arch.
+HEADER = WIRE.structs["wire_frame_header"]
+if HEADER.size != HEADER_SIZE:
+    raise cdefs.CdefsError("wire.h: struct wire_frame_header is not "
+                           "WIRE_HEADER_SIZE bytes")
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,8 @@ class LinkError:
 
 def encode(ftype: int, seq: int, payload: bytes) -> bytes:
     """A frame exactly as the guest would send it (for tests and tools)."""
-    head = _HEADER.pack(MAGIC, VERSION, ftype, seq & 0xffffffff, len(payload), 0)
+    head = HEADER.pack("<", magic=list(MAGIC), version=VERSION, type=ftype,
+                       seq=seq & 0xffffffff, length=len(payload))
     body = head + payload
     return body + struct.pack("<I", zlib.crc32(body))
 
@@ -155,7 +160,8 @@ class Deframer:
             self._skip(i)
         if len(self.buf) < HEADER_SIZE:
             return None
-        _, version, ftype, seq, length, _ = _HEADER.unpack_from(self.buf)
+        h = HEADER.unpack(bytes(self.buf[:HEADER_SIZE]), "<")
+        version, ftype, seq, length = h["version"], h["type"], h["seq"], h["length"]
         if version != VERSION or length > MAX_PAYLOAD:
             self._skip(1)
             return []
@@ -192,7 +198,7 @@ def byte_order_of(hello_payload: bytes) -> str:
     """'<' or '>' from the first byte of a HELLO payload."""
     order = BYTE_ORDERS.get(hello_payload[0]) if hello_payload else None
     if order is None:
-        raise ValueError(f"HELLO announces unknown byte order {hello_payload[:1]!r}")
+        raise ProtocolError(f"HELLO announces unknown byte order {hello_payload[:1]!r}")
     return "<" if order == "LITTLE" else ">"
 
 

@@ -5,7 +5,7 @@ a probe emulates, a CHECK record (tracer/arch/sparc64/check.h): the state
 before (PC, nPC, CCR, Y, FSR, %g1-%g7 and the window's %o/%l/%i), the state
 after as the trap's way back will resume with it, and, for a `return`, the
 caller's %l/%i. verify() runs the site's ORIGINAL word in python3-unicorn's
-SPARC64 mode from the "before" state (bench/ref_sparc64.Reference: run()
+SPARC64 mode from the "before" state (bench/check/ref_sparc64.Reference: run()
 for the CTIs, run_window() for `save` and `return`) and compares unicorn's
 result ("expected") with the guest's "after" ("actual"), field by field.
 Field order and record size come from check.h through cdefs.
@@ -32,9 +32,9 @@ is reported.
 
 from __future__ import annotations
 
-from . import cdefs
-from .check_i386 import CheckReport
+from ..wire import cdefs
 from .ref_sparc64 import Reference, slot
+from .report import CheckReport
 
 CHECK = cdefs.load("tracer/arch/sparc64/check.h")
 _TABLE = sorted(CHECK.table("SPARC64_CHECK_REGS"), key=lambda e: e.value)

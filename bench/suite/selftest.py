@@ -15,9 +15,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import arches, build, junit
-from .cdefs import REPO
-from .machine import EXIT_STATUS, Guest
+from .. import arches
+from ..guest import build
+from ..guest.backend import open_guest
+from ..guest.qemu import EXIT_STATUS
+from ..paths import BUILD
+from . import junit
 
 SUMMARY_RE = re.compile(r"^SUMMARY: (\d+) tests, (\d+) failed$")
 
@@ -55,11 +58,11 @@ def judge(arch: str, lines: list[str], reply_ok: bool) -> SelftestResult:
 
 
 def run(arch_name: str, area: str = "", echo=print, smp: int = 1,
-        junit_dir: Path | None = REPO / "build" / "junit") -> SelftestResult:
+        junit_dir: Path | None = BUILD / "junit") -> SelftestResult:
     arch = arches.get(arch_name)
     build.ensure_image(arch)
     t0 = time.monotonic()
-    with Guest(arch, label=f"selftest-smp{smp}", smp=smp, on_text=echo) as g:
+    with open_guest(arch, label=f"selftest-smp{smp}", smp=smp, on_text=echo) as g:
         if g.hello["ncpus"] != smp:
             res = SelftestResult(arch.name)
             res.problems.append(f"started with -smp {smp}, the guest found "

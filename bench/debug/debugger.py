@@ -1,13 +1,14 @@
 """`make debug`: a guest paused under QEMU's GDB stub, gdb-multiarch on it.
 
     python3 -m bench debug --arch i386 [--workload my.c] [--probes SPEC]
-                           [--run 'fib n=8'] [--mode M] [--batch SCRIPT]
+                           [--run 'fib n=8'] [--mechanism M] [--batch SCRIPT]
 
 Theory of operation. The guest starts with its CPUs stopped at reset (-S)
-and the stub on a private unix socket (machine.Guest gdbstub/paused). gdb
+and the stub on a private unix socket (bench/guest/qemu.Guest's
+gdbstub/paused). gdb
 gets the kernel ELF (symbols and DWARF), the arch's architecture and byte
 order (arches.Arch.gdb_setup: sun4u's stub sends no target.xml), our
-extension (bench/gdbext.py: `tb probes`, `tb buffer`, `tb frame`) and
+extension (bench/debug/gdbext.py: `tb probes`, `tb buffer`, `tb frame`) and
 `target remote` to the socket. The serial line stays with the harness: a
 driver thread waits for HELLO — which comes once gdb says `continue` —
 then adds and enables the probes and runs the workload, printing what the
@@ -36,13 +37,15 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import arches, build, runs, trace
-from .cdefs import REPO
-from .errors import BenchError
-from .machine import Guest
+from .. import arches
+from ..errors import BenchError
+from ..guest import build
+from ..guest.qemu import Guest
+from ..trace import sites
+from ..trace.session import open_session
 
 GDB = "gdb-multiarch"
-EXTENSION = REPO / "bench" / "gdbext.py"
+EXTENSION = Path(__file__).resolve().parent / "gdbext.py"
 # Long enough for a person at a breakpoint; QEMU is still always reaped.
 PATIENCE = 6 * 3600.0
 
@@ -74,7 +77,7 @@ def gdb_argv(arch: arches.Arch, elf: Path, socket: Path, batch: Path | None = No
 class Outcome:
     """What the driver thread got from the guest."""
     lines: list[str] = field(default_factory=list)
-    probes: list[trace.Probe] = field(default_factory=list)
+    probes: list[sites.Probe] = field(default_factory=list)
     reply: object = None
     error: BaseException | None = None
     done: bool = False
@@ -86,14 +89,12 @@ class Debugger:
 
     def __init__(self, arch: str | arches.Arch, *, smp: int = 1,
                  workload: str | None = None, probes: str | None = None,
-                 mode: str | None = None, run: str | None = None, echo=None):
+                 mechanism: str | None = None, run: str | None = None, echo=None):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
-        self.mode = mode or self.arch.modes[0]
-        if self.mode not in self.arch.modes:
-            raise DebugError(f"mode {self.mode!r}: {self.arch.name} has "
-                             f"{', '.join(self.arch.modes)}")
+        self.mechanism = self.arch.check_mechanism(mechanism or
+                                                   self.arch.default_mechanism)
         if probes:
-            trace.parse_spec(probes)          # bad syntax: refused before booting
+            sites.parse_spec(probes)          # bad syntax: refused before booting
         if workload:
             self.image = build.user_image(self.arch, workload)
             self.elf = self.image.parent / self.arch.symbols
@@ -126,13 +127,14 @@ class Debugger:
             g.wait_ready()
             self._say(f"guest up: {g.hello['arch_name']}, {g.hello['ncpus']} CPU(s)")
             if self.probes:
-                s = runs.open_session(g)
-                s.setup(self.probes, self.mode, strict=False)
+                s = open_session(g)
+                s.setup(self.probes, self.mechanism, strict=False)
                 s.enable(True)
                 for n in s.notes:
                     self._say(f"note: {n}")
                 self.outcome.probes = s.probes
-                self._say(f"{len(s.probes)} probes enabled (mode {self.mode}): " +
+                self._say(f"{len(s.probes)} probes enabled (mechanism "
+                          f"{self.mechanism}): " +
                           ", ".join(f"{p.id}={p.function}:{p.kind}" for p in s.probes[:8])
                           + (" ..." if len(s.probes) > 8 else ""))
             if self.run_line:
@@ -176,10 +178,9 @@ def cmd_debug(args) -> int:
     arch = arches.get(args.arch)
     run_line = args.run
     if args.workload and not run_line:
-        from .cli import _workload_of
-        run_line = _workload_of(args.workload)
+        run_line = build.workload_name(args.workload)
     with Debugger(arch, smp=args.smp, workload=args.workload, probes=args.probes,
-                  mode=args.mode, run=run_line or "fib n=8") as d:
+                  mechanism=args.mechanism, run=run_line or "fib n=8") as d:
         print(f"[bench] {arch.name} guest paused at reset under QEMU's GDB stub "
               f"({d.socket}); log {d.guest.log_path}", flush=True)
         if args.batch:

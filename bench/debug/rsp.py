@@ -34,7 +34,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from .errors import BenchError
+from ..errors import BenchError
 
 INTERRUPT = b"\x03"
 

@@ -1,0 +1,168 @@
+"""The command line's grammar: every subcommand of `python3 -m bench` and
+its arguments, and nothing else.
+
+build_parser() names each subcommand's handler by the subcommand itself
+(args.subcommand); bench/cli.py maps names to code. Keeping the grammar
+apart lets the correctness matrix (bench/suite/matrix.py) check each
+cell's arguments with the very parser a person's command meets, without
+importing the commands.
+
+The probe mechanism is --mechanism (--mode is accepted as its old name).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import arches
+from .guest.backend import BACKENDS
+from .paths import REPO
+
+DESCRIPTION = """\
+The host side of the trap-and-emulate probe test bench. Each subcommand
+boots guests under QEMU (TCG) as needed; `make` targets wrap them.
+
+exit status: 0 passed, 1 something ran and failed, 2 bad usage (nothing
+ran), 130 interrupted (bench/errors.py EXIT_STATUSES)."""
+
+
+def _mechanism_help() -> str:
+    return "; ".join(f"{', '.join(a.mechanisms)} ({a.name})"
+                     for a in arches.ARCHES.values())
+
+
+def _add_backend(s) -> None:
+    """--backend/--connect for a subcommand that boots guests."""
+    s.add_argument("--backend", choices=BACKENDS, default="qemu",
+                   help="qemu: the harness starts QEMU (default); libvirt: a "
+                   "transient libvirt domain (see README)")
+    s.add_argument("--connect", metavar="URI",
+                   help="libvirt URI, e.g. qemu:///system (default: a private "
+                   "session daemon of the bench's own under build/libvirt/, "
+                   "qemu:///session?socket=...)")
+
+
+def _add_mechanism(s, what: str) -> None:
+    s.add_argument("--mechanism", "--mode", dest="mechanism", metavar="NAME",
+                   help=f"{what}: {_mechanism_help()}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m bench", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+
+    s = sub.add_parser("check", help="host tests + guest self-tests + the "
+                       "matrix's quick group (make check)")
+    s.add_argument("--arch", help="one arch, a comma list, or all (default)")
+
+    s = sub.add_parser("selftest", help="boot a guest and run its self-tests")
+    s.add_argument("--arch", required=True, help="i386, sparc64, or all")
+    s.add_argument("--smp", type=int, default=1, help="CPUs, 1 to the arch's "
+                   "maximum (" + ", ".join(f"{a.name} {a.max_smp}"
+                                           for a in arches.ARCHES.values()) + ")")
+    s.add_argument("--area", default="", help="only areas starting with this")
+    _add_backend(s)
+
+    s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--runs", type=int, default=10)
+    s.add_argument("--smp", type=int, default=1)
+    _add_backend(s)
+
+    s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("commands", nargs="+", metavar="COMMAND",
+                   help="e.g. 'run fib n=25' (quote each command)")
+    _add_backend(s)
+
+    s = sub.add_parser("run", help="trace a workload with fbt probes")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD(); linked into "
+                   "the image (default: the built-in workloads)")
+    s.add_argument("--run", help="the run command's arguments, e.g. 'fib n=12' "
+                   "(default: the file's workload, or 'fib n=10')")
+    s.add_argument("--probes", default="fbt:*:entry,fbt:*:return",
+                   help="fbt:FUNCTION:entry|return or branch:FUNCTION (sparc64), "
+                   "comma-separated; globs match workload functions")
+    _add_mechanism(s, "the probe mechanism, default the arch's first")
+    s.add_argument("--check", action="store_true", help="verify every emulation "
+                   "in unicorn")
+    s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
+    s.add_argument("--limit", type=int, default=200, help="trace lines to print")
+    s.add_argument("--timeout", type=float, default=300)
+    s.add_argument("--stub-check", action="store_true", dest="stub_check",
+                   help="read every probed site through QEMU's GDB stub after the "
+                   "run (the trap) and after disabling (the original bytes)")
+    _add_backend(s)
+
+    s = sub.add_parser("lossless", help="calltree under probes on many threads: "
+                       "expected vs traced, missed, dropped")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
+    _add_mechanism(s, "a mechanism or a comma list, default all of the arch's")
+    s.add_argument("--threads", type=int, default=8)
+    s.add_argument("--iters", type=int, default=3500)
+    s.add_argument("--depth", type=int, default=4)
+    s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    _add_backend(s)
+
+    s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
+                       "threads run")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
+    _add_mechanism(s, "default the arch's first")
+    s.add_argument("--threads", type=int, default=8)
+    s.add_argument("--iters", type=int, default=100000)
+    s.add_argument("--toggles", type=int, default=1000)
+    _add_backend(s)
+
+    s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "
+                       "(make bench)")
+    s.add_argument("--arch", help="one arch, a comma list, or all (default), "
+                   "one after the other")
+    s.add_argument("--reps", type=int, default=5)
+    s.add_argument("--small", action="store_true",
+                   help="few iterations per figure (the machinery, not the numbers)")
+
+    s = sub.add_parser("fuzz", help="the probe emulator (compiled for the host) "
+                       "against unicorn on random states, class by class")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--states", type=int, default=1000000,
+                   help="states per class (default 10^6)")
+    s.add_argument("--class", dest="classes", action="append", metavar="CLASS",
+                   help="only this class (repeatable), e.g. BPR or LEAVE")
+    s.add_argument("--seed", type=int, default=0, help="another set of states")
+    s.add_argument("--jobs", type=int, help="worker processes (default: the "
+                   "host's CPU count)")
+
+    s = sub.add_parser("debug", help="boot a guest paused under QEMU's GDB stub "
+                       "and start gdb-multiarch on it (bench/debug/)")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD() (as for run)")
+    s.add_argument("--probes", help="probes the harness arms once the guest is up "
+                   "(as for run; default none)")
+    _add_mechanism(s, "default the arch's first")
+    s.add_argument("--run", help="what the harness runs after arming, e.g. "
+                   "'fib n=8' (default: the file's workload, or fib n=8)")
+    s.add_argument("--batch", help="run gdb -batch with this script instead of "
+                   "interactively")
+
+    s = sub.add_parser("matrix", help="the correctness matrix (ci/matrix.cfg): "
+                       "one group's cells in parallel; JUnit and TAP in build/matrix/")
+    s.add_argument("--group", default="quick", help="quick (default), full, ...")
+    s.add_argument("--arch", help="only cells of these arches (a comma list)")
+    s.add_argument("--cell", action="append", metavar="GLOB",
+                   help="only cells whose name matches (repeatable)")
+    s.add_argument("--jobs", type=int, help="cells at a time (default: the "
+                   "host's CPU count)")
+    s.add_argument("--file", default=str(REPO / "ci" / "matrix.cfg"))
+    s.add_argument("--list", action="store_true", help="print the cells and "
+                   "their commands; run nothing")
+
+    s = sub.add_parser("image", help="build guest images")
+    s.add_argument("--arch", help="one arch, a comma list, or all (default)")
+    return p

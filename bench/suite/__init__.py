@@ -1,0 +1,8 @@
+"""Suites: what runs many guests and judges them.
+
+  selftest  the guest's self-tests, judged without trusting one signal
+  matrix    the correctness matrix (ci/matrix.cfg), cells in parallel
+  perf      `make bench`: the seeds' experiments, table, JSON, plots
+  junit     JUnit XML out and in
+  tap       TAP 13 out
+"""

@@ -1,0 +1,10 @@
+"""Tracing, host side: from the ELF to probe sites, from records to verdicts.
+
+  image    the guest ELF: functions, instructions, arguments (objdump, DWARF)
+  rules    where each arch's fbt and branch probes go (arches.Arch.sites)
+  sites    probe specs (fbt:FUNC:entry, branch:FUNC) into numbered probes
+  session  a traced run: probes into the guest, the capture back
+  verify   counts, nesting, drops: the Report
+  format   the ctrace-like text trace and the per-function summary
+  stress   the lossless and toggle stresses
+"""

@@ -1,0 +1,73 @@
+"""Printing a capture: the ctrace-like text trace and the per-function
+summary.
+
+    cpu1 t3 -> fib(10)                 an entry, with its arguments
+    cpu1 t3   ~ fib+0x1c -> fib+0x40 taken       a branch (SPARC V9)
+    cpu1 t3 <- fib = 55                a return, with its value ('?' unknown)
+
+Lines are indented by each thread's call depth; the words of each record
+are read by wire.h's slot names (bench/wire/records.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, K_BRANCH, K_ENTRY,
+                            RETURN, Capture)
+from .image import Image
+from .sites import Probe
+from .verify import Report
+
+
+def summary_lines(rep: Report) -> list[str]:
+    lines = []
+    for f in sorted(rep.entries_probed | rep.returns_probed):
+        exp = rep.expected.get(f)
+        if exp is None and not rep.entries[f] and not rep.returns[f]:
+            continue
+        e = rep.entries[f] if f in rep.entries_probed else "-"
+        r = rep.returns[f] if f in rep.returns_probed else "-"
+        lines.append(f"  {f:24s} entries {e!s:>9} returns {r!s:>9} "
+                     f"expected {exp if exp is not None else '?'!s:>9}")
+    return lines
+
+
+def symbolize(image: Image | None, addr: int) -> str:
+    """FUNCTION+0xOFF for an address in a function of image, else hex."""
+    f = image.function_at(addr) if image is not None else None
+    if f is None:
+        return f"{addr:#x}"
+    return f.name if addr == f.addr else f"{f.name}+{addr - f.addr:#x}"
+
+
+def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
+                 image: Image | None = None):
+    """ctrace-like lines, indented by each thread's depth; branch records as
+    `~ FROM -> TO taken|not taken[, annulled]`."""
+    by_id = {p.id: p for p in probes}
+    depth: dict[int, int] = defaultdict(int)
+    for n, ev in enumerate(cap.events):
+        if limit is not None and n >= limit:
+            yield f"... {len(cap.events) - limit} more records"
+            return
+        p = by_id.get(ev.probe)
+        name = p.function if p else f"probe{ev.probe}"
+        pad = "  " * depth[ev.thread]
+        w = ev.words
+        if ev.kind == K_ENTRY:
+            args = ", ".join(str(a) for a in w[ENTRY.ARG0:])
+            yield f"cpu{ev.cpu} t{ev.thread} {pad}-> {name}({args})"
+            depth[ev.thread] += 1
+        elif ev.kind == K_BRANCH and len(w) > BRANCH.FLAGS:
+            flags = w[BRANCH.FLAGS]
+            how = ("taken" if flags & BRANCH_BITS.TAKEN else "not taken") + \
+                (", annulled" if flags & BRANCH_BITS.ANNULLED else "")
+            yield (f"cpu{ev.cpu} t{ev.thread} {pad}~ {symbolize(image, w[BRANCH.PC])} "
+                   f"-> {symbolize(image, w[BRANCH.TARGET])} {how}")
+        else:
+            depth[ev.thread] = max(0, depth[ev.thread] - 1)
+            value = w[RETURN.VALUE] if len(w) > RETURN.VALUE else "?"
+            yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = {value}"
+
+

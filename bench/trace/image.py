@@ -1,0 +1,160 @@
+"""The guest ELF as the tracer's host side sees it: functions, their
+instructions, their argument counts, the text bytes.
+
+Symbols and sizes come from .symtab (python3-pyelftools), instructions from
+the arch's objdump (arches.Arch.objdump), parameter counts from DWARF. An
+Image knows its arch from the ELF header (arches.by_elf_machine), so
+whatever reads it asks the arch, never the ELF, about arch rules.
+
+Which functions a probe glob may match: a user's own workload file when
+one is linked in (its objects sit between __user_workload_start and
+__user_workload_end), else the built-in workloads (__workload_text_start
+.. __workload_text_end); an exact name may be any function of the kernel.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from .. import arches
+from ..errors import BenchError
+
+MAX_ARGS = 6
+
+
+@dataclass
+class Insn:
+    addr: int
+    raw: bytes
+    text: str          # mnemonic and operands, as objdump prints them
+
+    @property
+    def mnemonic(self) -> str:
+        return self.text.split()[0] if self.text else ""
+
+
+@dataclass
+class Function:
+    name: str
+    addr: int
+    size: int
+    insns: list[Insn] = field(default_factory=list)
+    nargs: int = 0
+
+
+_INSN = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f ]+?)\s*(?:\t(.*))?$")
+_FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+_TARGET = re.compile(r"^(?:j\w+|call\w*|loop\w*)\s+([0-9a-f]+)\b")
+
+
+@dataclass
+class Image:
+    """What the host knows about one guest ELF."""
+    path: Path
+    functions: dict[str, Function]
+    branch_targets: set[int]
+    symbols: dict[str, int]
+    text: bytes
+    text_addr: int
+    arch: arches.Arch
+
+    @cached_property
+    def by_start(self) -> dict[int, Function]:
+        return {f.addr: f for f in self.functions.values()}
+
+    @cached_property
+    def starts(self) -> list[int]:
+        return sorted(self.by_start)
+
+    def code(self, addr: int, n: int = 8) -> bytes:
+        off = addr - self.text_addr
+        return self.text[off:off + n]
+
+    def function_at(self, addr: int) -> Function | None:
+        """The function whose bytes hold addr, if any."""
+        i = bisect.bisect_right(self.starts, addr) - 1
+        if i >= 0:
+            f = self.by_start[self.starts[i]]
+            if addr < f.addr + max(f.size, 1):
+                return f
+        return None
+
+    def workload_functions(self) -> list[Function]:
+        """What a glob matches (see the top of this file)."""
+        lo = self.symbols.get("__user_workload_start", 0)
+        hi = self.symbols.get("__user_workload_end", 0)
+        if lo == hi:
+            lo = self.symbols.get("__workload_text_start", 0)
+            hi = self.symbols.get("__workload_text_end", 0)
+        return [f for f in self.functions.values() if lo <= f.addr < hi]
+
+
+def _dwarf_nargs(elf: ELFFile) -> dict[int, int]:
+    """Function address -> number of formal parameters, from DWARF."""
+    out: dict[int, int] = {}
+    if not elf.has_dwarf_info():
+        return out
+    for cu in elf.get_dwarf_info().iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
+                continue
+            n = sum(1 for c in die.iter_children() if c.tag == "DW_TAG_formal_parameter")
+            out[die.attributes["DW_AT_low_pc"].value] = n
+    return out
+
+
+@lru_cache(maxsize=4)
+def _load_image(path: str, mtime: float) -> Image:
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        arch = arches.by_elf_machine(elf["e_machine"])
+        symtab = elf.get_section_by_name(".symtab")
+        symbols = {s.name: s["st_value"] for s in symtab.iter_symbols() if s.name}
+        sizes = {s.name: s["st_size"] for s in symtab.iter_symbols()
+                 if s.name and s["st_info"]["type"] == "STT_FUNC"}
+        text = elf.get_section_by_name(".text")
+        text_bytes, text_addr = text.data(), text["sh_addr"]
+        nargs = _dwarf_nargs(elf)
+    try:
+        out = subprocess.run([arch.objdump, "-d", "-j", ".text", "-w", path],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise BenchError(f"cannot disassemble {path} with {arch.objdump}: {e}") from None
+    functions: dict[str, Function] = {}
+    targets: set[int] = set()
+    cur: Function | None = None
+    for line in out.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            name = m.group(2)
+            cur = None
+            if name in sizes:
+                cur = Function(name, int(m.group(1), 16), sizes[name])
+                cur.nargs = min(nargs.get(cur.addr, 0), MAX_ARGS)
+                functions[name] = cur
+            continue
+        m = _INSN.match(line)
+        if not m:
+            continue
+        addr, raw, text_ = int(m.group(1), 16), bytes.fromhex(m.group(2)), m.group(3) or ""
+        t = _TARGET.match(text_)
+        if t:
+            targets.add(int(t.group(1), 16))
+        if cur and addr < cur.addr + cur.size:
+            cur.insns.append(Insn(addr, raw, text_.strip()))
+    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, arch)
+
+
+def load_image(elf: Path) -> Image:
+    try:
+        mtime = Path(elf).stat().st_mtime
+    except OSError as e:
+        raise BenchError(f"no guest ELF at {elf}: {e}") from None
+    return _load_image(str(elf), mtime)

@@ -1,0 +1,112 @@
+"""Where each arch's probes go: the site rules behind arches.Arch.sites.
+
+fbt entry: a function's first instruction, when it is a form the arch's
+tracer emulates there. IA-32: push %ebp (possibly fused with mov
+%esp,%ebp), enter, or a nop before the prologue. SPARC V9: the function's
+`save ..., %sp`; a leaf function without one has no entry probe, and the
+reason is reported.
+
+fbt return: IA-32, every ret — or the pop %ebp / leave just before it when
+there is one and no branch lands on the ret, except under the ud
+mechanism, whose two-byte ud2 fits a ret followed by padding but not a
+one-byte pop. SPARC V9: every ret, retl and `return %i7+8` not in another
+instruction's delay slot.
+
+branch (SPARC V9 only): every control transfer of a function that does not
+sit in another's delay slot; its records are Btrace's btfrec.
+
+The guest decodes each site again and has the last word (it refuses what
+it cannot emulate, with a reason); these rules only choose candidates. The
+functions read Function/Insn objects of bench/trace/image.py.
+"""
+
+from __future__ import annotations
+
+
+class SiteRules:
+    """An arch with no probes of a kind says why."""
+    def entry(self, f) -> tuple[int | None, str]:
+        return None, "this arch has no entry probes"
+
+    def returns(self, f, image, mechanism: str) -> list[int]:
+        return []
+
+    def branches(self, f, image) -> tuple[list[int], str]:
+        return [], "the branch provider is SPARC V9 only"
+
+
+class I386Rules(SiteRules):
+    def entry(self, f):
+        if not f.insns:
+            return None, "no instructions"
+        first = f.insns[0]
+        if first.raw == b"\x55" or first.mnemonic == "enter":
+            return first.addr, ""
+        if first.raw == b"\x90":
+            return first.addr, ""       # a patchable entry: nop before the prologue
+        return None, f"first instruction is `{first.text}`, not a prologue"
+
+    def returns(self, f, image, mechanism):
+        sites = []
+        for i, insn in enumerate(f.insns):
+            if insn.mnemonic != "ret":
+                continue
+            prev = f.insns[i - 1] if i else None
+            if (mechanism != "ud" and prev is not None
+                    and prev.raw in (b"\x5d", b"\xc9")
+                    and insn.addr not in image.branch_targets):
+                sites.append(prev.addr)
+            else:
+                sites.append(insn.addr)
+        return sites
+
+
+def _word(insn) -> int:
+    return int.from_bytes(insn.raw[:4], "big") if len(insn.raw) >= 4 else 0
+
+
+def sparc_is_cti(w: int) -> bool:
+    """Any SPARC V9 control transfer (as tracer/arch/sparc64/emulate.c's
+    sparc_is_cti): Bicc BPcc BPr FBfcc FBPfcc, CALL, JMPL RETURN Tcc
+    DONE/RETRY."""
+    op = w >> 30
+    if op == 0:
+        return (w >> 22) & 7 in (1, 2, 3, 5, 6)
+    if op == 1:
+        return True
+    return op == 2 and (w >> 19) & 0x3f in (0x38, 0x39, 0x3a, 0x3e)
+
+
+def _save_to_sp(w: int) -> bool:
+    return w >> 30 == 2 and (w >> 19) & 0x3f == 0x3c and (w >> 25) & 0x1f == 14
+
+
+class Sparc64Rules(SiteRules):
+    def entry(self, f):
+        if not f.insns:
+            return None, "no instructions"
+        first = f.insns[0]
+        if _save_to_sp(_word(first)):
+            return first.addr, ""
+        return None, f"first instruction is `{first.text}`, not save (a leaf function)"
+
+    def returns(self, f, image, mechanism):
+        sites = []
+        for i, insn in enumerate(f.insns):
+            if insn.mnemonic not in ("ret", "retl") and not (
+                    insn.mnemonic == "return"
+                    and insn.text.replace(" ", "") == "return%i7+8"):
+                continue
+            prev = f.insns[i - 1] if i else None
+            if prev is None or not sparc_is_cti(_word(prev)):
+                sites.append(insn.addr)
+        return sites
+
+    def branches(self, f, image):
+        sites, prev = [], 0
+        for insn in f.insns:
+            w = _word(insn)
+            if sparc_is_cti(w) and not sparc_is_cti(prev):
+                sites.append(insn.addr)
+            prev = w
+        return sites, "" if sites else "no control transfer"

@@ -1,0 +1,96 @@
+"""A traced run: put probes into a running guest, run a workload, get the
+records back.
+
+A session talks to the guest only through its commands:
+  probe mechanism M | probe check on | trace buffer BYTES | trace reset
+  probe add ID ADDR entry|return|branch NARGS  (one per site; refusals noted)
+  probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
+`trace flush` returns once every record written so far has been sent and
+the per-CPU STATS frames are out, so the capture is complete when it
+answers; finish() decodes it (bench/wire/records.py) for verify.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import BenchError
+from ..guest.qemu import Guest
+from ..wire import records
+from . import sites
+from .image import Image, load_image
+
+
+class TraceError(BenchError):
+    """Probes could not be set up as asked."""
+
+
+@dataclass
+class Session:
+    guest: Guest
+    image: Image
+    probes: list[sites.Probe] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def cmd(self, line: str, timeout: float | None = None):
+        return self.guest.command(line, timeout=timeout)
+
+    def must(self, line: str, timeout: float | None = None):
+        r = self.cmd(line, timeout)
+        if not r.ok:
+            raise TraceError(f"guest refused {line!r}: {r.status_name}: {r.message}",
+                             cmdline=self.guest.cmdline, log=str(self.guest.log_path))
+        return r
+
+    def setup(self, spec: str, mechanism: str, check: bool = False,
+              buffer_bytes: int | None = None, strict: bool = True) -> None:
+        self.probes, self.notes = sites.plan(spec, self.image, mechanism)
+        self.must(f"probe mechanism {mechanism}")
+        self.must(f"probe check {'on' if check else 'off'}")
+        if buffer_bytes:
+            self.must(f"trace buffer {buffer_bytes}", timeout=60)
+        self.must("trace reset")
+        kept = []
+        for p in self.probes:
+            r = self.cmd(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
+            if not r.ok:
+                p.refused = r.message
+                self.notes.append(f"{p.function} {p.kind} at {p.addr:#x}: {r.message}")
+                continue
+            kept.append(p)
+        refused = [p for p in self.probes if p.refused]
+        if refused and strict:
+            raise TraceError("the guest refused probes:\n  " +
+                             "\n  ".join(f"{p.spec} at {p.addr:#x}: {p.refused}"
+                                         for p in refused))
+        self.probes = kept
+        if not kept:
+            raise TraceError("no probe left to enable:\n  " + "\n  ".join(self.notes))
+
+    def enable(self, on: bool = True, strict: bool = False) -> None:
+        """Enable every probe; one the mechanism cannot arm is dropped with
+        a note (or is an error, if strict)."""
+        if not on:
+            self.must("probe disable all")
+            return
+        kept = []
+        for p in self.probes:
+            r = self.cmd(f"probe enable {p.id}")
+            if r.ok:
+                kept.append(p)
+                continue
+            msg = f"{p.spec} at {p.addr:#x}: {r.message}"
+            if strict:
+                raise TraceError(msg)
+            self.notes.append(msg)
+        self.probes = kept
+
+    def finish(self) -> records.Capture:
+        self.must("trace flush", timeout=600)
+        return self.guest.capture()
+
+
+def open_session(guest: Guest) -> Session:
+    return Session(guest, load_image(guest.elf))
+
+

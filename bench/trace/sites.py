@@ -1,0 +1,121 @@
+"""Probe specs into numbered probes on the sites the arch's rules choose.
+
+A spec is a comma list of `fbt:FUNCTION:entry|return` (`fbt:FUNCTION:*`
+or `fbt:FUNCTION:` for both) and `branch:FUNCTION`, FUNCTION a glob. A glob
+matches the workload functions (image.Image.workload_functions); an exact
+name may be any function of the kernel, and the guest refuses tracer and
+trap-path code. A spec that names nothing, or is malformed, is a SpecError
+(bad usage) before anything is sent to a guest.
+
+plan() numbers the probes from 0, in spec order and then by address, and
+notes every function that matched but has no site of a kind (a leaf
+function has no entry probe on SPARC V9, say). A site wanted twice (a ret
+is a return and a branch) keeps its first probe. The probe kinds' words
+come from wire.h (WIRE_PROBE_KINDS), the same words `probe add` takes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..wire.records import PROBE_KINDS
+from .image import Image
+
+PROVIDERS = ("fbt", "branch")
+
+
+class SpecError(UsageError):
+    """A probe pattern that names nothing, or is malformed."""
+
+
+@dataclass
+class Probe:
+    id: int
+    function: str
+    kind: str            # a word of WIRE_PROBE_KINDS: entry, return, branch
+    addr: int
+    nargs: int = 0
+    refused: str = ""    # the guest's reason, if it refused
+
+    @property
+    def spec(self) -> str:
+        """How a spec names this probe's kind of site."""
+        if self.kind == "branch":
+            return f"branch:{self.function}"
+        return f"fbt:{self.function}:{self.kind}"
+
+
+@dataclass(frozen=True)
+class Site:
+    """What check mode needs of a probe's site: where, and the original
+    bytes there (bench/check/)."""
+    addr: int
+    code: bytes
+
+
+def sites_of(image: Image, probes: list[Probe]) -> dict[int, Site]:
+    return {p.id: Site(p.addr, image.code(p.addr, 8)) for p in probes}
+
+
+def parse_spec(spec: str) -> list[tuple[str, str, str]]:
+    """(provider, function pattern, kind) for each probe a spec asks for."""
+    fbt_kinds = tuple(k for k in PROBE_KINDS if k != "branch")
+    out = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        bits = part.split(":")
+        if bits[0] == "branch":
+            if len(bits) not in (2, 3) or (len(bits) == 3 and bits[2] not in ("", "*")):
+                raise SpecError(f"probe {part!r}: expected branch:FUNCTION")
+            kinds = ("branch",)
+        elif (len(bits) != 3 or bits[0] != "fbt"
+              or bits[2] not in (*fbt_kinds, "*", "")):
+            raise SpecError(f"probe {part!r}: expected fbt:FUNCTION:"
+                            f"{'|'.join(fbt_kinds)} or branch:FUNCTION")
+        else:
+            kinds = fbt_kinds if bits[2] in ("*", "") else (bits[2],)
+        if not bits[1]:
+            raise SpecError(f"probe {part!r}: no function")
+        out += [(bits[0], bits[1], k) for k in kinds]
+    if not out:
+        raise SpecError("no probes given")
+    return out
+
+
+def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str]]:
+    """Probes for a spec, numbered from 0, and notes (see the top)."""
+    rules = image.arch.sites
+    probes: list[Probe] = []
+    notes: list[str] = []
+    seen = set()
+    for provider, pattern, kind in parse_spec(spec):
+        if any(c in pattern for c in "*?["):
+            pool = image.workload_functions()
+            matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
+        else:
+            matched = [image.functions[pattern]] if pattern in image.functions else []
+        if not matched:
+            raise SpecError(f"{provider}:{pattern}:{kind} matches no function"
+                            + ("" if "*" in pattern else " (unknown symbol)"))
+        for f in sorted(matched, key=lambda f: f.addr):
+            if kind == "entry":
+                addr, why = rules.entry(f)
+                addrs = [addr] if addr is not None else []
+                if why:
+                    notes.append(f"{f.name}: no entry probe: {why}")
+            elif kind == "branch":
+                addrs, why = rules.branches(f, image)
+                if why:
+                    notes.append(f"{f.name}: no branch probes: {why}")
+            else:
+                addrs = rules.returns(f, image, mechanism)
+                if not addrs:
+                    notes.append(f"{f.name}: no return probe: no ret instruction")
+            for a in addrs:
+                if a in seen:
+                    continue
+                seen.add(a)
+                probes.append(Probe(len(probes), f.name, kind, a,
+                                    f.nargs if kind == "entry" else 0))
+    return probes, notes

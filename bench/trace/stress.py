@@ -1,0 +1,143 @@
+"""The stresses that prove a mechanism lossless: many threads, all CPUs.
+
+lossless(): the calltree workload on many threads with probes on all its
+functions (and, where the arch has the branch provider, on every other
+control transfer in them); per-function entry and return counts are
+compared with the counts the workload kept itself, with buffers large
+enough that a drop is a failure of the run, not of the drain.
+
+toggle_stress(): every calltree probe armed and disarmed over and over
+while the workload runs on every CPU; the workload checks its own results,
+and nesting is checked inside every armed window.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import arches
+from ..guest import build
+from ..guest.backend import open_guest
+from ..wire.records import Capture
+from .session import TraceError, open_session
+from .verify import Report, check_windows, verify
+
+
+@dataclass
+class LosslessResult:
+    mechanism: str
+    report: Report
+    capture: Capture
+    result_ok: bool
+    seconds: float
+
+    @property
+    def missed(self) -> int:
+        return self.report.missed
+
+    @property
+    def firings_expected(self) -> int:
+        return self.report.expected_firings
+
+
+LOSSLESS_FUNCS = "fbt:ct_*:entry,fbt:ct_*:return"
+
+
+def lossless_probes(arch: arches.Arch) -> str:
+    """The stress's probes: calltree's entries and returns, plus every
+    other control transfer of it where the arch has a branch provider."""
+    return LOSSLESS_FUNCS + (",branch:ct_*" if arch.branch_provider else "")
+
+
+def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: int,
+             depth: int = 4, timer_hz: int = 0, on_line=print) -> LosslessResult:
+    build.ensure_image(arch)
+    # Room for every record of the run even if the drain falls behind: ~40
+    # bytes a firing on i386 (72 with sparc64's words), (2 depth + 8) calls
+    # of two firings per iteration (four with branch probes), threads + 1
+    # reference run; one CPU may take twice its share.
+    per_call = 4 * 72 if arch.branch_provider else 2 * 40
+    total = (threads + 1) * iters * (2 * depth + 8) * per_call
+    need = total * 2 // smp if smp > 1 else total
+    memory = arch.max_memory_mb
+    cap = (memory << 20) // 2 // smp
+    buf = 1 << max(16, min((need - 1).bit_length(), cap.bit_length() - 1))
+    with open_guest(arch, label=f"lossless-{mechanism}", smp=smp, memory_mb=memory,
+                    command_timeout=1800) as g:
+        s = open_session(g)
+        s.setup(lossless_probes(arch), mechanism, buffer_bytes=buf, strict=False)
+        s.enable(True)
+        for n in s.notes:
+            on_line(f"  note: {n}")
+        if timer_hz:
+            s.must(f"timer {timer_hz}")
+        on_line(f"  {len(s.probes)} probes on calltree ({mechanism}), {threads} threads x "
+                f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU")
+        t0 = time.monotonic()
+        r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
+                  timeout=1800)
+        secs = time.monotonic() - t0
+        s.enable(False)
+        cap = s.finish()
+        rep = verify(cap, s.probes, g.link_errors,
+                     allow_missing=mechanism in arch.lossy)
+        g.exit(0)
+    if not rep.entries_probed | rep.returns_probed:
+        raise TraceError("no calltree function could be probed")
+    return LosslessResult(mechanism, rep, cap, r.ok, secs)
+
+
+@dataclass
+class ToggleResult:
+    toggles: int
+    result_ok: bool
+    windows: int
+    nesting_checked: int
+    nesting_errors: list
+    report: Report
+    seconds: float
+
+
+def _cycles_of(message: str) -> int:
+    for word in message.split():
+        if word.startswith("cycles="):
+            return int(word[7:])
+    raise TraceError(f"no cycles= in the reply {message!r}")
+
+
+def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
+                  iters: int, toggles: int, on_line=print,
+                  buffer_bytes: int = 32 << 20) -> ToggleResult:
+    """Arm and disarm every calltree probe `toggles` times while the
+    workload runs on all CPUs; the workload checks its own results."""
+    build.ensure_image(arch)
+    with open_guest(arch, label=f"toggle-{mechanism}", smp=smp, memory_mb=256,
+                    command_timeout=1800) as g:
+        s = open_session(g)
+        s.setup(LOSSLESS_FUNCS, mechanism, buffer_bytes=buffer_bytes, strict=False)
+        added = len(s.probes)
+        s.enable(True)          # drops probes the mechanism cannot arm
+        s.enable(False)
+        if len(s.probes) < added:
+            # `probe enable all` would try them again and fail: keep in the
+            # guest only the probes the mechanism arms.
+            s.must("probe clear")
+            for p in s.probes:
+                s.must(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
+        t0 = time.monotonic()
+        s.must(f"start calltree threads={threads} iters={iters} depth=4")
+        windows = []
+        for n in range(toggles):
+            on = s.must("probe enable all")
+            off = s.must("probe disable all")
+            windows.append((_cycles_of(on.message), _cycles_of(off.message)))
+            if n % 200 == 199:
+                on_line(f"  {n + 1} toggles")
+        r = s.cmd("wait", timeout=1800)
+        secs = time.monotonic() - t0
+        cap = s.finish()
+        g.exit(0)
+    rep = verify(cap, s.probes, g.link_errors, allow_missing=True)
+    checked, errors = check_windows(cap, s.probes, windows)
+    return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs)
