@@ -2,19 +2,22 @@
 # `python3 -m bench <subcommand>` (Debian's /usr/bin/python3, which sees the
 # python3-* packages); images are built by guest-kernel/image.mk per arch.
 #
-#   make deps                    install the Debian packages (ci/packages.txt)
+#   make bench [ARCH=a]          the seeds' experiments: table with targets,
+#                                JSON and plots in build/bench/<arch>/ (every
+#                                arch by default, one after the other)
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
 #                                + the matrix's quick group
+#   make deps                    install the Debian packages (ci/packages.txt);
+#                                bench and check do this first (a no-op when
+#                                everything is present)
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
-#   make bench ARCH=a            the seeds' experiments: table with targets,
-#                                JSON and plots in build/bench/<arch>/
-#   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MODE=m] [RUN='name k=v']
+#   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MECHANISM=m] [RUN='name k=v']
 #                                trace a workload (yours, or fib) and check it
-#   make lossless ARCH=a [SMP=4] [MODE=m,...]  (default: every mode of the arch)
+#   make lossless ARCH=a [SMP=4] [MECHANISM=m,...]  (default: every mechanism)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
-#   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MODE=m]
+#   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MECHANISM=m]
 #                                guest paused under QEMU's GDB stub, gdb-multiarch
 #                                attached with the tb commands (README: Debugging)
 #   make matrix [GROUP=quick] [ARCH=a] [JOBS=n]
@@ -25,6 +28,7 @@
 #   make clean                   remove build/
 #
 # ARCH is i386 or sparc64; where it is optional, the default is every arch.
+# MECHANISM is a probe mechanism of the arch (MODE= is its old name).
 
 PYTHON ?= /usr/bin/python3
 BENCH := $(PYTHON) -m bench
@@ -34,6 +38,8 @@ SMP ?= 1
 
 PROBES ?= fbt:*:entry,fbt:*:return
 MODE ?=
+MECHANISM ?= $(MODE)
+MECH_OPT = $(if $(MECHANISM),--mechanism $(MECHANISM))
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
 .PHONY: help deps check selftest boot-time bench run lossless toggle image clean matrix
@@ -44,7 +50,7 @@ help:
 deps:
 	@ci/deps.sh
 
-check:
+check: deps
 	$(BENCH) check $(ARCH_OPT)
 
 selftest:
@@ -53,26 +59,26 @@ selftest:
 boot-time:
 	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64)) --smp $(SMP)
 
-bench:
-	$(BENCH) bench --arch $(NEED_ARCH)
+bench: deps
+	$(BENCH) bench $(ARCH_OPT)
 
 run:
 	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
-		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(MODE),--mode $(MODE)) \
+		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(MECH_OPT) \
 		$(if $(RUN),--run '$(RUN)')
 
 lossless:
 	$(BENCH) lossless --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
-		$(if $(MODE),--mode $(MODE))
+		$(MECH_OPT)
 
 toggle:
 	$(BENCH) toggle --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \
-		$(if $(MODE),--mode $(MODE))
+		$(MECH_OPT)
 
 .PHONY: debug
 debug:
 	$(BENCH) debug --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
-		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(MODE),--mode $(MODE)) \
+		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(MECH_OPT) \
 		$(if $(RUN),--run '$(RUN)') $(if $(GDB_BATCH),--batch $(GDB_BATCH))
 
 matrix:
