@@ -17,7 +17,7 @@
 /* Per arch, inline for speed: struct arch_context (a switched-out thread's
  * registers), arch_this_cpu(), arch_cas_ulong(), arch_barrier(),
  * arch_cpu_relax(). */
-#include "arch_inline.h"
+#include "arch/arch_inline.h"
 
 /* Bring the CPU to a known state: trap table, MMU, interrupt controller,
  * UART pins. Called once, first thing, with interrupts off. */

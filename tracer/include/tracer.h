@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "command.h"
-#include "tracer_site.h"     /* struct tarch_site, from tracer/arch/<arch> */
+#include "tarch/tracer_site.h"   /* struct tarch_site, from tracer/arch/<arch> */
 
 #define TRACER_MAX_PROBES 4096
 #define TRACER_MAX_ARGS   6

@@ -16,7 +16,7 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
-#include "tracer_i386.h"
+#include "tarch/tracer_i386.h"
 #include "vectors.h"
 #include "x86.h"
 

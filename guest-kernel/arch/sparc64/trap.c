@@ -24,7 +24,7 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
-#include "tracer_sparc64.h"
+#include "tarch/tracer_sparc64.h"
 
 /* The V9 / UltraSPARC IIi trap types. Some ranges stand for a number n
  * = (tt - base) / step — interrupt level, spill/fill type, software trap

@@ -43,6 +43,7 @@
  * kernel stop with a message naming the probe, not read garbage.
  */
 #include "arch.h"
+#include "arch/trapframe.h"
 #include "check.h"
 #include "console.h"
 #include "cpu.h"
@@ -50,7 +51,6 @@
 #include "mm.h"
 #include "spinlock.h"
 #include "thread.h"
-#include "trapframe.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "tracer_i386.h"

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "trapframe.h"
+#include "arch/trapframe.h"
 
 /* For #DB, #BP and #UD: *handled says whether it was a probe's trap. The
  * result is 0, or the ESP the interrupted code resumes with, in which case

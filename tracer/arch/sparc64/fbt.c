@@ -57,14 +57,14 @@
  * This kernel runs on one CPU (sun4u), so the shell game's pending probe
  * is one variable and a store needs only a `flush` of the site.
  */
-#include "arch_sparc64.h"
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
 #include "check.h"
 #include "console.h"
 #include "emulate.h"
 #include "mm.h"
-#include "sparc64.h"
 #include "thread.h"
-#include "trapframe.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "tracer_sparc64.h"

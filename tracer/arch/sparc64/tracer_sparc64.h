@@ -5,7 +5,7 @@
 #define TRACER_SPARC64_H
 
 #include <stdbool.h>
-#include "trapframe.h"
+#include "arch/trapframe.h"
 
 /* An illegal_instruction trap: if TPC holds one of our ILLTRAPs, record and
  * emulate (or run the shell game) and return true with tf edited for
