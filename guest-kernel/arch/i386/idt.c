@@ -45,7 +45,7 @@ void idt_init(void)
 			idt[cpu][v] = (struct gate){ stub & 0xffff, SEL_KERNEL_CS, 0,
 						     GATE_INTERRUPT, stub >> 16 };
 		}
-		idt[cpu][8] = (struct gate){ 0, SEL_DF_TSS(cpu), 0, GATE_TASK, 0 };
+		idt[cpu][VEC_DF] = (struct gate){ 0, SEL_DF_TSS(cpu), 0, GATE_TASK, 0 };
 	}
 }
 
@@ -105,7 +105,7 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 		tf->esi, tf->edi, tf->ebp, sp);
 	kprintf("  DS 0x%04x  ES 0x%04x  FS 0x%04x  GS 0x%04x\n",
 		tf->ds, tf->es, tf->fs, tf->gs);
-	if (tf->vector == 14)
+	if (tf->vector == VEC_PF)
 		kprintf("  CR2 0x%08x (the faulting address)\n", read_cr2());
 	kprintf("  CR0 0x%08x  CR3 0x%08x\n", read_cr0(), read_cr3());
 	kprintf("  stack:");
@@ -130,7 +130,7 @@ uint32_t trap_dispatch(struct trapframe *tf)
 			unexpected_trap(tf);
 		return 0;
 	}
-	if (tf->vector == 1 || tf->vector == 3 || tf->vector == 6) {
+	if (tf->vector == VEC_DB || tf->vector == VEC_BP || tf->vector == VEC_UD) {
 		bool handled;
 		uint32_t new_sp = i386_probe_trap(tf, &handled);
 		if (handled)
@@ -142,7 +142,7 @@ uint32_t trap_dispatch(struct trapframe *tf)
 		.name = vector_names[tf->vector].mnemonic,
 		.pc = tf->eip,
 		.error = tf->error,
-		.fault_addr = tf->vector == 14 ? read_cr2() : 0,
+		.fault_addr = tf->vector == VEC_PF ? read_cr2() : 0,
 	};
 	uintptr_t landing = trap_try_intercept(&trap);
 	if (landing) {

@@ -3,11 +3,36 @@
  * first. The CPU pushed eflags, cs, eip; the stub pushed error and vector;
  * pushal pushed eax..edi (its esp slot is ignored on popal); then the
  * segment registers. A ring-0 trap pushes no ESP: the interrupted ESP is
- * the address just past eflags (trapframe_sp()).
+ * the address just past eflags (trapframe_sp()). When a probe's emulation
+ * moves ESP, entry.S moves the frame and makes one deferred stack store,
+ * whose address and value travel in the vector and error slots.
+ *
+ * The TF_* offsets are for assembly; the struct is checked against them.
  */
 #ifndef I386_TRAPFRAME_H
 #define I386_TRAPFRAME_H
 
+#define TF_GS          0
+#define TF_FS          4
+#define TF_ES          8
+#define TF_DS          12
+#define TF_EDI         16
+#define TF_ESI         20
+#define TF_EBP         24
+#define TF_PUSHAL_ESP  28     /* ignored by popal */
+#define TF_EBX         32
+#define TF_EDX         36
+#define TF_ECX         40
+#define TF_EAX         44
+#define TF_VECTOR      48     /* after a move: the deferred store's address */
+#define TF_ERROR       52     /* after a move: the deferred store's value */
+#define TF_EIP         56
+#define TF_CS          60
+#define TF_EFLAGS      64
+#define TF_SIZE        68
+
+#ifndef __ASSEMBLY__
+#include <stddef.h>
 #include <stdint.h>
 
 struct trapframe {
@@ -17,11 +42,29 @@ struct trapframe {
 	uint32_t eip, cs, eflags;
 };
 
-_Static_assert(sizeof(struct trapframe) == 17 * 4, "trapframe layout");
+_Static_assert(offsetof(struct trapframe, gs) == TF_GS, "TF_GS");
+_Static_assert(offsetof(struct trapframe, fs) == TF_FS, "TF_FS");
+_Static_assert(offsetof(struct trapframe, es) == TF_ES, "TF_ES");
+_Static_assert(offsetof(struct trapframe, ds) == TF_DS, "TF_DS");
+_Static_assert(offsetof(struct trapframe, edi) == TF_EDI, "TF_EDI");
+_Static_assert(offsetof(struct trapframe, esi) == TF_ESI, "TF_ESI");
+_Static_assert(offsetof(struct trapframe, ebp) == TF_EBP, "TF_EBP");
+_Static_assert(offsetof(struct trapframe, pushal_esp) == TF_PUSHAL_ESP, "TF_PUSHAL_ESP");
+_Static_assert(offsetof(struct trapframe, ebx) == TF_EBX, "TF_EBX");
+_Static_assert(offsetof(struct trapframe, edx) == TF_EDX, "TF_EDX");
+_Static_assert(offsetof(struct trapframe, ecx) == TF_ECX, "TF_ECX");
+_Static_assert(offsetof(struct trapframe, eax) == TF_EAX, "TF_EAX");
+_Static_assert(offsetof(struct trapframe, vector) == TF_VECTOR, "TF_VECTOR");
+_Static_assert(offsetof(struct trapframe, error) == TF_ERROR, "TF_ERROR");
+_Static_assert(offsetof(struct trapframe, eip) == TF_EIP, "TF_EIP");
+_Static_assert(offsetof(struct trapframe, cs) == TF_CS, "TF_CS");
+_Static_assert(offsetof(struct trapframe, eflags) == TF_EFLAGS, "TF_EFLAGS");
+_Static_assert(sizeof(struct trapframe) == TF_SIZE, "TF_SIZE");
 
 static inline uint32_t trapframe_sp(const struct trapframe *tf)
 {
 	return (uint32_t)(uintptr_t)(&tf->eflags + 1);
 }
+#endif
 
 #endif

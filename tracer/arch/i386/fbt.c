@@ -44,6 +44,7 @@
  */
 #include "arch.h"
 #include "arch/trapframe.h"
+#include "arch/vectors.h"
 #include "check.h"
 #include "console.h"
 #include "cpu.h"
@@ -302,7 +303,7 @@ static uint32_t emulate(const struct probe *p, struct trapframe *tf)
 uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 {
 	*handled = false;
-	if (tf->vector == 1) {
+	if (tf->vector == VEC_DB) {
 		/* The single-step baseline's #DB, one instruction after the site. */
 		struct thread *me = thread_current();
 		if (!me->tracer_slot)
@@ -318,15 +319,15 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		return 0;
 	}
 
-	uint32_t site = tf->vector == 3 ? tf->eip - 1 : tf->eip;
-	if (tf->vector == 3 && site == (uint32_t)tracer_bare_int3) {
+	uint32_t site = tf->vector == VEC_BP ? tf->eip - 1 : tf->eip;
+	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3) {
 		*handled = true;        /* the bare round trip: nothing to do */
 		return 0;
 	}
 	struct probe *p = tracer_lookup(site);
 	/* #UD only from a ud probe; #BP from any (a ud site passes through
 	 * int3 while it changes). */
-	if (!p || (tf->vector == 6 && p->mech != MECH_UD))
+	if (!p || (tf->vector == VEC_UD && p->mech != MECH_UD))
 		return 0;                /* not a probe's trap: trap_try's, or a bug */
 	*handled = true;
 	record_fire(p, tf);
