@@ -230,30 +230,42 @@ static void regs_from_frame(const struct trapframe *tf, uint32_t site,
 	};
 }
 
+/* One register set of a CHECK record (check.h). */
 static void regs_words(const struct i386_regs *r, unsigned long *w)
 {
-	w[0] = r->eax; w[1] = r->ecx; w[2] = r->edx; w[3] = r->ebx;
-	w[4] = r->esp; w[5] = r->ebp; w[6] = r->esi; w[7] = r->edi;
-	w[8] = r->eip; w[9] = r->eflags;
+	w[I386_CHECK_EAX] = r->eax;
+	w[I386_CHECK_ECX] = r->ecx;
+	w[I386_CHECK_EDX] = r->edx;
+	w[I386_CHECK_EBX] = r->ebx;
+	w[I386_CHECK_ESP] = r->esp;
+	w[I386_CHECK_EBP] = r->ebp;
+	w[I386_CHECK_ESI] = r->esi;
+	w[I386_CHECK_EDI] = r->edi;
+	w[I386_CHECK_EIP] = r->eip;
+	w[I386_CHECK_EFLAGS] = r->eflags;
 }
 
 static void record_fire(const struct probe *p, const struct trapframe *tf)
 {
-	unsigned long w[2 + TRACER_MAX_ARGS];
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
 	uint32_t sp = trapframe_sp(tf);
-	unsigned n = 2;
+	unsigned n;
 
-	w[0] = p->addr;
-	w[1] = sp;
 	if (p->kind == WIRE_EVENT_ENTRY) {
+		w[WIRE_ENTRY_PC] = p->addr;
+		w[WIRE_ENTRY_SP] = sp;
 		/* At the first instruction, [sp] is the return address and the
 		 * arguments follow (cdecl), as ctrace reads them. */
 		for (unsigned i = 0; i < p->nargs; i++) {
 			uint32_t a = sp + 4 + 4 * i;
-			w[n++] = mapped(a) ? *(const uint32_t *)a : 0;
+			w[WIRE_ENTRY_ARG0 + i] = mapped(a) ? *(const uint32_t *)a : 0;
 		}
+		n = WIRE_ENTRY_ARG0 + p->nargs;
 	} else {
-		w[n++] = tf->eax;
+		w[WIRE_RETURN_PC] = p->addr;
+		w[WIRE_RETURN_SP] = sp;
+		w[WIRE_RETURN_VALUE] = tf->eax;
+		n = WIRE_RETURN_VALUE + 1;
 	}
 	tracer_fire(p, p->kind, w, n);
 }
@@ -284,9 +296,9 @@ static uint32_t emulate(const struct probe *p, struct trapframe *tf)
 
 	if (tracer_check_mode) {
 		regs_words(&r, w + I386_CHECK_NREGS);
-		w[20] = log.used ? log.addr : 0;
-		w[21] = log.used ? log.before : 0;
-		w[22] = log.used ? log.after : 0;
+		w[I386_CHECK_STACK_ADDR] = log.used ? log.addr : 0;
+		w[I386_CHECK_STACK_BEFORE] = log.used ? log.before : 0;
+		w[I386_CHECK_STACK_AFTER] = log.used ? log.after : 0;
 		tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_WORDS);
 	}
 

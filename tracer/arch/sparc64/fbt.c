@@ -80,8 +80,6 @@ const struct tarch_mech tarch_mechs[] = {
 };
 const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
 const unsigned tarch_check_words = SPARC64_CHECK_WORDS;
-_Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CALLER,
-	       "check.h: a record is before, after and the caller's window");
 const unsigned tarch_cost_kind = WIRE_EVENT_RETURN;
 
 extern const char tracer_bare_illtrap[];
@@ -310,30 +308,39 @@ static void store_back(struct trapframe *tf, const struct sparc_regs *r,
 			*trapframe_reg(tf, n) = r->r[n];
 }
 
+_Static_assert(WIRE_BRANCH_FLAGS < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
+	       "record_fire's array holds a BRANCH record too");
+
 static void record_fire(const struct probe *p, struct trapframe *tf,
 			const struct sparc_regs *r, const struct sparc_outcome *o)
 {
-	unsigned long w[2 + TRACER_MAX_ARGS];
-	unsigned n = 0;
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
+	unsigned n;
 	uint64_t v;
 
 	switch (p->kind) {
 	case WIRE_EVENT_ENTRY:
-		w[n++] = tf->tpc;
-		w[n++] = trapframe_sp(tf) + STACK_BIAS;
+		w[WIRE_ENTRY_PC] = tf->tpc;
+		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
 		for (unsigned a = 0; a < p->nargs; a++)
-			w[n++] = tf->o[a];
+			w[WIRE_ENTRY_ARG0 + a] = tf->o[a];
+		n = WIRE_ENTRY_ARG0 + p->nargs;
 		break;
 	case WIRE_EVENT_RETURN:
-		w[n++] = tf->tpc;
-		w[n++] = trapframe_sp(tf) + STACK_BIAS;
-		if (return_value(p, r, &v))
-			w[n++] = v;
+		w[WIRE_RETURN_PC] = tf->tpc;
+		w[WIRE_RETURN_SP] = trapframe_sp(tf) + STACK_BIAS;
+		n = WIRE_RETURN_VALUE;          /* no value word if unknown */
+		if (return_value(p, r, &v)) {
+			w[WIRE_RETURN_VALUE] = v;
+			n = WIRE_RETURN_VALUE + 1;
+		}
 		break;
 	default:
-		w[n++] = tf->tpc;
-		w[n++] = o->target;
-		w[n++] = (o->taken ? 1 : 0) | (o->annulled ? 2 : 0);
+		w[WIRE_BRANCH_PC] = tf->tpc;
+		w[WIRE_BRANCH_TARGET] = o->target;
+		w[WIRE_BRANCH_FLAGS] = (o->taken ? WIRE_BRANCH_TAKEN : 0) |
+				       (o->annulled ? WIRE_BRANCH_ANNULLED : 0);
+		n = WIRE_BRANCH_FLAGS + 1;
 		break;
 	}
 	tracer_fire(p, p->kind, w, n);
@@ -351,11 +358,11 @@ static _Noreturn void fire_failed(const struct probe *p, const char *what,
 static void state_words(const struct trapframe *tf, const struct sparc_regs *r,
 			uint64_t fsr, unsigned long *w)
 {
-	w[0] = r->pc;
-	w[1] = r->npc;
-	w[2] = r->ccr;
-	w[3] = tf->y;
-	w[4] = fsr;
+	w[SPARC64_CHECK_PC] = r->pc;
+	w[SPARC64_CHECK_NPC] = r->npc;
+	w[SPARC64_CHECK_CCR] = r->ccr;
+	w[SPARC64_CHECK_Y] = tf->y;
+	w[SPARC64_CHECK_FSR] = fsr;
 	for (unsigned n = 1; n < 32; n++)
 		w[SPARC64_CHECK_R0 + n] = r->r[n];
 }
@@ -395,7 +402,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	struct sparc_regs a;
 	unsigned long *after = w + SPARC64_CHECK_NREGS;
 	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
-	enum { O = SPARC64_CHECK_R0 + 8, L = O + 8, I = L + 8 };
+	enum { O = SPARC64_CHECK_O0, L = SPARC64_CHECK_L0, I = SPARC64_CHECK_I0 };
 
 	if (!load_regs(tf, &a))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
