@@ -141,6 +141,42 @@ static int reply(struct command_reply *r, int status, const char *fmt, ...)
 	return status;
 }
 
+/* The kinds a probe is added as, with their command words (wire.h). */
+#define PROBE_KIND_ROW(name, value, word) { word, value },
+static const struct { const char *word; uint8_t kind; } probe_kinds[] = {
+	WIRE_PROBE_KINDS(PROBE_KIND_ROW)
+};
+#undef PROBE_KIND_ROW
+#define NPROBE_KINDS (sizeof probe_kinds / sizeof probe_kinds[0])
+
+const char *tracer_probe_kind_word(unsigned kind)
+{
+	for (unsigned i = 0; i < NPROBE_KINDS; i++)
+		if (probe_kinds[i].kind == kind)
+			return probe_kinds[i].word;
+	return 0;
+}
+
+int tracer_probe_kind(const char *word)
+{
+	for (unsigned i = 0; i < NPROBE_KINDS; i++)
+		if (strcmp(word, probe_kinds[i].word) == 0)
+			return probe_kinds[i].kind;
+	return -1;
+}
+
+size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
+			       const char *last_sep)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < NPROBE_KINDS; i++)
+		used += ksnprintf(buf + used, used < size ? size - used : 0, "%s%s",
+				  !i ? "" : i + 1 < NPROBE_KINDS ? sep : last_sep,
+				  probe_kinds[i].word);
+	return used;
+}
+
 static const char *const state_names[] = { "free", "disabled", "enabled" };
 const char *const tracer_action_names[TRACER_NACTIONS] = {
 	[TRACER_ACTION_RECORD] = "record",
@@ -161,8 +197,7 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size)
 {
 	if (id >= TRACER_MAX_PROBES || nargs > TRACER_MAX_ARGS ||
-	    (kind != WIRE_EVENT_ENTRY && kind != WIRE_EVENT_RETURN &&
-	     kind != WIRE_EVENT_BRANCH)) {
+	    !tracer_probe_kind_word(kind)) {
 		ksnprintf(why, why_size, "bad id, kind or nargs");
 		return -1;
 	}
@@ -218,28 +253,27 @@ static int probe_add(int argc, char **argv, struct command_reply *r)
 {
 	unsigned id;
 	uint64_t addr, nargs = 0;
-	unsigned kind;
+	char kinds[64];
 
 	if (argc < 5 || argc > 6 || !parse_id(argv[2], &id) ||
 	    !parse_u64(argv[3], &addr) ||
-	    (argc == 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS)))
+	    (argc == 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS))) {
+		tracer_probe_kind_words(kinds, sizeof kinds, "|", "|");
 		return reply(r, WIRE_REPLY_BAD_ARGS,
-			     "usage: probe add ID ADDR entry|return|branch [NARGS], ID < %d, "
-			     "NARGS <= %d", TRACER_MAX_PROBES, TRACER_MAX_ARGS);
-	if (strcmp(argv[4], "entry") == 0)
-		kind = WIRE_EVENT_ENTRY;
-	else if (strcmp(argv[4], "return") == 0)
-		kind = WIRE_EVENT_RETURN;
-	else if (strcmp(argv[4], "branch") == 0)
-		kind = WIRE_EVENT_BRANCH;
-	else
-		return reply(r, WIRE_REPLY_BAD_ARGS, "probe kind \"%s\": expected "
-			     "entry, return or branch", argv[4]);
+			     "usage: probe add ID ADDR %s [NARGS], ID < %d, "
+			     "NARGS <= %d", kinds, TRACER_MAX_PROBES, TRACER_MAX_ARGS);
+	}
+	int kind = tracer_probe_kind(argv[4]);
+	if (kind < 0) {
+		tracer_probe_kind_words(kinds, sizeof kinds, ", ", " or ");
+		return reply(r, WIRE_REPLY_BAD_ARGS, "probe kind \"%s\": expected %s",
+			     argv[4], kinds);
+	}
 	if ((uint64_t)(uintptr_t)addr != addr)
 		return reply(r, WIRE_REPLY_FAILED, "refused: 0x%llx is outside kernel "
 			     "text", (unsigned long long)addr);
 	char why[128];
-	if (tracer_probe_add(id, (uintptr_t)addr, kind, (unsigned)nargs, why,
+	if (tracer_probe_add(id, (uintptr_t)addr, (unsigned)kind, (unsigned)nargs, why,
 			     sizeof why) != 0)
 		return reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
 	return reply(r, WIRE_REPLY_OK, "probe %u at 0x%lx", id, (unsigned long)addr);
@@ -442,9 +476,7 @@ static int probe_list(struct command_reply *r)
 		if (p->state == PROBE_FREE)
 			continue;
 		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s action=%s hits=%lu\n", p->id,
-			(unsigned long)p->addr,
-			p->kind == WIRE_EVENT_ENTRY ? "entry" :
-			p->kind == WIRE_EVENT_RETURN ? "return" : "branch",
+			(unsigned long)p->addr, tracer_probe_kind_word(p->kind),
 			state_names[p->state], p->nargs,
 			tarch_mechs[p->mech].name, tracer_action_names[p->action], p->hits);
 	}
@@ -485,10 +517,12 @@ int tracer_cmd_probe(int argc, char **argv, struct command_reply *r)
 			return reply(r, WIRE_REPLY_OK, "check mode %s", argv[2]);
 		}
 	}
+	char kinds[64];
+	tracer_probe_kind_words(kinds, sizeof kinds, "|", "|");
 	return reply(r, WIRE_REPLY_BAD_ARGS,
-		     "usage: probe add ID ADDR entry|return [NARGS] | enable all|ID... | "
+		     "usage: probe add ID ADDR %s [NARGS] | enable all|ID... | "
 		     "disable all|ID... | mode [NAME] | action all|ID... record|sum|null | "
-		     "hooks on|off | check on|off | list | clear");
+		     "hooks on|off | check on|off | list | clear", kinds);
 }
 
 /* trace flush | stats | buffer [BYTES] | reset */

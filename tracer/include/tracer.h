@@ -46,7 +46,7 @@ extern const char *const tracer_action_names[TRACER_NACTIONS];
 struct probe {
 	uintptr_t          addr;
 	uint32_t           id;        /* the host's number, = index in the table */
-	uint8_t            kind;      /* WIRE_EVENT_ENTRY or WIRE_EVENT_RETURN */
+	uint8_t            kind;      /* a WIRE_PROBE_KINDS value (wire.h) */
 	uint8_t            nargs;     /* ENTRY: arguments to record */
 	volatile uint8_t   state;     /* enum probe_state */
 	uint8_t            mech;      /* trap mechanism it was armed with */
@@ -59,6 +59,15 @@ struct probe {
 };
 
 extern struct probe tracer_probes[TRACER_MAX_PROBES];
+
+/* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
+ * if kind is not one a probe is added as; a word's kind, or -1; and every
+ * word into buf, joined by sep (last_sep before the last one), returning
+ * the length it needed. */
+const char *tracer_probe_kind_word(unsigned kind);
+int tracer_probe_kind(const char *word);
+size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
+			       const char *last_sep);
 
 /* Fire path: the probe at addr, or 0. Lock-free. */
 struct probe *tracer_lookup(uintptr_t addr);
