@@ -297,7 +297,7 @@ static const struct command commands[] = {
 	{ "run",       "run WORKLOAD [key=value ...]: run and check a workload", cmd_run },
 	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
 	{ "wait",      "wait for the started workload; its result", cmd_wait },
-	{ "probe",     "probe add|enable|disable|mode|check|list|clear ...", cmd_probe },
+	{ "probe",     "probe add|enable|disable|mechanism|check|list|clear ...", cmd_probe },
 	{ "trace",     "trace flush|stats|reset|buffer: the trace buffers", cmd_trace },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },

@@ -33,7 +33,7 @@
 struct probe tracer_probes[TRACER_MAX_PROBES];
 static volatile uint16_t hash_slot[HASH_SLOTS];   /* probe index + 1; 0 empty */
 volatile bool tracer_check_mode;
-volatile unsigned tracer_mech;
+volatile unsigned tracer_mechanism;
 static unsigned probes_added, probes_enabled;
 
 static uint8_t **text_alias;         /* one writable alias per text page */
@@ -288,10 +288,10 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
 	struct probe *p = &tracer_probes[id];
 	if (enable && p->state == PROBE_DISABLED) {
 		const char *reason = "?";
-		p->mech = (uint8_t)tracer_mech;
+		p->mechanism = (uint8_t)tracer_mechanism;
 		if (!tarch_can_arm(p, &reason)) {
-			ksnprintf(why, why_size, "probe %u at 0x%lx, mode %s: %s", id,
-				  (unsigned long)p->addr, tarch_mechs[p->mech].name,
+			ksnprintf(why, why_size, "probe %u at 0x%lx, mechanism %s: %s", id,
+				  (unsigned long)p->addr, tarch_mechanisms[p->mechanism].name,
 				  reason);
 			return -1;
 		}
@@ -413,13 +413,13 @@ static int probe_switch(int argc, char **argv, bool enable, struct command_reply
 	return reply(r, WIRE_REPLY_OK, "%u enabled", probes_enabled);
 }
 
-int tracer_set_mode(const char *name)
+int tracer_set_mechanism(const char *name)
 {
-	for (unsigned m = 0; m < tarch_nmechs; m++) {
-		if (strcmp(name, tarch_mechs[m].name) == 0) {
+	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
+		if (strcmp(name, tarch_mechanisms[m].name) == 0) {
 			if (probes_enabled)
 				return -2;
-			tracer_mech = m;
+			tracer_mechanism = m;
 			return 0;
 		}
 	}
@@ -444,24 +444,28 @@ unsigned tracer_clear(void)
 	return n;
 }
 
-static int probe_mode(int argc, char **argv, struct command_reply *r)
+/* probe mechanism [NAME] (argv[1] is also its old word, mode) */
+static int probe_mechanism(int argc, char **argv, struct command_reply *r)
 {
 	if (argc == 2)
-		return reply(r, WIRE_REPLY_OK, "mode %s", tarch_mechs[tracer_mech].name);
+		return reply(r, WIRE_REPLY_OK, "mechanism %s",
+			     tarch_mechanisms[tracer_mechanism].name);
 	if (argc != 3)
-		return reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe mode [NAME]");
-	int err = tracer_set_mode(argv[2]);
+		return reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe %s [NAME]", argv[1]);
+	int err = tracer_set_mechanism(argv[2]);
 	if (err == 0)
-		return reply(r, WIRE_REPLY_OK, "mode %s", tarch_mechs[tracer_mech].name);
+		return reply(r, WIRE_REPLY_OK, "mechanism %s",
+			     tarch_mechanisms[tracer_mechanism].name);
 	if (err == -2)
 		return reply(r, WIRE_REPLY_FAILED, "refused: %u probes are enabled; "
 			     "disable them first", probes_enabled);
 	char names[128] = "";
 	size_t used = 0;
-	for (unsigned m = 0; m < tarch_nmechs; m++)
+	for (unsigned m = 0; m < tarch_nmechanisms; m++)
 		used += ksnprintf(names + used, sizeof names - used, "%s%s",
-				  m ? ", " : "", tarch_mechs[m].name);
-	return reply(r, WIRE_REPLY_BAD_ARGS, "no mode \"%s\"; modes: %s", argv[2], names);
+				  m ? ", " : "", tarch_mechanisms[m].name);
+	return reply(r, WIRE_REPLY_BAD_ARGS, "no mechanism \"%s\"; mechanisms: %s",
+		     argv[2], names);
 }
 
 static int probe_clear(struct command_reply *r)
@@ -475,13 +479,14 @@ static int probe_list(struct command_reply *r)
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
-		kprintf("probe %u 0x%lx %s %s nargs=%u mode=%s action=%s hits=%lu\n", p->id,
+		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu\n", p->id,
 			(unsigned long)p->addr, tracer_probe_kind_word(p->kind),
 			state_names[p->state], p->nargs,
-			tarch_mechs[p->mech].name, tracer_action_names[p->action], p->hits);
+			tarch_mechanisms[p->mechanism].name, tracer_action_names[p->action],
+			p->hits);
 	}
-	return reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mode %s%s",
-		     probes_added, probes_enabled, tarch_mechs[tracer_mech].name,
+	return reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mechanism %s%s",
+		     probes_added, probes_enabled, tarch_mechanisms[tracer_mechanism].name,
 		     tracer_check_mode ? ", check mode" : "");
 }
 
@@ -495,8 +500,8 @@ int tracer_cmd_probe(int argc, char **argv, struct command_reply *r)
 			return probe_switch(argc, argv, true, r);
 		if (strcmp(sub, "disable") == 0)
 			return probe_switch(argc, argv, false, r);
-		if (strcmp(sub, "mode") == 0)
-			return probe_mode(argc, argv, r);
+		if (strcmp(sub, "mechanism") == 0 || strcmp(sub, "mode") == 0)
+			return probe_mechanism(argc, argv, r);
 		if (strcmp(sub, "action") == 0)
 			return probe_action(argc, argv, r);
 		if (strcmp(sub, "hooks") == 0 && argc == 3 &&
@@ -521,7 +526,7 @@ int tracer_cmd_probe(int argc, char **argv, struct command_reply *r)
 	tracer_probe_kind_words(kinds, sizeof kinds, "|", "|");
 	return reply(r, WIRE_REPLY_BAD_ARGS,
 		     "usage: probe add ID ADDR %s [NARGS] | enable all|ID... | "
-		     "disable all|ID... | mode [NAME] | action all|ID... record|sum|null | "
+		     "disable all|ID... | mechanism [NAME] | action all|ID... record|sum|null | "
 		     "hooks on|off | check on|off | list | clear", kinds);
 }
 

@@ -49,7 +49,7 @@ struct probe {
 	uint8_t            kind;      /* a WIRE_PROBE_KINDS value (wire.h) */
 	uint8_t            nargs;     /* ENTRY: arguments to record */
 	volatile uint8_t   state;     /* enum probe_state */
-	uint8_t            mech;      /* trap mechanism it was armed with */
+	uint8_t            mechanism; /* it was armed with: tarch_mechanisms[] index */
 	uint8_t            unsettled; /* stored to since tracer_settle() */
 	volatile uint8_t   action;    /* enum tracer_action */
 	struct tarch_site  site;      /* the decoded original instruction */
@@ -83,8 +83,8 @@ void tracer_record(const struct probe *p, unsigned kind,
 uint64_t tracer_fired_count(void);
 /* Check mode is on: the arch records a CHECK event for each emulation. */
 extern volatile bool tracer_check_mode;
-/* The run's mechanism (index into tarch_mechs). */
-extern volatile unsigned tracer_mech;
+/* The run's mechanism (index into tarch_mechanisms[], mechanism.h). */
+extern volatile unsigned tracer_mechanism;
 
 /* The kernel's own interface (the commands below and in-guest tests). The
  * reason of a refusal goes to why. */
@@ -96,8 +96,9 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
 void tracer_settle(void);
 /* Set probe id's action (enum tracer_action); any time, even enabled. */
 int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size);
-/* 0; -1 if there is no such mechanism; -2 while probes are enabled. */
-int tracer_set_mode(const char *name);
+/* Pick the run's mechanism by its name: 0; -1 if there is no such
+ * mechanism; -2 while probes are enabled. */
+int tracer_set_mechanism(const char *name);
 /* Disable and remove every probe; returns how many there were. */
 unsigned tracer_clear(void);
 

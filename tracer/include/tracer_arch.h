@@ -16,16 +16,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "mechanism.h"    /* tarch_mechanisms[], from the arch's mechanisms.h */
 #include "tracer.h"
-
-struct tarch_mech {
-	const char *name;
-	const char *what;
-	bool        lossy;      /* a baseline: may miss firings by design */
-};
-
-extern const struct tarch_mech tarch_mechs[];
-extern const unsigned tarch_nmechs;
 
 /* Classify the instruction at addr as a probe of the given kind
  * (WIRE_EVENT_ENTRY/RETURN). 0, or -1 with *why set. The address has
@@ -33,9 +25,9 @@ extern const unsigned tarch_nmechs;
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why);
 
-/* Whether p's site can take the trap of p->mech; if not, *why says why. */
+/* Whether p's site can take the trap of p->mechanism; if not, *why says why. */
 bool tarch_can_arm(const struct probe *p, const char **why);
-/* Write the trap of p->mech over the site / write the original back.
+/* Write the trap of p->mechanism over the site / write the original back.
  * Called from thread context: an arch whose trap is wider than the
  * smallest trap may sync CPUs between its stores (tracer_sync_cpus). */
 void tarch_arm(struct probe *p);

@@ -36,7 +36,7 @@
  *
  * Probes use ids from 4000 and are all cleared after each site word
  * (tracer_clear removes every probe: the self-test is not meant to run
- * during a trace); the mode in force before is restored.
+ * during a trace); the mechanism in force before is restored.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -1044,14 +1044,16 @@ void selftest_probes(void);
 
 void selftest_probes(void)
 {
-	const char *old_mode = tarch_mechs[tracer_mech].name;
+	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
 	uint64_t t0 = arch_cycles();
 
 	if (!report(layout_ok(), "struct dt_state and the marks match "
 		    "selftest_probes.S"))
 		return;
 	test_encoder();
-	if (!report(tracer_set_mode("emulate") == 0, "probe mode set to emulate "
+	/* The PASS line keeps its words from before `probe mechanism`, so
+	 * self-test logs of either side compare line for line. */
+	if (!report(tracer_set_mechanism("emulate") == 0, "probe mode set to emulate "
 		    "(no probe may be enabled when the area starts)"))
 		return;
 	site_alias = mm_alias_writable(dt_site);
@@ -1073,8 +1075,8 @@ void selftest_probes(void)
 	test_every_cti();
 out:
 	tracer_clear();
-	if (tracer_set_mode(old_mode) != 0)
-		report(false, "mode %s restored", old_mode);
+	if (tracer_set_mechanism(old_mechanism) != 0)
+		report(false, "mechanism %s restored", old_mechanism);
 	uint64_t us = (arch_cycles() - t0) * 1000000 / arch_cycles_hz();
 	report_info("probes area: %lu.%03lu s of guest time", (unsigned long)(us / 1000000),
 		    (unsigned long)(us / 1000 % 1000));

@@ -1,7 +1,7 @@
 /*
  * fbt.c — i386 probes: decode and arm a site, and the fire path.
  *
- * Mechanisms (chosen per run, `probe mode`):
+ * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   int3  0xCC over the site's first byte; #BP arrives with EIP = site + 1.
  *   ud    #UD instead of #BP, so the probe shares nothing with debuggers
  *         (illumos' choice on i386). illumos writes a LOCK prefix (0xF0),
@@ -11,7 +11,7 @@
  *         the #UD comes from ud2 (0F 0B). Two bytes fit a site whose
  *         emulated form is at least two bytes long (the fused prologue,
  *         enter, ret imm16), or a ret followed by padding, which no path
- *         runs; other sites are refused in this mode. #UD arrives with
+ *         runs; other sites are refused under this mechanism. #UD arrives with
  *         EIP = site. No CPU may fetch half of the change: a translator
  *         reading the site byte by byte while one 16-bit store lands can
  *         decode 0F 89 (jns rel32: ud2's first byte, the old mov's second)
@@ -49,6 +49,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "emulate.h"
+#include "mechanisms.h"
 #include "mm.h"
 #include "spinlock.h"
 #include "thread.h"
@@ -57,14 +58,9 @@
 #include "tracer_i386.h"
 #include "wire.h"
 
-enum { MECH_INT3, MECH_UD, MECH_STEP };
-
-const struct tarch_mech tarch_mechs[] = {
-	[MECH_INT3] = { "int3", "int3, emulate the displaced instruction", false },
-	[MECH_UD]   = { "ud",   "ud2 (#UD), emulate the displaced instruction", false },
-	[MECH_STEP] = { "step", "int3, put the original back, single-step (lossy)", true },
-};
-const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
+enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
+const struct tarch_mechanism tarch_mechanisms[] = { TARCH_MECHANISMS(MECHANISM_ROW) };
+const unsigned tarch_nmechanisms = sizeof tarch_mechanisms / sizeof tarch_mechanisms[0];
 const unsigned tarch_check_words = I386_CHECK_WORDS;
 const unsigned tarch_cost_kind = WIRE_EVENT_ENTRY;
 
@@ -84,7 +80,7 @@ static bool padding_byte(uint8_t b)
 
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	if (p->mech != MECH_UD)
+	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
 		*why = "ud2 would straddle a page boundary";
@@ -117,7 +113,7 @@ static void store_two(const struct probe *p, uint8_t first, uint8_t second)
 
 static void store_trap(const struct probe *p)
 {
-	if (p->mech == MECH_UD)
+	if (p->mechanism == MECHANISM_UD)
 		store_two(p, 0x0f, 0x0b);                     /* ud2 */
 	else
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
@@ -125,7 +121,7 @@ static void store_trap(const struct probe *p)
 
 static void store_original(const struct probe *p)
 {
-	if (p->mech == MECH_UD)
+	if (p->mechanism == MECHANISM_UD)
 		store_two(p, p->site.insn.orig[0], p->site.insn.len >= 2 ?
 			  p->site.insn.orig[1] : p->site.next);
 	else
@@ -165,7 +161,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
  * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
-	if (p->mech == MECH_UD) {
+	if (p->mechanism == MECHANISM_UD) {
 		store_trap(p);
 		return;
 	}
@@ -176,7 +172,7 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
-	if (p->mech == MECH_UD) {
+	if (p->mechanism == MECHANISM_UD) {
 		store_original(p);
 		return;
 	}
@@ -323,7 +319,7 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		const struct probe *p = &tracer_probes[me->tracer_slot - 1];
 		me->tracer_slot = 0;
 		spin_lock(&step_lock);
-		if (p->state == PROBE_ENABLED && p->mech == MECH_STEP)
+		if (p->state == PROBE_ENABLED && p->mechanism == MECHANISM_STEP)
 			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
 		spin_unlock(&step_lock);
 		tf->eflags &= ~TF_FLAG;
@@ -339,12 +335,12 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 	struct probe *p = tracer_lookup(site);
 	/* #UD only from a ud probe; #BP from any (a ud site passes through
 	 * int3 while it changes). */
-	if (!p || (tf->vector == VEC_UD && p->mech != MECH_UD))
+	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return 0;                /* not a probe's trap: trap_try's, or a bug */
 	*handled = true;
 	record_fire(p, tf);
 
-	if (p->mech == MECH_STEP) {
+	if (p->mechanism == MECHANISM_STEP) {
 		spin_lock(&step_lock);
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
 		spin_unlock(&step_lock);

@@ -7,7 +7,7 @@
  * handler reads the const22 back from TPC, so finding the probe is one
  * index and one address compare, no search.
  *
- * Mechanisms (chosen per run, `probe mode`):
+ * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   emulate    record, then emulate the displaced instruction on the
  *              trapped state (emulate.c for CTIs; `save` below) and
  *              `retry` at the PC/nPC it chose. The ILLTRAP stays; nothing
@@ -63,6 +63,7 @@
 #include "check.h"
 #include "console.h"
 #include "emulate.h"
+#include "mechanisms.h"
 #include "mm.h"
 #include "thread.h"
 #include "tracer.h"
@@ -70,15 +71,9 @@
 #include "tracer_sparc64.h"
 #include "wire.h"
 
-enum { MECH_EMULATE, MECH_SHELLGAME };
-
-const struct tarch_mech tarch_mechs[] = {
-	[MECH_EMULATE]   = { "emulate", "illtrap const22, emulate the displaced "
-			     "instruction", false },
-	[MECH_SHELLGAME] = { "shellgame", "illtrap, put the original back until "
-			     "the next probe fires (lossy)", true },
-};
-const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
+enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
+const struct tarch_mechanism tarch_mechanisms[] = { TARCH_MECHANISMS(MECHANISM_ROW) };
+const unsigned tarch_nmechanisms = sizeof tarch_mechanisms / sizeof tarch_mechanisms[0];
 const unsigned tarch_check_words = SPARC64_CHECK_WORDS;
 const unsigned tarch_cost_kind = WIRE_EVENT_RETURN;
 
@@ -451,7 +446,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		r.fsr = read_fsr();
 	}
 	unsigned long chk[SPARC64_CHECK_WORDS];
-	bool check = tracer_check_mode && p->mech == MECH_EMULATE;
+	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
 	if (check)
 		check_before(p, tf, &r, chk);
 
@@ -459,7 +454,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		o.target = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		o.taken = true;
 	}
-	if (p->mech == MECH_SHELLGAME) {
+	if (p->mechanism == MECHANISM_SHELLGAME) {
 		struct thread *me = thread_current();
 		bool again = me->tracer_slot == p->id + 1;
 		me->tracer_slot = 0;
