@@ -25,7 +25,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "command.h"
 #include "tarch/tracer_site.h"   /* struct tarch_site, from tracer/arch/<arch> */
 
 #define TRACER_MAX_PROBES 4096
@@ -102,9 +101,9 @@ int tracer_set_mechanism(const char *name);
 /* Disable and remove every probe; returns how many there were. */
 unsigned tracer_clear(void);
 
-/* The `probe` and `trace` commands (command.c dispatches to them). */
-int tracer_cmd_probe(int argc, char **argv, struct command_reply *r);
-int tracer_cmd_trace(int argc, char **argv, struct command_reply *r);
+/* Probes added (not yet cleared), and of those, enabled. */
+unsigned tracer_probes_added(void);
+unsigned tracer_probes_enabled(void);
 
 /* The bare trap round trip and its trap-less twin (arch), for costs. */
 void tracer_bare_trap(void);
