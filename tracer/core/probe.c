@@ -22,6 +22,7 @@
 #include "buffer.h"
 #include "console.h"
 #include "cpu.h"
+#include "init.h"
 #include "kstring.h"
 #include "mm.h"
 #include "notrace.h"
@@ -67,7 +68,9 @@ uint8_t *tracer_text_alias(uintptr_t addr)
 	return text_alias[(addr - base) / page] + (addr & (page - 1));
 }
 
-void tracer_init(void)
+/* Boot (init.h): map the text aliases, allocate the default buffers,
+ * start the drain. */
+static void tracer_init(void)
 {
 	uintptr_t page = mm_page_size;
 	uintptr_t base = (uintptr_t)__text_start & ~(page - 1);
@@ -87,6 +90,7 @@ void tracer_init(void)
 		panic("tracer: no memory for the trace buffers");
 	buffer_start_drain();
 }
+KERNEL_INIT(tracer_init);
 
 static void ipi_nothing(void *arg)
 {

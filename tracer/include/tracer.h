@@ -122,9 +122,6 @@ uint64_t tracer_action_sum(void);
  * not enabled: no trap is written) into the same buffers, with its id. */
 extern volatile bool tracer_hooks_on;
 
-/* Boot: map the text aliases, allocate default buffers. */
-void tracer_init(void);
-
 /* A writable alias of the kernel text byte at addr (mapped at init). */
 uint8_t *tracer_text_alias(uintptr_t addr);
 
