@@ -68,8 +68,8 @@ uint8_t *tracer_text_alias(uintptr_t addr)
 	return text_alias[(addr - base) / page] + (addr & (page - 1));
 }
 
-/* Boot (init.h): map the text aliases, allocate the default buffers,
- * start the drain. */
+/* Boot (init.h): map the text aliases, set the arch up, allocate the
+ * default buffers, start the drain. */
 static void tracer_init(void)
 {
 	uintptr_t page = mm_page_size;
@@ -86,6 +86,7 @@ static void tracer_init(void)
 			panic("tracer: no writable alias for text page %zu", i);
 	}
 	text_alias = aliases;
+	tarch_init();
 	if (!buffer_resize(BUFFER_DEFAULT_BYTES))
 		panic("tracer: no memory for the trace buffers");
 	buffer_start_drain();

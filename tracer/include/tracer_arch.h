@@ -19,6 +19,9 @@
 #include "mechanism.h"    /* tarch_mechanisms[], from the arch's mechanisms.h */
 #include "tracer.h"
 
+/* At boot, from tracer_init: claim what the arch needs of the kernel. */
+void tarch_init(void);
+
 /* Classify the instruction at addr as a probe of the given kind
  * (WIRE_EVENT_ENTRY/RETURN). 0, or -1 with *why set. The address has
  * already been checked to lie in probeable text. */

@@ -71,6 +71,13 @@ const unsigned tarch_cost_kind = WIRE_EVENT_ENTRY;
 extern const char tracer_bare_int3[];
 
 static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
+/* Per thread (thread.h's slots): the probe it is single-stepping, id + 1. */
+static unsigned step_slot;
+
+void tarch_init(void)
+{
+	step_slot = thread_slot_claim();
+}
 
 /* The bytes gcc and gas pad with after a ret: nop, lea/nopw/nopl forms. */
 static bool padding_byte(uint8_t b)
@@ -314,10 +321,11 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 	if (tf->vector == VEC_DB) {
 		/* The single-step baseline's #DB, one instruction after the site. */
 		struct thread *me = thread_current();
-		if (!me->tracer_slot)
+		uintptr_t stepping = thread_slot(me, step_slot);
+		if (!stepping)
 			return 0;
-		const struct probe *p = &tracer_probes[me->tracer_slot - 1];
-		me->tracer_slot = 0;
+		const struct probe *p = &tracer_probes[stepping - 1];
+		thread_slot_set(me, step_slot, 0);
 		spin_lock(&step_lock);
 		if (p->state == PROBE_ENABLED && p->mechanism == MECHANISM_STEP)
 			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
@@ -344,7 +352,7 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		spin_lock(&step_lock);
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
 		spin_unlock(&step_lock);
-		thread_current()->tracer_slot = p->id + 1;
+		thread_slot_set(thread_current(), step_slot, p->id + 1);
 		tf->eip = site;
 		tf->eflags |= TF_FLAG;
 		return 0;

@@ -89,6 +89,14 @@ extern const char tracer_bare_illtrap[];
  * thread whose trap put it there. */
 static struct probe *shell_pending;
 static struct thread *shell_thread;
+/* Per thread (thread.h's slots): the shell-game probe it was interrupted
+ * in front of, id + 1. */
+static unsigned shell_slot;
+
+void tarch_init(void)
+{
+	shell_slot = thread_slot_claim();
+}
 
 static bool is_save_to_sp(uint32_t w)
 {
@@ -456,8 +464,8 @@ bool sparc64_probe_trap(struct trapframe *tf)
 	}
 	if (p->mechanism == MECHANISM_SHELLGAME) {
 		struct thread *me = thread_current();
-		bool again = me->tracer_slot == p->id + 1;
-		me->tracer_slot = 0;
+		bool again = thread_slot(me, shell_slot) == p->id + 1;
+		thread_slot_set(me, shell_slot, 0);
 		if (p->site.what == SPARC_SITE_CTI) {
 			struct sparc_regs after = r;   /* the outcome, for the record */
 			uint64_t fault;
@@ -516,5 +524,5 @@ void sparc64_probe_interrupted(const struct trapframe *tf)
 {
 	struct probe *p = shell_pending;
 	if (p && tf->tpc == p->addr && thread_current() == shell_thread)
-		shell_thread->tracer_slot = p->id + 1;
+		thread_slot_set(shell_thread, shell_slot, p->id + 1);
 }
