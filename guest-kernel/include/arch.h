@@ -16,7 +16,8 @@
 
 /* Per arch, inline for speed: struct arch_context (a switched-out thread's
  * registers), arch_this_cpu(), arch_cas_ulong(), arch_barrier(),
- * arch_cpu_relax(). */
+ * arch_cpu_relax(); and ARCH_TRAP_VECTORS, how many trap vectors (i386
+ * vectors, sparc64 trap types) trap.h's hooks are indexed by. */
 #include "arch/arch_inline.h"
 
 /* Bring the CPU to a known state: trap table, MMU, interrupt controller,

@@ -3,9 +3,10 @@
  *
  * Every vector is an interrupt gate (IF cleared on entry) to its stub in
  * entry.S, except #DF, a task gate to the CPU's double-fault task (gdt.c) —
- * hence one IDT per CPU. trap_dispatch sends interrupts to their handlers
- * (8259 lines, the LAPIC timer, IPIs) and ends each with sched_irq_exit(),
- * which may switch threads; it offers each exception to trap_try and dumps
+ * hence one IDT per CPU. trap_dispatch first runs the vector's trap hooks
+ * (trap.h). It sends interrupts to their handlers (8259 lines, the LAPIC
+ * timer, IPIs) and ends each with sched_irq_exit(), which may switch
+ * threads; an exception no hook handled it offers to trap_try, and dumps
  * anything left over: vector name, error code, EIP/CS/EFLAGS, every GPR,
  * CR2 for #PF, CR0/CR3, and the words at the interrupted stack pointer —
  * then exits with EXIT_UNEXPECTED_TRAP.
@@ -16,7 +17,6 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
-#include "tarch/tracer_i386.h"
 #include "vectors.h"
 #include "x86.h"
 
@@ -121,21 +121,22 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 	kernel_exit(EXIT_UNEXPECTED_TRAP);
 }
 
-/* Returns 0, or the ESP to resume with when a probe's emulation moved the
- * stack pointer (entry.S then moves the frame; tracer_i386.h). */
+/* Returns 0, or the ESP to resume with when a hook moved the stack
+ * pointer (entry.S then moves the frame; trapframe.h). */
 uint32_t trap_dispatch(struct trapframe *tf)
 {
-	if (tf->vector >= NUM_EXCEPTIONS) {
-		if (!interrupt_dispatch(tf->vector))
+	unsigned vector = tf->vector;       /* a hook may reuse the slot */
+	uint32_t sp = trapframe_sp(tf);
+
+	tf->resume_esp = sp;
+	int hooks = trap_hooks_run(vector, tf);
+	if (vector >= NUM_EXCEPTIONS) {
+		if (!interrupt_dispatch(vector))
 			unexpected_trap(tf);
 		return 0;
 	}
-	if (tf->vector == VEC_DB || tf->vector == VEC_BP || tf->vector == VEC_UD) {
-		bool handled;
-		uint32_t new_sp = i386_probe_trap(tf, &handled);
-		if (handled)
-			return new_sp;
-	}
+	if (hooks == TRAP_HANDLED)
+		return tf->resume_esp != sp ? tf->resume_esp : 0;
 
 	struct caught_trap trap = {
 		.vector = tf->vector,

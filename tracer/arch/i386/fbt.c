@@ -11,8 +11,8 @@
  *         the #UD comes from ud2 (0F 0B). Two bytes fit a site whose
  *         emulated form is at least two bytes long (the fused prologue,
  *         enter, ret imm16), or a ret followed by padding, which no path
- *         runs; other sites are refused under this mechanism. #UD arrives with
- *         EIP = site. No CPU may fetch half of the change: a translator
+ *         runs; other sites are refused under this mechanism. #UD arrives
+ *         with EIP = site. No CPU may fetch half of the change: a translator
  *         reading the site byte by byte while one 16-bit store lands can
  *         decode 0F 89 (jns rel32: ud2's first byte, the old mov's second)
  *         or 55 0B; a toggle run on 4 CPUs once died at a wild EIP in just
@@ -26,17 +26,20 @@
  *         after the one instruction re-inserts the int3. Any CPU that runs
  *         the site meanwhile runs the original and is not traced.
  *
- * The emulating fire path records the event, then applies the displaced
- * instruction to the trapped state (emulate.c) instead of executing it:
- * the probe stays armed and nothing is ever written back. A ring-0 trap
- * frame has no ESP slot — the interrupted stack pointer is the address just
- * above EFLAGS — so an instruction that moves ESP moves the frame: as in
- * the lossless-fbt patent's Figs. 4–6, trap_dispatch returns the new ESP
- * and entry.S copies the whole frame down (push, enter) or up (pop, leave,
- * ret) so that IRET pops EIP/CS/EFLAGS just below it. The one stack store
- * push/enter make (the old %ebp at old ESP - 4) lies inside the old frame,
- * so it is deferred too: its address and value travel in the frame's
- * vector/error slots, and entry.S stores it after the copy.
+ * The fire path is a trap hook (trap.h) on #BP and #UD, registered at
+ * init with the step baseline's on #DB. The emulating fire path records
+ * the event, then applies the displaced instruction to the trapped state
+ * (emulate.c) instead of executing it: the probe stays armed and nothing
+ * is ever written back. A ring-0 trap frame has no ESP slot — the
+ * interrupted stack pointer is the address just above EFLAGS — so an
+ * instruction that moves ESP moves the frame: as in the lossless-fbt
+ * patent's Figs. 4–6, the hook sets the frame's resume_esp, trap_dispatch
+ * hands it to entry.S, and entry.S copies the whole frame down (push,
+ * enter) or up (pop, leave, ret) so that IRET pops EIP/CS/EFLAGS just
+ * below it. The one stack store push/enter make (the old %ebp at old
+ * ESP - 4) lies inside the old frame, so it is deferred too: its address
+ * and value travel in the frame's vector/error slots, and entry.S stores
+ * it after the copy (trapframe.h).
  *
  * Every stack read the emulation makes is checked against the mapped
  * range first: an instruction whose native execution would fault makes the
@@ -45,6 +48,7 @@
 #include "arch.h"
 #include "arch/trapframe.h"
 #include "arch/vectors.h"
+#include "arch/x86.h"
 #include "check.h"
 #include "console.h"
 #include "cpu.h"
@@ -53,9 +57,9 @@
 #include "mm.h"
 #include "spinlock.h"
 #include "thread.h"
+#include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
-#include "tracer_i386.h"
 #include "wire.h"
 
 enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
@@ -64,7 +68,6 @@ const unsigned tarch_nmechanisms = sizeof tarch_mechanisms / sizeof tarch_mechan
 const unsigned tarch_check_words = I386_CHECK_WORDS;
 const unsigned tarch_cost_kind = WIRE_EVENT_ENTRY;
 
-#define TF_FLAG        0x100u
 #define STACK_LOW      0x1000u          /* page 0 is unmapped */
 #define STACK_HIGH     0x10000000u      /* the identity map: 256 MiB */
 
@@ -73,11 +76,6 @@ extern const char tracer_bare_int3[];
 static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
 /* Per thread (thread.h's slots): the probe it is single-stepping, id + 1. */
 static unsigned step_slot;
-
-void tarch_init(void)
-{
-	step_slot = thread_slot_claim();
-}
 
 /* The bytes gcc and gas pad with after a ret: nop, lea/nopw/nopl forms. */
 static bool padding_byte(uint8_t b)
@@ -280,9 +278,9 @@ static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 	      i386_site_kind_names[p->site.insn.kind], addr);
 }
 
-/* Emulate p's instruction on the trapped state. Returns the new ESP if the
- * frame must move, else 0. */
-static uint32_t emulate(const struct probe *p, struct trapframe *tf)
+/* Emulate p's instruction on the trapped state; an ESP it moved goes to
+ * tf->resume_esp, with the deferred stack store (trapframe.h). */
+static void emulate(const struct probe *p, struct trapframe *tf)
 {
 	struct i386_regs r;
 	struct access_log log = { 0 };
@@ -309,43 +307,28 @@ static uint32_t emulate(const struct probe *p, struct trapframe *tf)
 	tf->ebp = r.ebp; tf->esi = r.esi; tf->edi = r.edi;
 	tf->eip = r.eip; tf->eflags = r.eflags;
 	if (r.esp == old_sp && !log.store_pending)
-		return 0;
+		return;
+	/* push and enter store below the old ESP, inside the frame: only a
+	 * move makes the store (entry.S), and every form that stores moves. */
+	if (r.esp == old_sp)
+		panic("probe %u at 0x%x (%s): a stack store without a move of ESP",
+		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind]);
 	tf->vector = log.store_pending ? log.addr : 0;
 	tf->error = log.after;
-	return r.esp;
+	tf->resume_esp = r.esp;
 }
 
-uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
+/* The #BP and #UD hook (trap.h): a probe's trap, or declined. */
+static int i386_probe_trap(struct trapframe *tf)
 {
-	*handled = false;
-	if (tf->vector == VEC_DB) {
-		/* The single-step baseline's #DB, one instruction after the site. */
-		struct thread *me = thread_current();
-		uintptr_t stepping = thread_slot(me, step_slot);
-		if (!stepping)
-			return 0;
-		const struct probe *p = &tracer_probes[stepping - 1];
-		thread_slot_set(me, step_slot, 0);
-		spin_lock(&step_lock);
-		if (p->state == PROBE_ENABLED && p->mechanism == MECHANISM_STEP)
-			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
-		spin_unlock(&step_lock);
-		tf->eflags &= ~TF_FLAG;
-		*handled = true;
-		return 0;
-	}
-
 	uint32_t site = tf->vector == VEC_BP ? tf->eip - 1 : tf->eip;
-	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3) {
-		*handled = true;        /* the bare round trip: nothing to do */
-		return 0;
-	}
+	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3)
+		return TRAP_HANDLED;    /* the bare round trip: nothing to do */
 	struct probe *p = tracer_lookup(site);
 	/* #UD only from a ud probe; #BP from any (a ud site passes through
 	 * int3 while it changes). */
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
-		return 0;                /* not a probe's trap: trap_try's, or a bug */
-	*handled = true;
+		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	record_fire(p, tf);
 
 	if (p->mechanism == MECHANISM_STEP) {
@@ -354,8 +337,35 @@ uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
 		spin_unlock(&step_lock);
 		thread_slot_set(thread_current(), step_slot, p->id + 1);
 		tf->eip = site;
-		tf->eflags |= TF_FLAG;
-		return 0;
+		tf->eflags |= EFLAGS_TF;
+		return TRAP_HANDLED;
 	}
-	return emulate(p, tf);
+	emulate(p, tf);
+	return TRAP_HANDLED;
+}
+
+/* The #DB hook: the single-step baseline's trap, one instruction after
+ * the site, puts the int3 back; any other #DB is declined. */
+static int i386_step_trap(struct trapframe *tf)
+{
+	struct thread *me = thread_current();
+	uintptr_t stepping = thread_slot(me, step_slot);
+	if (!stepping)
+		return TRAP_DECLINED;
+	const struct probe *p = &tracer_probes[stepping - 1];
+	thread_slot_set(me, step_slot, 0);
+	spin_lock(&step_lock);
+	if (p->state == PROBE_ENABLED && p->mechanism == MECHANISM_STEP)
+		*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
+	spin_unlock(&step_lock);
+	tf->eflags &= ~EFLAGS_TF;
+	return TRAP_HANDLED;
+}
+
+void tarch_init(void)
+{
+	step_slot = thread_slot_claim();
+	trap_hook_add(VEC_DB, i386_step_trap);
+	trap_hook_add(VEC_BP, i386_probe_trap);
+	trap_hook_add(VEC_UD, i386_probe_trap);
 }

@@ -4,8 +4,9 @@
  * A probe is the word `illtrap <const22>` over its site, const22 being the
  * probe's index in tracer_probes[] (room for 2^22; the table holds 4096).
  * It traps as illegal_instruction (tt 0x10) with TPC at the site; the
- * handler reads the const22 back from TPC, so finding the probe is one
- * index and one address compare, no search.
+ * fire path, a trap hook on that tt (trap.h) registered at init, reads the
+ * const22 back from TPC, so finding the probe is one index and one address
+ * compare, no search.
  *
  * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   emulate    record, then emulate the displaced instruction on the
@@ -19,11 +20,12 @@
  *              The game can also count one execution twice: an interrupt
  *              due while the probe fired is taken at the retry, before the
  *              original runs; if another thread fires meanwhile, the
- *              ILLTRAP is back when this one resumes. The interrupt path
- *              tells us (sparc64_probe_interrupted), and that second trap
- *              is not recorded, so the baseline's counts show its losses
- *              alone. (A thread that ran the original natively and came
- *              back to it with no probe in between is not told apart.)
+ *              ILLTRAP is back when this one resumes. A hook watching
+ *              the interrupts tells us (sparc64_probe_interrupted), and
+ *              that second trap is not recorded, so the baseline's counts
+ *              show its losses alone. (A thread that ran the original
+ *              natively and came back to it with no probe in between is
+ *              not told apart.)
  *
  * Sites and kinds:
  *   branch  any emulated CTI (emulate.h): records pc, target, taken and
@@ -66,9 +68,9 @@
 #include "mechanisms.h"
 #include "mm.h"
 #include "thread.h"
+#include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
-#include "tracer_sparc64.h"
 #include "wire.h"
 
 enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
@@ -92,11 +94,6 @@ static struct thread *shell_thread;
 /* Per thread (thread.h's slots): the shell-game probe it was interrupted
  * in front of, id + 1. */
 static unsigned shell_slot;
-
-void tarch_init(void)
-{
-	shell_slot = thread_slot_claim();
-}
 
 static bool is_save_to_sp(uint32_t w)
 {
@@ -424,22 +421,25 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	tracer_record(p, WIRE_EVENT_CHECK, w, SPARC64_CHECK_WORDS);
 }
 
-bool sparc64_probe_trap(struct trapframe *tf)
+/* The illegal_instruction hook (trap.h): if TPC holds one of our
+ * ILLTRAPs, record and emulate (or run the shell game), with tf edited for
+ * the retry; else declined. */
+static int sparc64_probe_trap(struct trapframe *tf)
 {
 	uint32_t word = *(const volatile uint32_t *)tf->tpc;
 
 	if (word >> 22 != 0)
-		return false;                   /* not an illtrap we wrote */
+		return TRAP_DECLINED;           /* not an illtrap we wrote */
 	if (tf->tpc == (uintptr_t)tracer_bare_illtrap) {
 		tf->tpc = tf->tnpc;             /* the bare round trip */
 		tf->tnpc += 4;
-		return true;
+		return TRAP_HANDLED;
 	}
 	if (word >= TRACER_MAX_PROBES)
-		return false;
+		return TRAP_DECLINED;
 	struct probe *p = &tracer_probes[word];
 	if (p->state == PROBE_FREE || p->addr != tf->tpc)
-		return false;
+		return TRAP_DECLINED;
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
@@ -479,7 +479,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		store_word(p, p->site.insn);
 		shell_pending = p;
 		shell_thread = me;
-		return true;                    /* retry runs the original */
+		return TRAP_HANDLED;            /* retry runs the original */
 	}
 
 	if (p->site.what == SPARC_SITE_RETURN) {
@@ -491,7 +491,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->tnpc = o.target;
 		if (check)
 			check_after(p, tf, chk);
-		return true;
+		return TRAP_HANDLED;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
 		record_fire(p, tf, &r, &o);
@@ -500,7 +500,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->tnpc += 4;
 		if (check)
 			check_after(p, tf, chk);
-		return true;
+		return TRAP_HANDLED;
 	}
 
 	struct sparc_regs before = r;
@@ -517,12 +517,25 @@ bool sparc64_probe_trap(struct trapframe *tf)
 	tf->tnpc = r.npc;
 	if (check)
 		check_after(p, tf, chk);
-	return true;
+	return TRAP_HANDLED;
 }
 
-void sparc64_probe_interrupted(const struct trapframe *tf)
+/* The hook on the tick and UART interrupts, which only observes: an
+ * interrupt taken at the retry of a shell-game probe's original, before
+ * it ran, marks the thread, so the firing the ILLTRAP (put back by then)
+ * causes when the thread resumes is not recorded twice. */
+static int sparc64_probe_interrupted(struct trapframe *tf)
 {
 	struct probe *p = shell_pending;
 	if (p && tf->tpc == p->addr && thread_current() == shell_thread)
 		thread_slot_set(shell_thread, shell_slot, p->id + 1);
+	return TRAP_DECLINED;
+}
+
+void tarch_init(void)
+{
+	shell_slot = thread_slot_claim();
+	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
+	trap_hook_add(TT_INTERRUPT_LEVEL_14, sparc64_probe_interrupted);
+	trap_hook_add(TT_INTERRUPT_VECTOR, sparc64_probe_interrupted);
 }
