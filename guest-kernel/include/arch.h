@@ -88,9 +88,6 @@ typedef uintptr_t arch_jmp_buf[24];
 int arch_setjmp(arch_jmp_buf buf) __attribute__((returns_twice));
 _Noreturn void arch_longjmp(arch_jmp_buf buf, int value);
 
-/* The arch's own self-tests (selftest.h), terminated by area == NULL. */
-struct selftest;
-extern const struct selftest *const arch_selftest_table;
 /* Deliberate crashes for the harness's tests (`crash <kind>`). */
 /* Raise an exception nobody catches: kind is e.g. "ud", "pf".
  * Returns only if the kind is unknown. */

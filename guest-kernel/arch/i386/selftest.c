@@ -14,7 +14,6 @@ extern void st_divide(void *), st_invalid_opcode(void *), st_breakpoint(void *),
 	st_bad_selector(void *);
 extern char st_divide_insn[], st_breakpoint_next[], st_bad_selector_insn[];
 extern int st_patch_target(void);
-extern void selftest_probes(void);          /* selftest_probes.c */
 
 #define PF_PRESENT 0x1
 #define PF_WRITE   0x2
@@ -93,10 +92,5 @@ static void test_text_alias(void)
 	       "no alias for an unmapped address");
 }
 
-static const struct selftest i386_selftests[] = {
-	{ "traps", test_exceptions },
-	{ "mm", test_text_alias },
-	{ "probes", selftest_probes },
-	{ 0, 0 },
-};
-const struct selftest *const arch_selftest_table = i386_selftests;
+SELFTEST(300, "traps", test_exceptions);
+SELFTEST(310, "mm", test_text_alias);

@@ -40,7 +40,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include "arch_sparc64.h"
+#include "arch/arch_sparc64.h"
 #include "console.h"
 #include "kstring.h"
 #include "mm.h"
@@ -1040,9 +1040,7 @@ out:
 
 /* ---- the area ---- */
 
-void selftest_probes(void);
-
-void selftest_probes(void)
+static void selftest_probes(void)
 {
 	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
 	uint64_t t0 = arch_cycles();
@@ -1081,3 +1079,4 @@ out:
 	report_info("probes area: %lu.%03lu s of guest time", (unsigned long)(us / 1000000),
 		    (unsigned long)(us / 1000 % 1000));
 }
+SELFTEST(400, "probes", selftest_probes);

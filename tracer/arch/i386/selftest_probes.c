@@ -368,7 +368,7 @@ out:
 	report_prefix_pop();
 }
 
-void selftest_probes(void)
+static void selftest_probes(void)
 {
 	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
 	char why[128];
@@ -405,3 +405,4 @@ void selftest_probes(void)
 	if (tracer_set_mechanism(old_mechanism) != 0)
 		report(false, "mechanism %s restored", old_mechanism);
 }
+SELFTEST(400, "probes", selftest_probes);

@@ -38,7 +38,7 @@
  * up to tb_end) and its counting twin (tbc_*, every CTI preceded by
  * `add %g5, 1, %g5`), both expanded from one macro.
  */
-#include "sparc64.h"
+#include "arch/sparc64.h"
 
 	.register %g2, #scratch
 	.register %g3, #scratch
