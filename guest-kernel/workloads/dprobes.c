@@ -13,6 +13,7 @@
  *   5  M.record     as 3, the handler writing its trace record, and the
  *                   drain thread sending it over the serial line: timed
  *                   from the loop's start until the last record is sent.
+ * (M is a mechanism's name: `int3.null`, `shellgame.pair`.)
  *
  * The lossy baselines cannot be measured alone in that loop (the shell
  * game re-arms a probe when the next one fires), so every mechanism is

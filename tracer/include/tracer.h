@@ -2,19 +2,21 @@
  * tracer.h — probes, as the kernel and the arch's fire path see them.
  *
  * The host finds candidate sites in the ELF and numbers them; `probe add`
- * hands one to the guest, which decodes the instruction there once
- * (tracer_arch.h) and refuses, with a reason, anything it cannot emulate or
- * must not touch. A probe then moves between DISABLED and ENABLED as the
- * host asks, while threads run: enabling writes the arch's trap over the
- * first byte or word of the site through a writable alias of the read-only
- * text, disabling writes the original back. Probe memory is reused only
- * after `probe clear`, which first makes every CPU pass through an IPI: a
- * CPU inside a fire path has interrupts masked, so once all have answered,
- * none still looks at an old probe.
+ * hands one to the guest as an entry, return or branch probe
+ * (WIRE_PROBE_KINDS, wire.h), and the guest decodes the instruction there
+ * once (tracer_arch.h) and refuses, with a reason, anything it cannot
+ * emulate or must not touch. A probe then moves between DISABLED and
+ * ENABLED as the host asks, while threads run: enabling writes the arch's
+ * trap over the first byte or word of the site through a writable alias of
+ * the read-only text, disabling writes the original back. Probe memory is
+ * reused only after `probe clear`, which first makes every CPU pass
+ * through an IPI: a CPU inside a fire path has interrupts masked, so once
+ * all have answered, none still looks at an old probe.
  *
- * The fire path (the arch's trap handler) looks the probe up by address
- * (lock-free: entries are published before the trap is written and removed
- * only by clear), records into this CPU's buffer (ring.h), and emulates.
+ * The fire path (the arch's trap hook, trap.h) looks the probe up by
+ * address (lock-free: entries are published before the trap is written and
+ * removed only by clear), records into this CPU's buffer (buffer.c), and
+ * emulates.
  *
  * Everything here is arch-neutral; the arch supplies struct tarch_site and
  * the functions of tracer_arch.h.

@@ -3,9 +3,9 @@
  * registers before the emulation (I386_CHECK_REGS order), the registers
  * after, then the one stack word the instruction touched: its address, its
  * value before and after (the word read by pop/ret/leave, or written by
- * push/enter; address 0 if none). The host (bench/check/i386.py) re-executes the
- * original instruction from the "before" state in python3-unicorn and
- * compares with "after", field by field.
+ * push/enter; address 0 if none). The host (bench/check/i386.py)
+ * re-executes the original instruction from the "before" state in
+ * python3-unicorn and compares with "after", field by field.
  */
 #ifndef I386_CHECK_H
 #define I386_CHECK_H

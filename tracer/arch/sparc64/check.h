@@ -13,7 +13,7 @@
  *           undefined after a save), recorded as 0 and not compared;
  *   return  the caller's window, as the extra `restore` will fill it: its
  *           %o are the trapped %i, its %l/%i the caller words above.
- * The host (bench/check_sparc64.py) runs the original instruction from the
+ * The host (bench/check/sparc64.py) runs the original instruction from the
  * "before" state (and the caller's window) in python3-unicorn and compares
  * with "after", field by field.
  */

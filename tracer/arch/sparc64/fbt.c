@@ -49,7 +49,7 @@
  *
  * Check mode (`probe check on`, emulate only): each emulation also writes
  * a CHECK record (check.h) — the state before, and the state after read
- * back from where the way back will take it — for bench/check_sparc64.py.
+ * back from where the way back will take it — for bench/check/sparc64.py.
  *
  * Registers are read and written where the trapped context keeps them:
  * %g and %o in the trap frame, %l and %i in the trapped window's save area

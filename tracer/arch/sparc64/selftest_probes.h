@@ -96,7 +96,7 @@ void dt_run_word(struct group *g, struct dt_word *w,
 /* g's three PASS/FAIL lines. */
 void dt_group_report(struct group *g);
 
-/* ---- the tests (selftest_probes_classes.c, _every_cti.c) ---- */
+/* ---- the tests (selftest_probes_classes.c, selftest_probes_every_cti.c) ---- */
 
 /* Every class's site words: Bicc, BPcc, BPr, FBfcc, FBPfcc, CALL, JMPL. */
 void dt_test_classes(void);
