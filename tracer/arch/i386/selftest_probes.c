@@ -18,7 +18,7 @@
  *
  * Both emulating mechanisms run where they apply: int3 everywhere; ud (a
  * two-byte ud2) on the multi-byte forms and on ret followed by padding. The
- * other one-byte sites must be refused in ud mode with a reason, and are
+ * other one-byte sites must be refused under ud with a reason, and are
  * checked to be. One PASS/FAIL line per (form, mechanism); a failure is
  * explained field by field in INFO lines before it.
  *
