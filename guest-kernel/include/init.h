@@ -8,8 +8,8 @@
  * after every CPU has started and before HELLO tells the host the guest is
  * ready: threads, the timer, interrupts, paging and every CPU are up, so an
  * init function may allocate pages, create threads, claim a thread slot
- * (thread.h) and register trap hooks (trap.h) and commands (command.h).
- * They run in link order: none may rely on another having run.
+ * (thread.h) and register trap hooks (trap.h). They run in link order:
+ * none may rely on another having run.
  */
 #ifndef INIT_H
 #define INIT_H
