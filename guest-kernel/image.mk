@@ -5,6 +5,12 @@
 # the cross compiler, flags, linker script and the final image files.
 # Objects and images land in build/<arch>/; dependencies are tracked with
 # -MMD so a header change rebuilds what includes it.
+#
+# Neither arch directory is on the include path: $(OUT)/include holds two
+# links, arch -> guest-kernel/arch/$(ARCH) and tarch -> tracer/arch/$(ARCH),
+# so an arch header included from outside its own directory names its
+# tree ("arch/trapframe.h", "tarch/tracer_site.h") and no name can resolve
+# in the wrong one. A file's includes from its own directory stay plain.
 
 ifeq ($(wildcard guest-kernel/arch/$(ARCH)/arch.mk),)
 $(error unknown ARCH '$(ARCH)': known are $(notdir $(wildcard guest-kernel/arch/*)))
@@ -23,8 +29,7 @@ CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 	-fno-omit-frame-pointer -fno-optimize-sibling-calls \
 	-fno-asynchronous-unwind-tables \
 	-Wall -Wextra -Werror -Wno-unused-parameter \
-	-Iguest-kernel/include -Itracer/include -Iguest-kernel/arch/$(ARCH) \
-	-Itracer/arch/$(ARCH) \
+	-Iguest-kernel/include -Itracer/include -I$(OUT)/include \
 	$(ARCH_CFLAGS) -MMD -MP
 
 SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
@@ -47,6 +52,16 @@ $(patsubst %,$(OUT)/obj/%.o,$(INSTRUMENT)): CFLAGS += -finstrument-functions
 endif
 
 all: $(IMAGES)
+
+# The two links, absolute so that any OUT works; made when missing (or
+# dangling, in a moved checkout), before anything is compiled.
+INCLUDE_LINKS := $(OUT)/include/arch $(OUT)/include/tarch
+$(OUT)/include/arch: LINK_TARGET := guest-kernel/arch/$(ARCH)
+$(OUT)/include/tarch: LINK_TARGET := tracer/arch/$(ARCH)
+$(INCLUDE_LINKS):
+	@mkdir -p $(dir $@)
+	ln -sfn $(abspath $(LINK_TARGET)) $@
+$(OBJS): | $(INCLUDE_LINKS)
 
 $(OUT)/kernel.elf: $(OBJS) $(LDSCRIPT)
 	$(CC) $(CFLAGS) $(ARCH_LDFLAGS) -Wl,-z,noexecstack -nostdlib -T $(LDSCRIPT) -o $@ $(OBJS) -lgcc

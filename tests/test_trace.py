@@ -120,7 +120,7 @@ def test_refusals_name_a_reason_and_change_nothing(i386, image):
         assert g.command("probe enable 1").ok
         refused("probe mode int3", "probes are enabled")
         r = g.command("probe list")
-        assert "2 probes, 1 enabled, mode ud" in r.message, r.message
+        assert "2 probes, 1 enabled, mechanism ud" in r.message, r.message
         assert g.command("probe add 5 zz entry").status_name == "BAD_ARGS"
         assert g.command("probe enable 99").status_name == "FAILED"
         assert g.command("probe frobnicate").status_name == "BAD_ARGS"

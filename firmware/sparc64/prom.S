@@ -20,7 +20,7 @@
  * initiated reset, RED-state trap) mean the kernel lost control; they stop
  * QEMU with the double-fault status through COM2's testdev (exit.c).
  */
-#include "sparc64.h"
+#include "arch/sparc64.h"
 
 #define EXIT_DOUBLE_FAULT_CHAR '4'      /* exit.h EXIT_DOUBLE_FAULT */
 

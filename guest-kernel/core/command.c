@@ -1,12 +1,17 @@
 /*
- * command.c — the command loop on the serial line.
+ * command.c — the command loop on the serial line, and the kernel's own
+ * commands.
  *
  * The host writes one line per command; the guest answers each line with
- * exactly one REPLY frame (wire.h), after whatever TEXT or RESULT frames the
- * command produced — except `exit`, answered by the EXIT frame. Bad input never stops the loop: a line that is too long
- * is discarded up to its '\n' and answered TOO_LONG; a control byte, too
- * many arguments, an unknown command or a bad argument is answered with a
- * status and a message saying what was wrong, and nothing runs.
+ * exactly one REPLY frame (wire.h), after whatever TEXT or RESULT frames
+ * the command produced — except `exit`, answered by the EXIT frame. A
+ * line's first word names the command: one of the kernel's own (the table
+ * below), else one a client registered with COMMAND() (command.h; the
+ * tracer's `probe` and `trace`). Bad input never stops the loop: a line
+ * that is too long is discarded up to its '\n' and answered TOO_LONG; a
+ * control byte, too many arguments, an unknown command or a bad argument
+ * is answered with a status and a message saying what was wrong, and
+ * nothing runs.
  *
  * While no input waits, the command loop's thread blocks until the UART's
  * receive interrupt wakes it, leaving its CPU to other threads.
@@ -22,22 +27,12 @@
 #include "serial.h"
 #include "thread.h"
 #include "timer.h"
-#include "tracer.h"
 #include "wire.h"
 #include "workload.h"
 
-struct command {
-	const char *name;
-	const char *usage;
-	int (*run)(int argc, char **argv, const char *rest, struct command_reply *r);
-};
-
 static const struct command commands[];
 
-static int reply_msg(struct command_reply *r, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int reply_msg(struct command_reply *r, int status, const char *fmt, ...)
+int command_reply(struct command_reply *r, int status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -50,8 +45,10 @@ static int cmd_help(int argc, char **argv, const char *rest, struct command_repl
 {
 	(void)argv, (void)rest;
 	if (argc != 1)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: help");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: help");
 	for (const struct command *c = commands; c->name; c++)
+		kprintf("%-10s %s\n", c->name, c->usage);
+	for (const struct command *c = __commands_start; c < __commands_end; c++)
 		kprintf("%-10s %s\n", c->name, c->usage);
 	return WIRE_REPLY_OK;
 }
@@ -59,7 +56,7 @@ static int cmd_help(int argc, char **argv, const char *rest, struct command_repl
 static int cmd_echo(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)argc, (void)argv;
-	return reply_msg(r, WIRE_REPLY_OK, "%s", rest);
+	return command_reply(r, WIRE_REPLY_OK, "%s", rest);
 }
 
 static int cmd_exit(int argc, char **argv, const char *rest, struct command_reply *r)
@@ -67,8 +64,8 @@ static int cmd_exit(int argc, char **argv, const char *rest, struct command_repl
 	uint64_t status;
 	(void)rest;
 	if (argc != 2 || !parse_u64(argv[1], &status) || status > EXIT_USER_MAX)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-				 "usage: exit N, with N from 0 to %d", EXIT_USER_MAX);
+		return command_reply(r, WIRE_REPLY_BAD_ARGS,
+				     "usage: exit N, with N from 0 to %d", EXIT_USER_MAX);
 	/* Answered by the EXIT frame instead of a REPLY. */
 	kernel_exit((unsigned)status);
 }
@@ -77,11 +74,11 @@ static int cmd_selftest(int argc, char **argv, const char *rest, struct command_
 {
 	(void)rest;
 	if (argc > 2)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: selftest [area]");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: selftest [area]");
 	unsigned failed = selftest_run(argc == 2 ? argv[1] : "");
 	if (failed)
-		return reply_msg(r, WIRE_REPLY_FAILED, "%u self-tests failed", failed);
-	return reply_msg(r, WIRE_REPLY_OK, "all self-tests passed");
+		return command_reply(r, WIRE_REPLY_FAILED, "%u self-tests failed", failed);
+	return command_reply(r, WIRE_REPLY_OK, "all self-tests passed");
 }
 
 static const struct workload *find_workload(const char *name)
@@ -96,7 +93,7 @@ static int cmd_workloads(int argc, char **argv, const char *rest, struct command
 {
 	(void)argv, (void)rest;
 	if (argc != 1)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: workloads");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: workloads");
 	for (const struct workload *w = __workloads_start; w < __workloads_end; w++) {
 		kprintf("%s: %s\n", w->name, w->help);
 		for (const struct workload_param *p = w->params; p && p->name; p++)
@@ -112,12 +109,12 @@ static int parse_workload(int argc, char **argv, const struct workload **wp,
 			  uint64_t *values, struct command_reply *r)
 {
 	if (argc < 2)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-				 "usage: %s <workload> [key=value ...]", argv[0]);
+		return command_reply(r, WIRE_REPLY_BAD_ARGS,
+				     "usage: %s <workload> [key=value ...]", argv[0]);
 	const struct workload *w = find_workload(argv[1]);
 	if (!w)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-				 "no workload \"%s\" (see `workloads`)", argv[1]);
+		return command_reply(r, WIRE_REPLY_BAD_ARGS,
+				     "no workload \"%s\" (see `workloads`)", argv[1]);
 
 	unsigned nparams = 0;
 	for (const struct workload_param *p = w->params; p && p->name; p++)
@@ -126,22 +123,23 @@ static int parse_workload(int argc, char **argv, const struct workload **wp,
 	for (int i = 2; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 		if (!eq)
-			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-					 "\"%s\": expected key=value", argv[i]);
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "\"%s\": expected key=value", argv[i]);
 		*eq = '\0';
 		unsigned k;
 		for (k = 0; k < nparams && strcmp(w->params[k].name, argv[i]); k++)
 			;
 		if (k == nparams)
-			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-					 "%s has no parameter \"%s\"", w->name, argv[i]);
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "%s has no parameter \"%s\"", w->name,
+					     argv[i]);
 		const struct workload_param *p = &w->params[k];
 		uint64_t v;
 		if (!parse_u64(eq + 1, &v) || v < p->min || v > p->max)
-			return reply_msg(r, WIRE_REPLY_BAD_ARGS,
-					 "%s=%s: expected a number from %llu to %llu",
-					 p->name, eq + 1, (unsigned long long)p->min,
-					 (unsigned long long)p->max);
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "%s=%s: expected a number from %llu to %llu",
+					     p->name, eq + 1, (unsigned long long)p->min,
+					     (unsigned long long)p->max);
 		values[k] = v;
 	}
 	*wp = w;
@@ -179,10 +177,10 @@ static int job_report(struct command_reply *r)
 	console_flush();
 	link_send(WIRE_FRAME_RESULT, &wr, sizeof wr, job.w->name, strlen(job.w->name));
 	if (!job.res.ok)
-		return reply_msg(r, WIRE_REPLY_FAILED, "%s: wrong result %llu",
-				 job.w->name, (unsigned long long)job.res.value);
-	return reply_msg(r, WIRE_REPLY_OK, "%s = %llu", job.w->name,
-			 (unsigned long long)job.res.value);
+		return command_reply(r, WIRE_REPLY_FAILED, "%s: wrong result %llu",
+				     job.w->name, (unsigned long long)job.res.value);
+	return command_reply(r, WIRE_REPLY_OK, "%s = %llu", job.w->name,
+			     (unsigned long long)job.res.value);
 }
 
 void workload_expect(const char *function, uint64_t calls)
@@ -195,8 +193,9 @@ void workload_expect(const char *function, uint64_t calls)
 static int job_set(int argc, char **argv, struct command_reply *r)
 {
 	if (job.thread)
-		return reply_msg(r, WIRE_REPLY_FAILED, "refused: %s is running (`wait`)",
-				 job.w->name);
+		return command_reply(r, WIRE_REPLY_FAILED,
+				     "refused: %s is running (`wait`)",
+				     job.w->name);
 	return parse_workload(argc, argv, &job.w, job.values, r);
 }
 
@@ -218,32 +217,20 @@ static int cmd_start(int argc, char **argv, const char *rest, struct command_rep
 		return status;
 	job.thread = thread_create("workload", job_thread, 0, THREAD_ANY_CPU);
 	if (!job.thread)
-		return reply_msg(r, WIRE_REPLY_FAILED, "no memory for a thread");
-	return reply_msg(r, WIRE_REPLY_OK, "%s started", job.w->name);
+		return command_reply(r, WIRE_REPLY_FAILED, "no memory for a thread");
+	return command_reply(r, WIRE_REPLY_OK, "%s started", job.w->name);
 }
 
 static int cmd_wait(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)argv, (void)rest;
 	if (argc != 1)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: wait");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: wait");
 	if (!job.thread)
-		return reply_msg(r, WIRE_REPLY_FAILED, "no workload was started");
+		return command_reply(r, WIRE_REPLY_FAILED, "no workload was started");
 	thread_join(job.thread);
 	job.thread = 0;
 	return job_report(r);
-}
-
-static int cmd_probe(int argc, char **argv, const char *rest, struct command_reply *r)
-{
-	(void)rest;
-	return tracer_cmd_probe(argc, argv, r);
-}
-
-static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)
-{
-	(void)rest;
-	return tracer_cmd_trace(argc, argv, r);
 }
 
 static int cmd_timer(int argc, char **argv, const char *rest, struct command_reply *r)
@@ -252,23 +239,24 @@ static int cmd_timer(int argc, char **argv, const char *rest, struct command_rep
 	(void)rest;
 	if (argc == 2 && parse_u64(argv[1], &hz) && hz <= arch_timer_hz_max &&
 	    timer_set_hz((unsigned)hz))
-		return reply_msg(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
+		return command_reply(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
 	if (argc == 1)
-		return reply_msg(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
-	return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: timer [HZ], HZ from %u to %u",
-			 arch_timer_hz_min, arch_timer_hz_max);
+		return command_reply(r, WIRE_REPLY_OK, "timer at %u Hz", timer_hz());
+	return command_reply(r, WIRE_REPLY_BAD_ARGS,
+			     "usage: timer [HZ], HZ from %u to %u",
+			     arch_timer_hz_min, arch_timer_hz_max);
 }
 
 static int cmd_info(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)argv, (void)rest;
 	if (argc != 1)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: info");
-	return reply_msg(r, WIRE_REPLY_OK,
-			 "arch=%s cpus=%u hz=%u ticks=%llu cycles=%llu rx_overruns=%lu",
-			 arch_name, cpu_count(), timer_hz(),
-			 (unsigned long long)timer_ticks(),
-			 (unsigned long long)arch_cycles(), serial_rx_overruns());
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: info");
+	return command_reply(r, WIRE_REPLY_OK,
+			     "arch=%s cpus=%u hz=%u ticks=%llu cycles=%llu rx_overruns=%lu",
+			     arch_name, cpu_count(), timer_hz(),
+			     (unsigned long long)timer_ticks(),
+			     (unsigned long long)arch_cycles(), serial_rx_overruns());
 }
 
 static int cmd_crash(int argc, char **argv, const char *rest, struct command_reply *r)
@@ -276,15 +264,15 @@ static int cmd_crash(int argc, char **argv, const char *rest, struct command_rep
 	(void)rest;
 	if (argc == 2)
 		arch_crash(argv[1]);     /* returns only for an unknown kind */
-	return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: crash KIND, KIND one of: %s",
-			 arch_crash_kinds);
+	return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: crash KIND, KIND one of: %s",
+			     arch_crash_kinds);
 }
 
 static int cmd_hang(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)argv, (void)rest;
 	if (argc != 1)
-		return reply_msg(r, WIRE_REPLY_BAD_ARGS, "usage: hang");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: hang");
 	arch_hang();
 }
 
@@ -297,14 +285,24 @@ static const struct command commands[] = {
 	{ "run",       "run WORKLOAD [key=value ...]: run and check a workload", cmd_run },
 	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
 	{ "wait",      "wait for the started workload; its result", cmd_wait },
-	{ "probe",     "probe add|enable|disable|mode|check|list|clear ...", cmd_probe },
-	{ "trace",     "trace flush|stats|reset|buffer: the trace buffers", cmd_trace },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },
 	{ "hang",      "mask interrupts and halt forever", cmd_hang },
 	{ "exit",      "exit N: stop the guest with status N", cmd_exit },
 	{ 0, 0, 0 },
 };
+
+/* The kernel's own commands first, then those clients registered. */
+static const struct command *find_command(const char *name)
+{
+	for (const struct command *c = commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	for (const struct command *c = __commands_start; c < __commands_end; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return 0;
+}
 
 static void send_reply(uint32_t number, int status, const char *msg)
 {
@@ -360,10 +358,8 @@ static void execute(uint32_t number, char *line)
 		return;
 	}
 
-	const struct command *c;
-	for (c = commands; c->name && strcmp(c->name, argv[0]); c++)
-		;
-	if (!c->name) {
+	const struct command *c = find_command(argv[0]);
+	if (!c) {
 		ksnprintf(msgbuf, sizeof msgbuf,
 			  "unknown command \"%.40s\" (try `help`)", argv[0]);
 		status = WIRE_REPLY_UNKNOWN;

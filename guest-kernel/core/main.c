@@ -6,20 +6,21 @@
  * for this_cpu(); the arch brings up traps, MMU and interrupt controller;
  * pages and the scheduler make this context the "main" thread; the link and
  * UART come up so the guest can speak; the timer starts; interrupts go on;
- * the other CPUs start; HELLO tells the host the guest is ready; and the
- * command loop serves the host until an `exit`.
+ * the other CPUs start; the kernel's clients set themselves up (init.h:
+ * the tracer); HELLO tells the host the guest is ready; and the command
+ * loop serves the host until an `exit`.
  */
 #include "arch.h"
 #include "command.h"
 #include "console.h"
 #include "cpu.h"
+#include "init.h"
 #include "link.h"
 #include "mm.h"
 #include "pages.h"
 #include "serial.h"
 #include "thread.h"
 #include "timer.h"
-#include "tracer.h"
 #include "wire.h"
 
 _Noreturn void kernel_main(void);
@@ -36,7 +37,9 @@ _Noreturn void kernel_main(void)
 		panic("timer refuses the default %d Hz", TIMER_DEFAULT_HZ);
 	arch_irq_enable();
 	cpu_start_secondaries();
-	tracer_init();
+	for (kernel_init_fn *const *init = __kernel_init_start;
+	     init < __kernel_init_end; init++)
+		(*init)();
 
 	struct wire_hello hello = {
 		.byte_order = arch_byte_order,

@@ -177,6 +177,14 @@ static _Noreturn void thread_start(void)
 	thread_exit();
 }
 
+unsigned thread_slot_claim(void)
+{
+	static unsigned claimed;      /* at init, one claim at a time */
+	if (claimed == THREAD_SLOTS)
+		panic("thread_slot_claim: all %d thread slots are claimed", THREAD_SLOTS);
+	return claimed++;
+}
+
 static struct thread *thread_new(const char *name, void (*fn)(void *), void *arg)
 {
 	struct thread *t = thread_alloc();

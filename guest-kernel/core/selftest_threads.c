@@ -153,14 +153,9 @@ static void test_cross_cpu_call(void)
 	       "exactly once each, and not the caller", n - 1);
 }
 
-static const struct selftest thread_selftests[] = {
-	{ "threads", test_counters },
-	{ "threads", test_preemption },
-	{ "threads", test_sleep },
-	{ "threads", test_join_frees },
-	{ "threads", test_every_cpu_runs },
-	{ "threads", test_cross_cpu_call },
-	{ 0, 0 },
-};
-
-const struct selftest *const core_thread_selftests = thread_selftests;
+SELFTEST(200, "threads", test_counters);
+SELFTEST(210, "threads", test_preemption);
+SELFTEST(220, "threads", test_sleep);
+SELFTEST(230, "threads", test_join_frees);
+SELFTEST(240, "threads", test_every_cpu_runs);
+SELFTEST(250, "threads", test_cross_cpu_call);

@@ -5,10 +5,11 @@
  * that needed nesting would be testing the wrong thing). The try belongs to
  * the thread, not the CPU: a thread preempted inside a try may resume on
  * another CPU, and another thread may try meanwhile. The arch handler offers
- * every synchronous exception to trap_try_intercept(); a match copies the
- * record and returns the landing pad, the arch resumes the interrupted
- * context there, and the pad longjmps back into trap_try — which restores
- * the stack and callee-saved registers as they were at arch_setjmp.
+ * every synchronous exception no trap hook handled (trap.h) to
+ * trap_try_intercept(); a match copies the record and returns the landing
+ * pad, the arch resumes the interrupted context there, and the pad
+ * longjmps back into trap_try — which restores the stack and callee-saved
+ * registers as they were at arch_setjmp.
  */
 #include "trap.h"
 #include "arch.h"

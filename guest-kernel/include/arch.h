@@ -16,8 +16,9 @@
 
 /* Per arch, inline for speed: struct arch_context (a switched-out thread's
  * registers), arch_this_cpu(), arch_cas_ulong(), arch_barrier(),
- * arch_cpu_relax(). */
-#include "arch_inline.h"
+ * arch_cpu_relax(); and ARCH_TRAP_VECTORS, how many trap vectors (i386
+ * vectors, sparc64 trap types) trap.h's hooks are indexed by. */
+#include "arch/arch_inline.h"
 
 /* Bring the CPU to a known state: trap table, MMU, interrupt controller,
  * UART pins. Called once, first thing, with interrupts off. */
@@ -87,9 +88,6 @@ typedef uintptr_t arch_jmp_buf[24];
 int arch_setjmp(arch_jmp_buf buf) __attribute__((returns_twice));
 _Noreturn void arch_longjmp(arch_jmp_buf buf, int value);
 
-/* The arch's own self-tests (selftest.h), terminated by area == NULL. */
-struct selftest;
-extern const struct selftest *const arch_selftest_table;
 /* Deliberate crashes for the harness's tests (`crash <kind>`). */
 /* Raise an exception nobody catches: kind is e.g. "ud", "pf".
  * Returns only if the kind is unknown. */

@@ -1,6 +1,6 @@
 /*
  * benchloop.h — DProbes' base loop, per arch (guest-kernel/arch/<arch>/
- * benchloop.S), for the dprobes workload.
+ * benchloop.c), for the dprobes workload.
  *
  * bench_loop(n) runs n iterations of three one-cycle instructions: on
  * i386 `dec; nop; jnz`, on sparc64 `subcc; bne,pt; nop` (the nop in the

@@ -5,10 +5,10 @@
  * helpers they call (the current thread, the cycle counter, memcpy); a probe
  * on any of those would trap inside its own handler. The linker scripts
  * gather that code between __notrace_start and __notrace_end: whole objects
- * (the tracer, the trap entry and dispatch, the serial link the drain uses)
- * by name, and single functions marked NOTRACE from elsewhere. The tracer
- * refuses any probe inside that range, and the host knows the range from the
- * same two symbols.
+ * (the tracer but its self-tests, whose code they probe; the trap entry and
+ * dispatch; the serial link the drain uses) by name, and single functions
+ * marked NOTRACE from elsewhere. The tracer refuses any probe inside that
+ * range, and the host knows the range from the same two symbols.
  */
 #ifndef NOTRACE_H
 #define NOTRACE_H

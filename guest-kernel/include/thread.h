@@ -7,6 +7,12 @@
  * reaps it (and frees its stack). All of these may be called from any
  * thread; none may be called from an interrupt handler except
  * sched_wake().
+ *
+ * Each thread also carries THREAD_SLOTS words for the kernel's clients,
+ * which the kernel never looks into: a client claims a slot at init
+ * (thread_slot_claim) and keeps its index; every thread then has its own
+ * word in that slot, 0 when the thread is created, read and written by
+ * the client's code running on that thread (its trap paths included).
  */
 #ifndef THREAD_H
 #define THREAD_H
@@ -17,6 +23,8 @@
 #include "arch.h"
 
 struct cpu;
+
+#define THREAD_SLOTS 4
 
 enum thread_state {
 	THREAD_RUNNABLE,    /* on a run queue, or running */
@@ -41,10 +49,7 @@ struct thread {
 	uint64_t        wake_tick;
 	struct thread  *joiner;
 	void           *try_ctx;        /* trap_try state (core/trap.c) */
-	unsigned        tracer_slot;    /* the arch tracer's probe id + 1: i386 the probe
-					 * being single-stepped, sparc64 the
-					 * shell-game probe it was interrupted
-					 * in front of */
+	uintptr_t       slot[THREAD_SLOTS];   /* the clients' words (above) */
 	uint64_t        switches_in;
 };
 
@@ -66,6 +71,20 @@ void thread_join(struct thread *t);
 void thread_yield(void);
 void thread_sleep(uint64_t ticks);
 struct thread *thread_current(void);
+
+/* A slot index for a client's per-thread word, once, at init (init.h);
+ * panics when all THREAD_SLOTS are claimed. */
+unsigned thread_slot_claim(void);
+
+static inline uintptr_t thread_slot(const struct thread *t, unsigned slot)
+{
+	return t->slot[slot];
+}
+
+static inline void thread_slot_set(struct thread *t, unsigned slot, uintptr_t value)
+{
+	t->slot[slot] = value;
+}
 
 /* Scheduler entry points for arch and core. */
 void sched_init(void);                 /* boot CPU, before interrupts */

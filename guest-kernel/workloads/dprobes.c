@@ -4,20 +4,21 @@
  *
  *   1  base:        bench_loop (benchloop.h), three one-cycle instructions
  *                   an iteration, unprobed;
- *   2  MECH.pair    null probes (action null) under a lossy mechanism
+ *   2  M.pair       null probes (action null) under a lossy mechanism
  *                   (single-step in situ, shell game), on bench_loop2;
- *   3  MECH.null    a probe whose handler does nothing on the loop's
+ *   3  M.null       a probe whose handler does nothing on the loop's
  *                   probed instruction, under an emulating mechanism;
- *   4  MECH.sum     as 3, the handler adding one word to a per-CPU sum (a
+ *   4  M.sum        as 3, the handler adding one word to a per-CPU sum (a
  *                   small action, like DProbes' `push eax`);
- *   5  MECH.record  as 3, the handler writing its trace record, and the
+ *   5  M.record     as 3, the handler writing its trace record, and the
  *                   drain thread sending it over the serial line: timed
  *                   from the loop's start until the last record is sent.
+ * (M is a mechanism's name: `int3.null`, `shellgame.pair`.)
  *
  * The lossy baselines cannot be measured alone in that loop (the shell
  * game re-arms a probe when the next one fires), so every mechanism is
  * also measured with a null probe on each of the two sites of
- * bench_loop2 (`MECH.pair`, against its own unprobed `base2`): the
+ * bench_loop2 (`M.pair`, against its own unprobed `base2`): the
  * baseline / emulated ratio compares those, one loop, the same firings.
  * Also the bare trap round trip of the arch (tracer_bare_trap, minus its
  * trap-less twin), the reference the emulating probes are held against.
@@ -65,7 +66,7 @@ static uint64_t time_loop(void (*loop)(unsigned long), uint64_t n)
 
 /* bench_loop2 with a null probe on both sites: its firings, or
  * UINT64_MAX if the mechanism cannot arm them. */
-static uint64_t pair(const char *mech, uint64_t n)
+static uint64_t pair(const char *mechanism, uint64_t n)
 {
 	char why[128];
 	if (tracer_probe_add(DP_PAIR_A, (uintptr_t)bench_loop2_a, bench_loop_kind, 0,
@@ -74,7 +75,7 @@ static uint64_t pair(const char *mech, uint64_t n)
 			     why, sizeof why) != 0 ||
 	    tracer_probe_set(DP_PAIR_A, true, why, sizeof why) != 0 ||
 	    tracer_probe_set(DP_PAIR_B, true, why, sizeof why) != 0) {
-		kprintf("dp %s.pair refused: %s\n", mech, why);
+		kprintf("dp %s.pair refused: %s\n", mechanism, why);
 		tracer_clear();
 		return UINT64_MAX;
 	}
@@ -87,7 +88,7 @@ static uint64_t pair(const char *mech, uint64_t n)
 	fired = (tracer_fired_count() - fired) / tries;
 	tracer_drain_pause(false);
 	tracer_clear();
-	line(mech, ".pair", cycles, n, fired);
+	line(mechanism, ".pair", cycles, n, fired);
 	return fired;
 }
 
@@ -106,7 +107,8 @@ static uint64_t time_calls(uint64_t n, void (*fn)(void))
 
 /* One probed loop with the given action; returns its firings. With
  * drained, the drain runs and the time includes sending every record. */
-static uint64_t probed(const char *mech, unsigned action, uint64_t n, bool drained)
+static uint64_t probed(const char *mechanism, unsigned action, uint64_t n,
+		       bool drained)
 {
 	char why[128];
 	tracer_probe_action(DP_PROBE, action, why, sizeof why);
@@ -123,7 +125,7 @@ static uint64_t probed(const char *mech, unsigned action, uint64_t n, bool drain
 	}
 	fired = (tracer_fired_count() - fired) / tries;
 	tracer_drain_pause(false);
-	line(mech, action == TRACER_ACTION_NULL ? ".null" :
+	line(mechanism, action == TRACER_ACTION_NULL ? ".null" :
 	     action == TRACER_ACTION_SUM ? ".sum" : ".record", cycles, n, fired);
 	return fired;
 }
@@ -142,13 +144,13 @@ static void run_dprobes(const uint64_t *v, struct workload_result *res)
 	line("bare_trap", "", time_calls(n, tracer_bare_trap), n, 0);
 	line("bare_none", "", time_calls(n, tracer_bare_none), n, 0);
 
-	for (unsigned m = 0; m < tarch_nmechs; m++) {
-		const char *name = tarch_mechs[m].name;
-		bool lossy = tarch_mechs[m].lossy;
+	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
+		const char *name = tarch_mechanisms[m].name;
+		bool lossy = mechanism_lossy(m);
 		if (!(v[3] >> m & 1))
 			continue;
-		if (tracer_set_mode(name) != 0) {
-			kprintf("dp %s refused: no such mode\n", name);
+		if (tracer_set_mechanism(name) != 0) {
+			kprintf("dp %s refused: no such mechanism\n", name);
 			continue;
 		}
 		/* Every firing, two an iteration (the last iteration of the
@@ -172,7 +174,7 @@ static void run_dprobes(const uint64_t *v, struct workload_result *res)
 			res->ok = false;
 		tracer_clear();
 	}
-	tracer_set_mode(tarch_mechs[0].name);
+	tracer_set_mechanism(tarch_mechanisms[0].name);
 	kprintf("dp sum %llu\n", (unsigned long long)tracer_action_sum());
 }
 
@@ -180,7 +182,7 @@ static const struct workload_param dprobes_params[] = {
 	{ "n", 2000, 10, 10000000, "probed iterations per experiment" },
 	{ "base", 100, 1, 10000, "the unprobed loop runs n x base iterations" },
 	{ "tries", 3, 1, 100, "times each loop runs; the fastest counts" },
-	{ "mechs", 255, 0, 255, "mechanisms to measure, bit m = tarch_mechs[m]" },
+	{ "mechanisms", 255, 0, 255, "mechanisms to measure, bit m = tarch_mechanisms[m]" },
 	{ "record", 1, 0, 1, "run experiment 5 (a profile of 1-4 leaves it out)" },
 	{ 0, 0, 0, 0, 0 },
 };

@@ -54,9 +54,10 @@ static void run_drainrate(const uint64_t *v, struct workload_result *res)
 		(unsigned long long)raw);
 
 	unsigned m = 0;
-	while (m < tarch_nmechs && tarch_mechs[m].lossy)
+	while (m < tarch_nmechanisms && mechanism_lossy(m))
 		m++;
-	if (m == tarch_nmechs || tracer_set_mode(tarch_mechs[m].name) != 0 ||
+	if (m == tarch_nmechanisms ||
+	    tracer_set_mechanism(tarch_mechanisms[m].name) != 0 ||
 	    tracer_probe_add(DR_PROBE, (uintptr_t)bench_loop_site, bench_loop_kind,
 			     0, why, sizeof why) != 0 ||
 	    tracer_probe_set(DR_PROBE, true, why, sizeof why) != 0) {
@@ -78,7 +79,7 @@ static void run_drainrate(const uint64_t *v, struct workload_result *res)
 		cycles = c < cycles ? c : cycles;
 	}
 	tracer_clear();
-	tracer_set_mode(tarch_mechs[0].name);
+	tracer_set_mechanism(tarch_mechanisms[0].name);
 	kprintf("drain payload %llu %llu\n", (unsigned long long)fired,
 		(unsigned long long)cycles);
 	res->value = fired;

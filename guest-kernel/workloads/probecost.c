@@ -84,9 +84,9 @@ static void run_probecost(const uint64_t *v, struct workload_result *res)
 	kprintf("cost plain_call %llu\n", (unsigned long long)(plain / (2 * n)));
 	report("bare_trap", loop_bare(n, tracer_bare_trap), loop_bare(n, tracer_bare_none), n);
 
-	for (unsigned m = 0; m < tarch_nmechs; m++) {
-		const char *name = tarch_mechs[m].name;
-		if (tracer_set_mode(name) != 0 ||
+	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
+		const char *name = tarch_mechanisms[m].name;
+		if (tracer_set_mechanism(name) != 0 ||
 		    probe_fn(ID_F, (uintptr_t)cost_fn, why, sizeof why) != 0 ||
 		    probe_fn(ID_G, (uintptr_t)cost_gn, why, sizeof why) != 0 ||
 		    tracer_probe_set(ID_F, true, why, sizeof why) != 0 ||
@@ -108,7 +108,7 @@ static void run_probecost(const uint64_t *v, struct workload_result *res)
 		report(name, probed, plain, fired);
 		kprintf("firings %s %llu\n", name, (unsigned long long)fired);
 	}
-	tracer_set_mode(tarch_mechs[0].name);
+	tracer_set_mechanism(tarch_mechanisms[0].name);
 }
 
 static const struct workload_param probecost_params[] = {

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Each CPU's buffer from boot, and again when a bigger one cannot be had. */
+#define BUFFER_DEFAULT_BYTES (256u * 1024)
+
 void buffer_start_drain(void);
 /* Wait until every record written before the call has been sent. */
 void buffer_flush(void);

@@ -1,8 +1,9 @@
 /*
  * frame.c — frame header, CRC-32 and trailer of the wire format (wire.h).
  *
- * The header is written byte by byte in little-endian order, so the same
- * code yields the same bytes on i386 and sparc64. The CRC is the reflected
+ * The header is written byte by byte in little-endian order, each field
+ * at its offset in struct wire_frame_header (wire.h), so the same code
+ * yields the same bytes on i386 and sparc64. The CRC is the reflected
  * IEEE polynomial 0xEDB88320 with pre- and post-inversion, table-driven
  * (one lookup per byte), which is what zlib.crc32 computes on the host.
  */
@@ -29,27 +30,29 @@ uint32_t wire_crc32(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+/* value's n low bytes at out, least significant first. */
+static void put_le(uint8_t *out, uint32_t value, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint8_t)(value >> (8 * i));
+}
+
+#define AT(field)   offsetof(struct wire_frame_header, field)
+#define SIZE(field) sizeof(((struct wire_frame_header *)0)->field)
+
 void wire_header(uint8_t hdr[WIRE_HEADER_SIZE], unsigned type, uint32_t seq,
 		 size_t payload_len)
 {
-	hdr[0] = WIRE_MAGIC0;
-	hdr[1] = WIRE_MAGIC1;
-	hdr[2] = WIRE_VERSION;
-	hdr[3] = (uint8_t)type;
-	hdr[4] = (uint8_t)seq;
-	hdr[5] = (uint8_t)(seq >> 8);
-	hdr[6] = (uint8_t)(seq >> 16);
-	hdr[7] = (uint8_t)(seq >> 24);
-	hdr[8] = (uint8_t)payload_len;
-	hdr[9] = (uint8_t)(payload_len >> 8);
-	hdr[10] = 0;
-	hdr[11] = 0;
+	hdr[AT(magic)] = WIRE_MAGIC0;
+	hdr[AT(magic) + 1] = WIRE_MAGIC1;
+	hdr[AT(version)] = WIRE_VERSION;
+	hdr[AT(type)] = (uint8_t)type;
+	put_le(hdr + AT(seq), seq, SIZE(seq));
+	put_le(hdr + AT(length), (uint32_t)payload_len, SIZE(length));
+	put_le(hdr + AT(reserved), 0, SIZE(reserved));
 }
 
 void wire_trailer(uint8_t out[WIRE_CRC_SIZE], uint32_t crc)
 {
-	out[0] = (uint8_t)crc;
-	out[1] = (uint8_t)(crc >> 8);
-	out[2] = (uint8_t)(crc >> 16);
-	out[3] = (uint8_t)(crc >> 24);
+	put_le(out, crc, WIRE_CRC_SIZE);
 }

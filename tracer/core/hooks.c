@@ -23,6 +23,9 @@
 
 volatile bool tracer_hooks_on;
 
+_Static_assert(WIRE_RETURN_VALUE < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
+	       "hook()'s record array holds a RETURN record too");
+
 void __cyg_profile_func_enter(void *fn, void *call_site);
 void __cyg_profile_func_exit(void *fn, void *call_site);
 
@@ -33,11 +36,19 @@ static void hook(void *fn, unsigned kind)
 	const struct probe *p = tracer_lookup((uintptr_t)fn);
 	if (!p)
 		return;
-	unsigned long w[2 + TRACER_MAX_ARGS] = {
-		(unsigned long)(uintptr_t)fn,
-		(unsigned long)(uintptr_t)__builtin_frame_address(0),
-	};
-	unsigned n = 2 + (kind == WIRE_EVENT_ENTRY ? p->nargs : 1);
+	unsigned long pc = (unsigned long)(uintptr_t)fn;
+	unsigned long sp = (unsigned long)(uintptr_t)__builtin_frame_address(0);
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS] = { 0 };  /* unseen: 0 */
+	unsigned n;
+	if (kind == WIRE_EVENT_ENTRY) {
+		w[WIRE_ENTRY_PC] = pc;
+		w[WIRE_ENTRY_SP] = sp;
+		n = WIRE_ENTRY_ARG0 + p->nargs;
+	} else {
+		w[WIRE_RETURN_PC] = pc;
+		w[WIRE_RETURN_SP] = sp;
+		n = WIRE_RETURN_VALUE + 1;
+	}
 	irqflags_t f = arch_irq_save();
 	tracer_fire(p, kind, w, n);
 	arch_irq_restore(f);

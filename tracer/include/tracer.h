@@ -2,19 +2,21 @@
  * tracer.h — probes, as the kernel and the arch's fire path see them.
  *
  * The host finds candidate sites in the ELF and numbers them; `probe add`
- * hands one to the guest, which decodes the instruction there once
- * (tracer_arch.h) and refuses, with a reason, anything it cannot emulate or
- * must not touch. A probe then moves between DISABLED and ENABLED as the
- * host asks, while threads run: enabling writes the arch's trap over the
- * first byte or word of the site through a writable alias of the read-only
- * text, disabling writes the original back. Probe memory is reused only
- * after `probe clear`, which first makes every CPU pass through an IPI: a
- * CPU inside a fire path has interrupts masked, so once all have answered,
- * none still looks at an old probe.
+ * hands one to the guest as an entry, return or branch probe
+ * (WIRE_PROBE_KINDS, wire.h), and the guest decodes the instruction there
+ * once (tracer_arch.h) and refuses, with a reason, anything it cannot
+ * emulate or must not touch. A probe then moves between DISABLED and
+ * ENABLED as the host asks, while threads run: enabling writes the arch's
+ * trap over the first byte or word of the site through a writable alias of
+ * the read-only text, disabling writes the original back. Probe memory is
+ * reused only after `probe clear`, which first makes every CPU pass
+ * through an IPI: a CPU inside a fire path has interrupts masked, so once
+ * all have answered, none still looks at an old probe.
  *
- * The fire path (the arch's trap handler) looks the probe up by address
- * (lock-free: entries are published before the trap is written and removed
- * only by clear), records into this CPU's buffer (ring.h), and emulates.
+ * The fire path (the arch's trap hook, trap.h) looks the probe up by
+ * address (lock-free: entries are published before the trap is written and
+ * removed only by clear), records into this CPU's buffer (buffer.c), and
+ * emulates.
  *
  * Everything here is arch-neutral; the arch supplies struct tarch_site and
  * the functions of tracer_arch.h.
@@ -25,8 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "command.h"
-#include "tracer_site.h"     /* struct tarch_site, from tracer/arch/<arch> */
+#include "tarch/tracer_site.h"   /* struct tarch_site, from tracer/arch/<arch> */
 
 #define TRACER_MAX_PROBES 4096
 #define TRACER_MAX_ARGS   6
@@ -46,10 +47,10 @@ extern const char *const tracer_action_names[TRACER_NACTIONS];
 struct probe {
 	uintptr_t          addr;
 	uint32_t           id;        /* the host's number, = index in the table */
-	uint8_t            kind;      /* WIRE_EVENT_ENTRY or WIRE_EVENT_RETURN */
+	uint8_t            kind;      /* a WIRE_PROBE_KINDS value (wire.h) */
 	uint8_t            nargs;     /* ENTRY: arguments to record */
 	volatile uint8_t   state;     /* enum probe_state */
-	uint8_t            mech;      /* trap mechanism it was armed with */
+	uint8_t            mechanism; /* it was armed with: tarch_mechanisms[] index */
 	uint8_t            unsettled; /* stored to since tracer_settle() */
 	volatile uint8_t   action;    /* enum tracer_action */
 	struct tarch_site  site;      /* the decoded original instruction */
@@ -59,6 +60,15 @@ struct probe {
 };
 
 extern struct probe tracer_probes[TRACER_MAX_PROBES];
+
+/* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
+ * if kind is not one a probe is added as; a word's kind, or -1; and every
+ * word into buf, joined by sep (last_sep before the last one), returning
+ * the length it needed. */
+const char *tracer_probe_kind_word(unsigned kind);
+int tracer_probe_kind(const char *word);
+size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
+			       const char *last_sep);
 
 /* Fire path: the probe at addr, or 0. Lock-free. */
 struct probe *tracer_lookup(uintptr_t addr);
@@ -74,8 +84,8 @@ void tracer_record(const struct probe *p, unsigned kind,
 uint64_t tracer_fired_count(void);
 /* Check mode is on: the arch records a CHECK event for each emulation. */
 extern volatile bool tracer_check_mode;
-/* The run's mechanism (index into tarch_mechs). */
-extern volatile unsigned tracer_mech;
+/* The run's mechanism (index into tarch_mechanisms[], mechanism.h). */
+extern volatile unsigned tracer_mechanism;
 
 /* The kernel's own interface (the commands below and in-guest tests). The
  * reason of a refusal goes to why. */
@@ -87,14 +97,15 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
 void tracer_settle(void);
 /* Set probe id's action (enum tracer_action); any time, even enabled. */
 int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size);
-/* 0; -1 if there is no such mechanism; -2 while probes are enabled. */
-int tracer_set_mode(const char *name);
+/* Pick the run's mechanism by its name: 0; -1 if there is no such
+ * mechanism; -2 while probes are enabled. */
+int tracer_set_mechanism(const char *name);
 /* Disable and remove every probe; returns how many there were. */
 unsigned tracer_clear(void);
 
-/* The `probe` and `trace` commands (command.c dispatches to them). */
-int tracer_cmd_probe(int argc, char **argv, struct command_reply *r);
-int tracer_cmd_trace(int argc, char **argv, struct command_reply *r);
+/* Probes added (not yet cleared), and of those, enabled. */
+unsigned tracer_probes_added(void);
+unsigned tracer_probes_enabled(void);
 
 /* The bare trap round trip and its trap-less twin (arch), for costs. */
 void tracer_bare_trap(void);
@@ -112,9 +123,6 @@ uint64_t tracer_action_sum(void);
  * and RETURN records of the probe added at the function's address (added,
  * not enabled: no trap is written) into the same buffers, with its id. */
 extern volatile bool tracer_hooks_on;
-
-/* Boot: map the text aliases, allocate default buffers. */
-void tracer_init(void);
 
 /* A writable alias of the kernel text byte at addr (mapped at init). */
 uint8_t *tracer_text_alias(uintptr_t addr);

@@ -4,38 +4,39 @@
  * Decode once, emulate by kind: tarch_decode() reads the instruction at a
  * site when the probe is added and classifies it, or refuses with a reason
  * the host prints. tarch_arm()/tarch_disarm() store the trap (or the
- * original) with one atomic store through the text alias. The fire path
- * itself lives in the arch's trap handler, which calls back into tracer.h.
+ * original) through the text alias: one atomic store, or, for a trap wider
+ * than an instruction may be, stores in an order no CPU can fetch half of
+ * (i386's ud2, fbt.c). The fire path is the arch's trap hook (trap.h),
+ * registered by tarch_init() at boot; it calls back into tracer.h.
  *
- * Mechanisms are the ways of getting control at a site, chosen per run:
- * the emulating ones (int3 and LOCK-prefix #UD on i386, ILLTRAP on sparc64)
- * and the lossy baselines of the seeds (single-step in situ, shell game).
+ * Mechanisms are the ways of getting control at a site, chosen per run
+ * from the arch's table (mechanism.h, tracer/arch/<arch>/mechanisms.h):
+ * the emulating ones (int3 and ud2's #UD on i386 — not illumos' LOCK
+ * prefix, which QEMU's TCG executes anyway, fbt.c; ILLTRAP on sparc64) and
+ * the lossy baselines of the seeds (single-step in situ, shell game).
  */
 #ifndef TRACER_ARCH_H
 #define TRACER_ARCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "mechanism.h"    /* tarch_mechanisms[], from the arch's mechanisms.h */
 #include "tracer.h"
 
-struct tarch_mech {
-	const char *name;
-	const char *what;
-	bool        lossy;      /* a baseline: may miss firings by design */
-};
-
-extern const struct tarch_mech tarch_mechs[];
-extern const unsigned tarch_nmechs;
+/* At boot, from tracer_init: claim what the arch needs of the kernel (a
+ * thread slot, thread.h) and register its fire paths as trap hooks. */
+void tarch_init(void);
 
 /* Classify the instruction at addr as a probe of the given kind
- * (WIRE_EVENT_ENTRY/RETURN). 0, or -1 with *why set. The address has
+ * (WIRE_PROBE_KINDS: entry, return, branch — an arch may refuse a kind
+ * outright, as i386 does branch). 0, or -1 with *why set. The address has
  * already been checked to lie in probeable text. */
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why);
 
-/* Whether p's site can take the trap of p->mech; if not, *why says why. */
+/* Whether p's site can take the trap of p->mechanism; if not, *why says why. */
 bool tarch_can_arm(const struct probe *p, const char **why);
-/* Write the trap of p->mech over the site / write the original back.
+/* Write the trap of p->mechanism over the site / write the original back.
  * Called from thread context: an arch whose trap is wider than the
  * smallest trap may sync CPUs between its stores (tracer_sync_cpus). */
 void tarch_arm(struct probe *p);

@@ -46,6 +46,7 @@ unsigned acpi_find_cpus(unsigned *apic_ids, unsigned max, uint32_t *lapic_phys);
 /* firmware/i386/multiboot.S */
 extern uint32_t multiboot_info;
 
+/* entry.S's C side: 0, or the ESP to move the frame to (trapframe.h). */
 uint32_t trap_dispatch(struct trapframe *tf);
 
 #endif

@@ -4,6 +4,7 @@
  * struct cpu, loaded in %fs, whose first word is the struct's address),
  * compare-and-swap, a full barrier, the spin-wait hint, and the saved
  * context of a switched-out thread (everything else is on its stack).
+ * Also ARCH_TRAP_VECTORS, the size of trap.h's per-vector hook table.
  */
 #ifndef I386_ARCH_INLINE_H
 #define I386_ARCH_INLINE_H
@@ -11,6 +12,8 @@
 #include <stdint.h>
 
 struct cpu;
+
+#define ARCH_TRAP_VECTORS 256       /* the IDT's vectors */
 
 struct arch_context {
 	uint32_t esp;      /* ebp ebx esi edi and the return address are below it */

@@ -16,6 +16,7 @@
  * every other vector gets a generic stub, so even a stray `int $n` arrives
  * in trap_dispatch and is reported rather than triple-faulting.
  */
+#include "trapframe.h"
 #include "vectors.h"
 
 	.macro EXC_STUB n, err
@@ -82,24 +83,23 @@ trap_return:
  * masked throughout: nothing may push below ESP while the frame is in
  * flight. The interrupted code's IF comes back with EFLAGS at IRET.
  */
-#define TRAPFRAME_SIZE 68
 move_frame:
 	cli
-	movl	48(%esp), %ebx      /* deferred store: address, 0 for none */
-	movl	52(%esp), %edx      /* deferred store: value */
-	leal	-TRAPFRAME_SIZE(%eax), %edi
+	movl	TF_VECTOR(%esp), %ebx   /* deferred store: address, 0 for none */
+	movl	TF_ERROR(%esp), %edx    /* deferred store: value */
+	leal	-TF_SIZE(%eax), %edi
 	movl	%esp, %esi
-	movl	$TRAPFRAME_SIZE / 4, %ecx
+	movl	$TF_SIZE / 4, %ecx
 	cmpl	%esi, %edi
 	jb	1f
-	leal	TRAPFRAME_SIZE - 4(%esi), %esi    /* moving up: last word first */
-	leal	TRAPFRAME_SIZE - 4(%edi), %edi
+	leal	TF_SIZE - 4(%esi), %esi    /* moving up: last word first */
+	leal	TF_SIZE - 4(%edi), %edi
 	std
 	rep movsl
 	cld
 	jmp	2f
 1:	rep movsl                         /* moving down: first word first */
-2:	leal	-TRAPFRAME_SIZE(%eax), %esp
+2:	leal	-TF_SIZE(%eax), %esp
 	testl	%ebx, %ebx
 	jz	trap_return
 	movl	%edx, (%ebx)

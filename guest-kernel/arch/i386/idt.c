@@ -3,9 +3,10 @@
  *
  * Every vector is an interrupt gate (IF cleared on entry) to its stub in
  * entry.S, except #DF, a task gate to the CPU's double-fault task (gdt.c) —
- * hence one IDT per CPU. trap_dispatch sends interrupts to their handlers
- * (8259 lines, the LAPIC timer, IPIs) and ends each with sched_irq_exit(),
- * which may switch threads; it offers each exception to trap_try and dumps
+ * hence one IDT per CPU. trap_dispatch first runs the vector's trap hooks
+ * (trap.h). It sends interrupts to their handlers (8259 lines, the LAPIC
+ * timer, IPIs) and ends each with sched_irq_exit(), which may switch
+ * threads; an exception no hook handled it offers to trap_try, and dumps
  * anything left over: vector name, error code, EIP/CS/EFLAGS, every GPR,
  * CR2 for #PF, CR0/CR3, and the words at the interrupted stack pointer —
  * then exits with EXIT_UNEXPECTED_TRAP.
@@ -16,7 +17,6 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
-#include "tracer_i386.h"
 #include "vectors.h"
 #include "x86.h"
 
@@ -45,7 +45,7 @@ void idt_init(void)
 			idt[cpu][v] = (struct gate){ stub & 0xffff, SEL_KERNEL_CS, 0,
 						     GATE_INTERRUPT, stub >> 16 };
 		}
-		idt[cpu][8] = (struct gate){ 0, SEL_DF_TSS(cpu), 0, GATE_TASK, 0 };
+		idt[cpu][VEC_DF] = (struct gate){ 0, SEL_DF_TSS(cpu), 0, GATE_TASK, 0 };
 	}
 }
 
@@ -105,7 +105,7 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 		tf->esi, tf->edi, tf->ebp, sp);
 	kprintf("  DS 0x%04x  ES 0x%04x  FS 0x%04x  GS 0x%04x\n",
 		tf->ds, tf->es, tf->fs, tf->gs);
-	if (tf->vector == 14)
+	if (tf->vector == VEC_PF)
 		kprintf("  CR2 0x%08x (the faulting address)\n", read_cr2());
 	kprintf("  CR0 0x%08x  CR3 0x%08x\n", read_cr0(), read_cr3());
 	kprintf("  stack:");
@@ -121,28 +121,29 @@ static _Noreturn void unexpected_trap(const struct trapframe *tf)
 	kernel_exit(EXIT_UNEXPECTED_TRAP);
 }
 
-/* Returns 0, or the ESP to resume with when a probe's emulation moved the
- * stack pointer (entry.S then moves the frame; tracer_i386.h). */
+/* Returns 0, or the ESP to resume with when a hook moved the stack
+ * pointer (entry.S then moves the frame; trapframe.h). */
 uint32_t trap_dispatch(struct trapframe *tf)
 {
-	if (tf->vector >= NUM_EXCEPTIONS) {
-		if (!interrupt_dispatch(tf->vector))
+	unsigned vector = tf->vector;       /* a hook may reuse the slot */
+	uint32_t sp = trapframe_sp(tf);
+
+	tf->resume_esp = sp;
+	int hooks = trap_hooks_run(vector, tf);
+	if (vector >= NUM_EXCEPTIONS) {
+		if (!interrupt_dispatch(vector))
 			unexpected_trap(tf);
 		return 0;
 	}
-	if (tf->vector == 1 || tf->vector == 3 || tf->vector == 6) {
-		bool handled;
-		uint32_t new_sp = i386_probe_trap(tf, &handled);
-		if (handled)
-			return new_sp;
-	}
+	if (hooks == TRAP_HANDLED)
+		return tf->resume_esp != sp ? tf->resume_esp : 0;
 
 	struct caught_trap trap = {
 		.vector = tf->vector,
 		.name = vector_names[tf->vector].mnemonic,
 		.pc = tf->eip,
 		.error = tf->error,
-		.fault_addr = tf->vector == 14 ? read_cr2() : 0,
+		.fault_addr = tf->vector == VEC_PF ? read_cr2() : 0,
 	};
 	uintptr_t landing = trap_try_intercept(&trap);
 	if (landing) {

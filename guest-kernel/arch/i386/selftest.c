@@ -7,13 +7,13 @@
 #include "mm.h"
 #include "selftest.h"
 #include "trap.h"
+#include "vectors.h"
 #include "x86.h"
 
 extern void st_divide(void *), st_invalid_opcode(void *), st_breakpoint(void *),
 	st_bad_selector(void *);
 extern char st_divide_insn[], st_breakpoint_next[], st_bad_selector_insn[];
 extern int st_patch_target(void);
-extern void selftest_probes(void);          /* selftest_probes.c */
 
 #define PF_PRESENT 0x1
 #define PF_WRITE   0x2
@@ -43,7 +43,7 @@ static void expect_page_fault(void (*fn)(void *), void *addr, uint32_t error,
 	struct caught_trap t = { 0 };
 	bool trapped = trap_try(fn, addr, &t);
 
-	report(trapped && t.vector == 14, "%s: #PF raised", what);
+	report(trapped && t.vector == VEC_PF, "%s: #PF raised", what);
 	report(trapped && t.fault_addr == (uintptr_t)addr, "%s: CR2 0x%08x (got 0x%08x)",
 	       what, (unsigned)(uintptr_t)addr, (unsigned)t.fault_addr);
 	report(trapped && t.error == error, "%s: error code 0x%x (got 0x%x)", what,
@@ -52,11 +52,11 @@ static void expect_page_fault(void (*fn)(void *), void *addr, uint32_t error,
 
 static void test_exceptions(void)
 {
-	expect_trap(st_divide, 0, 0, st_divide_insn, 0, "#DE divl by zero");
-	expect_trap(st_invalid_opcode, 0, 6, st_invalid_opcode, 0, "#UD ud2");
+	expect_trap(st_divide, 0, VEC_DE, st_divide_insn, 0, "#DE divl by zero");
+	expect_trap(st_invalid_opcode, 0, VEC_UD, st_invalid_opcode, 0, "#UD ud2");
 	/* int3 is a trap: EIP is the instruction after it. */
-	expect_trap(st_breakpoint, 0, 3, st_breakpoint_next, 0, "#BP int3");
-	expect_trap(st_bad_selector, 0, 13, st_bad_selector_insn, 0x100,
+	expect_trap(st_breakpoint, 0, VEC_BP, st_breakpoint_next, 0, "#BP int3");
+	expect_trap(st_bad_selector, 0, VEC_GP, st_bad_selector_insn, 0x100,
 		    "#GP selector past the GDT");
 	void *hole = (void *)mm_unmapped_probe_addr;
 	expect_page_fault(read_word, hole, 0, "#PF read of an unmapped page");
@@ -92,10 +92,5 @@ static void test_text_alias(void)
 	       "no alias for an unmapped address");
 }
 
-static const struct selftest i386_selftests[] = {
-	{ "traps", test_exceptions },
-	{ "mm", test_text_alias },
-	{ "probes", selftest_probes },
-	{ 0, 0 },
-};
-const struct selftest *const arch_selftest_table = i386_selftests;
+SELFTEST(300, "traps", test_exceptions);
+SELFTEST(310, "mm", test_text_alias);

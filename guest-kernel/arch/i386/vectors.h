@@ -3,9 +3,11 @@
  *
  * EXCEPTION_VECTORS: X(vector, mnemonic, description, pushes_error_code).
  * entry.S expands it into one stub per exception (pushing a 0 where the CPU
- * pushes no error code); idt.c into the name table. Vectors 32..255 get
- * generic stubs; the ones in use are named below. Being included from
- * assembly, this file holds nothing but macros.
+ * pushes no error code); idt.c into the name table. The exceptions code
+ * tests for by number are named VEC_* after the table (its numbers, by
+ * their mnemonics). Vectors 32..255 get generic stubs; the ones in use are
+ * named below. Being included from assembly, this file holds nothing but
+ * macros.
  */
 #ifndef I386_VECTORS_H
 #define I386_VECTORS_H
@@ -43,6 +45,15 @@
 	X(29, "#VC", "VMM communication",            1) \
 	X(30, "#SX", "security",                     1) \
 	X(31, "r31", "reserved",                     0)
+
+/* The exceptions the kernel and the tracer single out, as numbered above. */
+#define VEC_DE              0     /* #DE divide error */
+#define VEC_DB              1     /* #DB debug: the single-step trap */
+#define VEC_BP              3     /* #BP int3 */
+#define VEC_UD              6     /* #UD invalid opcode: ud2 */
+#define VEC_DF              8     /* #DF double fault: a task gate */
+#define VEC_GP              13    /* #GP general protection */
+#define VEC_PF              14    /* #PF page fault: CR2 holds the address */
 
 #define NUM_EXCEPTIONS      32
 #define PIC_VECTOR_BASE     32    /* 8259 master 32..39, slave 40..47 */

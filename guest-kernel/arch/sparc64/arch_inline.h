@@ -6,11 +6,14 @@
  * #StoreLoad, but the kernel does not rely on the memory model's mode).
  * A switched-out thread is its stack pointer: switch.S spills every window
  * of the thread to its stack, the current one included, before leaving it.
+ * ARCH_TRAP_VECTORS sizes trap.h's per-vector hook table by trap type.
  */
 #ifndef SPARC64_ARCH_INLINE_H
 #define SPARC64_ARCH_INLINE_H
 
 #include <stdint.h>
+
+#define ARCH_TRAP_VECTORS 0x200     /* tt of a trap at TL 0: 0x000..0x1ff */
 
 struct cpu;
 /* cpus[0] (cpu.h), named without needing struct cpu complete here. */

@@ -4,7 +4,8 @@
  * `illtrap` const22), fault status and fault address; the traps only
  * user mode can raise, from the one user page; read-only text enforced in
  * privileged mode; the writable alias patches code that then runs
- * patched. The register-window tests are in selftest_windows.c.
+ * patched. The register-window tests are in selftest_windows.c; the
+ * probes' are the tracer's own (tracer/arch/sparc64/).
  */
 #include "arch_sparc64.h"
 #include "mm.h"
@@ -227,13 +228,5 @@ static void test_mm(void)
 	test_tlb_pressure();
 }
 
-extern void selftest_probes(void);          /* selftest_probes.c */
-
-static const struct selftest sparc64_selftests[] = {
-	{ "traps", test_traps },
-	{ "mm", test_mm },
-	{ "windows", selftest_windows },
-	{ "probes", selftest_probes },
-	{ 0, 0 },
-};
-const struct selftest *const arch_selftest_table = sparc64_selftests;
+SELFTEST(300, "traps", test_traps);
+SELFTEST(310, "mm", test_mm);

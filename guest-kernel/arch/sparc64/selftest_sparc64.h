@@ -30,8 +30,6 @@ extern uint32_t st_patch_insn[];
 uint64_t st_spill_other(uint64_t *reclassified);
 uint64_t st_fill_other(void);
 uint64_t st_clean_window(void);
-
-void selftest_windows(void);
 #endif
 
 #endif

@@ -138,7 +138,7 @@ static void test_longjmp_from_depth(void)
 	       "recursion %u deep still right after the longjmp", RECURSION_DEPTH);
 }
 
-void selftest_windows(void)
+static void selftest_windows(void)
 {
 	report(nwindows() == 8, "%u register windows (VER.MAXWIN + 1)", nwindows());
 	test_recursion();
@@ -146,3 +146,4 @@ void selftest_windows(void)
 	test_forced_window_traps();
 	test_longjmp_from_depth();
 }
+SELFTEST(320, "windows", selftest_windows);

@@ -2,9 +2,10 @@
  * trap.c — the C side of every sparc64 trap.
  *
  * trap_entry.S hands us a struct trapframe at TL 0 with interrupts off.
- * interrupt_level_14 is the tick timer and interrupt_vector the UART
- * (arch.c). Every other trap is a
- * synchronous exception: we describe it as a struct caught_trap — tt and
+ * The trap type's hooks (trap.h) run first; for an interrupt they only
+ * observe. interrupt_level_14 is the tick timer and interrupt_vector the
+ * UART (arch.c). Every other trap is a synchronous exception that no hook
+ * handled: we describe it as a struct caught_trap — tt and
  * its V9 name, TPC, the instruction word at TPC (for `illtrap` that word
  * is the const22), and for data faults D-SFSR and the fault address — and
  * offer it to trap_try. A try that catches it resumes at its landing pad
@@ -24,7 +25,6 @@
 #include "exit.h"
 #include "mm.h"
 #include "trap.h"
-#include "tracer_sparc64.h"
 
 /* The V9 / UltraSPARC IIi trap types. Some ranges stand for a number n
  * = (tt - base) / step — interrupt level, spill/fill type, software trap
@@ -326,9 +326,12 @@ void trap_dispatch(struct trapframe *tf)
 {
 	unsigned tt = (unsigned)tf->tt;
 	struct caught_trap t;
+	bool interrupt = (tt >= TT_INTERRUPT_FIRST && tt <= TT_INTERRUPT_LAST) ||
+			 tt == TT_INTERRUPT_VECTOR;
 
-	if (tt == TT_INTERRUPT_LEVEL_14 || tt == TT_INTERRUPT_VECTOR)
-		sparc64_probe_interrupted(tf);
+	/* An interrupt's hooks only observe it (trap.h). */
+	if (trap_hooks_run(tt, tf) == TRAP_HANDLED && !interrupt)
+		return;
 	if (tt == TT_INTERRUPT_LEVEL_14) {
 		timer_interrupt();
 		sched_irq_exit();
@@ -339,11 +342,8 @@ void trap_dispatch(struct trapframe *tf)
 		sched_irq_exit();
 		return;
 	}
-	if (tt == TT_ILLEGAL_INSTRUCTION && sparc64_probe_trap(tf))
-		return;
 	describe(tf, &t);
 	/* Interrupts are never offered to trap_try (trap.h). */
-	bool interrupt = tt >= TT_INTERRUPT_FIRST && tt <= TT_INTERRUPT_LAST;
 	uintptr_t landing = interrupt ? 0 : trap_try_intercept(&t);
 	if (landing) {
 		/* The landing pad is kernel code: resume privileged even if

@@ -7,7 +7,8 @@
  * `save`. trap_entry copies the trap registers, %y, the normal globals and
  * those %o registers into this frame, drops to TL 0 and calls C; on the way
  * back it reloads all of them, so whatever C changed here — TPC/TNPC for a
- * trap_try landing, later the tracer's emulation — takes effect at `retry`.
+ * trap_try landing, the registers a trap hook's emulation wrote (trap.h:
+ * the tracer's) — takes effect at `retry`.
  * The trapped window's %l and %i are not copied into the frame: trap_entry
  * stores them in the window's own register save area at o[6] + STACK_BIAS
  * (the trapped %sp), where C can read them. To change one, C must flushw

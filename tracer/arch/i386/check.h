@@ -3,9 +3,9 @@
  * registers before the emulation (I386_CHECK_REGS order), the registers
  * after, then the one stack word the instruction touched: its address, its
  * value before and after (the word read by pop/ret/leave, or written by
- * push/enter; address 0 if none). The host (bench/check/i386.py) re-executes the
- * original instruction from the "before" state in python3-unicorn and
- * compares with "after", field by field.
+ * push/enter; address 0 if none). The host (bench/check/i386.py)
+ * re-executes the original instruction from the "before" state in
+ * python3-unicorn and compares with "after", field by field.
  */
 #ifndef I386_CHECK_H
 #define I386_CHECK_H
@@ -24,5 +24,20 @@
 
 #define I386_CHECK_NREGS   10
 #define I386_CHECK_WORDS   23
+
+/* The tables as C enums: I386_CHECK_EAX .. I386_CHECK_EFLAGS index a
+ * register set, I386_CHECK_STACK_ADDR .. _AFTER the record itself. */
+#define I386_CHECK_ENUM(name, index, meaning) I386_CHECK_##name = index,
+enum i386_check_reg   { I386_CHECK_REGS(I386_CHECK_ENUM) };
+enum i386_check_stack { I386_CHECK_STACK(I386_CHECK_ENUM) };
+#undef I386_CHECK_ENUM
+
+_Static_assert(I386_CHECK_EFLAGS + 1 == I386_CHECK_NREGS,
+	       "check.h: I386_CHECK_REGS numbers 0..NREGS-1");
+_Static_assert(I386_CHECK_STACK_ADDR == 2 * I386_CHECK_NREGS,
+	       "check.h: the stack words follow both register sets");
+_Static_assert(I386_CHECK_STACK_AFTER + 1 == I386_CHECK_WORDS &&
+	       I386_CHECK_WORDS == 2 * I386_CHECK_NREGS + 3,
+	       "check.h: a record is two register sets and three stack words");
 
 #endif

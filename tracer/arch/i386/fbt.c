@@ -1,7 +1,7 @@
 /*
  * fbt.c — i386 probes: decode and arm a site, and the fire path.
  *
- * Mechanisms (chosen per run, `probe mode`):
+ * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   int3  0xCC over the site's first byte; #BP arrives with EIP = site + 1.
  *   ud    #UD instead of #BP, so the probe shares nothing with debuggers
  *         (illumos' choice on i386). illumos writes a LOCK prefix (0xF0),
@@ -11,8 +11,8 @@
  *         the #UD comes from ud2 (0F 0B). Two bytes fit a site whose
  *         emulated form is at least two bytes long (the fused prologue,
  *         enter, ret imm16), or a ret followed by padding, which no path
- *         runs; other sites are refused in this mode. #UD arrives with
- *         EIP = site. No CPU may fetch half of the change: a translator
+ *         runs; other sites are refused under this mechanism. #UD arrives
+ *         with EIP = site. No CPU may fetch half of the change: a translator
  *         reading the site byte by byte while one 16-bit store lands can
  *         decode 0F 89 (jns rel32: ud2's first byte, the old mov's second)
  *         or 55 0B; a toggle run on 4 CPUs once died at a wild EIP in just
@@ -26,54 +26,56 @@
  *         after the one instruction re-inserts the int3. Any CPU that runs
  *         the site meanwhile runs the original and is not traced.
  *
- * The emulating fire path records the event, then applies the displaced
- * instruction to the trapped state (emulate.c) instead of executing it:
- * the probe stays armed and nothing is ever written back. A ring-0 trap
- * frame has no ESP slot — the interrupted stack pointer is the address just
- * above EFLAGS — so an instruction that moves ESP moves the frame: as in
- * the lossless-fbt patent's Figs. 4–6, trap_dispatch returns the new ESP
- * and entry.S copies the whole frame down (push, enter) or up (pop, leave,
- * ret) so that IRET pops EIP/CS/EFLAGS just below it. The one stack store
- * push/enter make (the old %ebp at old ESP - 4) lies inside the old frame,
- * so it is deferred too: its address and value travel in the frame's
- * vector/error slots, and entry.S stores it after the copy.
+ * The fire path is a trap hook (trap.h) on #BP and #UD, registered at
+ * init with the step baseline's on #DB. The emulating fire path records
+ * the event, then applies the displaced instruction to the trapped state
+ * (emulate.c) instead of executing it: the probe stays armed and nothing
+ * is ever written back. A ring-0 trap frame has no ESP slot — the
+ * interrupted stack pointer is the address just above EFLAGS — so an
+ * instruction that moves ESP moves the frame: as in the lossless-fbt
+ * patent's Figs. 4–6, the hook sets the frame's resume_esp, trap_dispatch
+ * hands it to entry.S, and entry.S copies the whole frame down (push,
+ * enter) or up (pop, leave, ret) so that IRET pops EIP/CS/EFLAGS just
+ * below it. The one stack store push/enter make (the old %ebp at old
+ * ESP - 4) lies inside the old frame, so it is deferred too: its address
+ * and value travel in the frame's vector/error slots, and entry.S stores
+ * it after the copy (trapframe.h).
  *
  * Every stack read the emulation makes is checked against the mapped
  * range first: an instruction whose native execution would fault makes the
  * kernel stop with a message naming the probe, not read garbage.
  */
 #include "arch.h"
+#include "arch/trapframe.h"
+#include "arch/vectors.h"
+#include "arch/x86.h"
 #include "check.h"
 #include "console.h"
 #include "cpu.h"
 #include "emulate.h"
+#include "mechanisms.h"
 #include "mm.h"
 #include "spinlock.h"
 #include "thread.h"
-#include "trapframe.h"
+#include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
-#include "tracer_i386.h"
 #include "wire.h"
 
-enum { MECH_INT3, MECH_UD, MECH_STEP };
-
-const struct tarch_mech tarch_mechs[] = {
-	[MECH_INT3] = { "int3", "int3, emulate the displaced instruction", false },
-	[MECH_UD]   = { "ud",   "ud2 (#UD), emulate the displaced instruction", false },
-	[MECH_STEP] = { "step", "int3, put the original back, single-step (lossy)", true },
-};
-const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
+enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
+const struct tarch_mechanism tarch_mechanisms[] = { TARCH_MECHANISMS(MECHANISM_ROW) };
+const unsigned tarch_nmechanisms = sizeof tarch_mechanisms / sizeof tarch_mechanisms[0];
 const unsigned tarch_check_words = I386_CHECK_WORDS;
 const unsigned tarch_cost_kind = WIRE_EVENT_ENTRY;
 
-#define TF_FLAG        0x100u
 #define STACK_LOW      0x1000u          /* page 0 is unmapped */
 #define STACK_HIGH     0x10000000u      /* the identity map: 256 MiB */
 
 extern const char tracer_bare_int3[];
 
 static spinlock_t step_lock = SPINLOCK_INIT("step-rearm");
+/* Per thread (thread.h's slots): the probe it is single-stepping, id + 1. */
+static unsigned step_slot;
 
 /* The bytes gcc and gas pad with after a ret: nop, lea/nopw/nopl forms. */
 static bool padding_byte(uint8_t b)
@@ -83,7 +85,7 @@ static bool padding_byte(uint8_t b)
 
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	if (p->mech != MECH_UD)
+	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
 		*why = "ud2 would straddle a page boundary";
@@ -116,7 +118,7 @@ static void store_two(const struct probe *p, uint8_t first, uint8_t second)
 
 static void store_trap(const struct probe *p)
 {
-	if (p->mech == MECH_UD)
+	if (p->mechanism == MECHANISM_UD)
 		store_two(p, 0x0f, 0x0b);                     /* ud2 */
 	else
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
@@ -124,7 +126,7 @@ static void store_trap(const struct probe *p)
 
 static void store_original(const struct probe *p)
 {
-	if (p->mech == MECH_UD)
+	if (p->mechanism == MECHANISM_UD)
 		store_two(p, p->site.insn.orig[0], p->site.insn.len >= 2 ?
 			  p->site.insn.orig[1] : p->site.next);
 	else
@@ -164,7 +166,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
  * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
-	if (p->mech == MECH_UD) {
+	if (p->mechanism == MECHANISM_UD) {
 		store_trap(p);
 		return;
 	}
@@ -175,7 +177,7 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
-	if (p->mech == MECH_UD) {
+	if (p->mechanism == MECHANISM_UD) {
 		store_original(p);
 		return;
 	}
@@ -229,30 +231,42 @@ static void regs_from_frame(const struct trapframe *tf, uint32_t site,
 	};
 }
 
+/* One register set of a CHECK record (check.h). */
 static void regs_words(const struct i386_regs *r, unsigned long *w)
 {
-	w[0] = r->eax; w[1] = r->ecx; w[2] = r->edx; w[3] = r->ebx;
-	w[4] = r->esp; w[5] = r->ebp; w[6] = r->esi; w[7] = r->edi;
-	w[8] = r->eip; w[9] = r->eflags;
+	w[I386_CHECK_EAX] = r->eax;
+	w[I386_CHECK_ECX] = r->ecx;
+	w[I386_CHECK_EDX] = r->edx;
+	w[I386_CHECK_EBX] = r->ebx;
+	w[I386_CHECK_ESP] = r->esp;
+	w[I386_CHECK_EBP] = r->ebp;
+	w[I386_CHECK_ESI] = r->esi;
+	w[I386_CHECK_EDI] = r->edi;
+	w[I386_CHECK_EIP] = r->eip;
+	w[I386_CHECK_EFLAGS] = r->eflags;
 }
 
 static void record_fire(const struct probe *p, const struct trapframe *tf)
 {
-	unsigned long w[2 + TRACER_MAX_ARGS];
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
 	uint32_t sp = trapframe_sp(tf);
-	unsigned n = 2;
+	unsigned n;
 
-	w[0] = p->addr;
-	w[1] = sp;
 	if (p->kind == WIRE_EVENT_ENTRY) {
+		w[WIRE_ENTRY_PC] = p->addr;
+		w[WIRE_ENTRY_SP] = sp;
 		/* At the first instruction, [sp] is the return address and the
 		 * arguments follow (cdecl), as ctrace reads them. */
 		for (unsigned i = 0; i < p->nargs; i++) {
 			uint32_t a = sp + 4 + 4 * i;
-			w[n++] = mapped(a) ? *(const uint32_t *)a : 0;
+			w[WIRE_ENTRY_ARG0 + i] = mapped(a) ? *(const uint32_t *)a : 0;
 		}
+		n = WIRE_ENTRY_ARG0 + p->nargs;
 	} else {
-		w[n++] = tf->eax;
+		w[WIRE_RETURN_PC] = p->addr;
+		w[WIRE_RETURN_SP] = sp;
+		w[WIRE_RETURN_VALUE] = tf->eax;
+		n = WIRE_RETURN_VALUE + 1;
 	}
 	tracer_fire(p, p->kind, w, n);
 }
@@ -264,9 +278,9 @@ static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 	      i386_site_kind_names[p->site.insn.kind], addr);
 }
 
-/* Emulate p's instruction on the trapped state. Returns the new ESP if the
- * frame must move, else 0. */
-static uint32_t emulate(const struct probe *p, struct trapframe *tf)
+/* Emulate p's instruction on the trapped state; an ESP it moved goes to
+ * tf->resume_esp, with the deferred stack store (trapframe.h). */
+static void emulate(const struct probe *p, struct trapframe *tf)
 {
 	struct i386_regs r;
 	struct access_log log = { 0 };
@@ -283,9 +297,9 @@ static uint32_t emulate(const struct probe *p, struct trapframe *tf)
 
 	if (tracer_check_mode) {
 		regs_words(&r, w + I386_CHECK_NREGS);
-		w[20] = log.used ? log.addr : 0;
-		w[21] = log.used ? log.before : 0;
-		w[22] = log.used ? log.after : 0;
+		w[I386_CHECK_STACK_ADDR] = log.used ? log.addr : 0;
+		w[I386_CHECK_STACK_BEFORE] = log.used ? log.before : 0;
+		w[I386_CHECK_STACK_AFTER] = log.used ? log.after : 0;
 		tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_WORDS);
 	}
 
@@ -293,52 +307,65 @@ static uint32_t emulate(const struct probe *p, struct trapframe *tf)
 	tf->ebp = r.ebp; tf->esi = r.esi; tf->edi = r.edi;
 	tf->eip = r.eip; tf->eflags = r.eflags;
 	if (r.esp == old_sp && !log.store_pending)
-		return 0;
+		return;
+	/* push and enter store below the old ESP, inside the frame: only a
+	 * move makes the store (entry.S), and every form that stores moves. */
+	if (r.esp == old_sp)
+		panic("probe %u at 0x%x (%s): a stack store without a move of ESP",
+		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind]);
 	tf->vector = log.store_pending ? log.addr : 0;
 	tf->error = log.after;
-	return r.esp;
+	tf->resume_esp = r.esp;
 }
 
-uint32_t i386_probe_trap(struct trapframe *tf, bool *handled)
+/* The #BP and #UD hook (trap.h): a probe's trap, or declined. */
+static int i386_probe_trap(struct trapframe *tf)
 {
-	*handled = false;
-	if (tf->vector == 1) {
-		/* The single-step baseline's #DB, one instruction after the site. */
-		struct thread *me = thread_current();
-		if (!me->tracer_slot)
-			return 0;
-		const struct probe *p = &tracer_probes[me->tracer_slot - 1];
-		me->tracer_slot = 0;
-		spin_lock(&step_lock);
-		if (p->state == PROBE_ENABLED && p->mech == MECH_STEP)
-			*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
-		spin_unlock(&step_lock);
-		tf->eflags &= ~TF_FLAG;
-		*handled = true;
-		return 0;
-	}
-
-	uint32_t site = tf->vector == 3 ? tf->eip - 1 : tf->eip;
-	if (tf->vector == 3 && site == (uint32_t)tracer_bare_int3) {
-		*handled = true;        /* the bare round trip: nothing to do */
-		return 0;
-	}
+	uint32_t site = tf->vector == VEC_BP ? tf->eip - 1 : tf->eip;
+	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3)
+		return TRAP_HANDLED;    /* the bare round trip: nothing to do */
 	struct probe *p = tracer_lookup(site);
 	/* #UD only from a ud probe; #BP from any (a ud site passes through
 	 * int3 while it changes). */
-	if (!p || (tf->vector == 6 && p->mech != MECH_UD))
-		return 0;                /* not a probe's trap: trap_try's, or a bug */
-	*handled = true;
+	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
+		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	record_fire(p, tf);
 
-	if (p->mech == MECH_STEP) {
+	if (p->mechanism == MECHANISM_STEP) {
 		spin_lock(&step_lock);
 		*(volatile uint8_t *)tracer_text_alias(p->addr) = p->site.insn.orig[0];
 		spin_unlock(&step_lock);
-		thread_current()->tracer_slot = p->id + 1;
+		thread_slot_set(thread_current(), step_slot, p->id + 1);
 		tf->eip = site;
-		tf->eflags |= TF_FLAG;
-		return 0;
+		tf->eflags |= EFLAGS_TF;
+		return TRAP_HANDLED;
 	}
-	return emulate(p, tf);
+	emulate(p, tf);
+	return TRAP_HANDLED;
+}
+
+/* The #DB hook: the single-step baseline's trap, one instruction after
+ * the site, puts the int3 back; any other #DB is declined. */
+static int i386_step_trap(struct trapframe *tf)
+{
+	struct thread *me = thread_current();
+	uintptr_t stepping = thread_slot(me, step_slot);
+	if (!stepping)
+		return TRAP_DECLINED;
+	const struct probe *p = &tracer_probes[stepping - 1];
+	thread_slot_set(me, step_slot, 0);
+	spin_lock(&step_lock);
+	if (p->state == PROBE_ENABLED && p->mechanism == MECHANISM_STEP)
+		*(volatile uint8_t *)tracer_text_alias(p->addr) = 0xcc;
+	spin_unlock(&step_lock);
+	tf->eflags &= ~EFLAGS_TF;
+	return TRAP_HANDLED;
+}
+
+void tarch_init(void)
+{
+	step_slot = thread_slot_claim();
+	trap_hook_add(VEC_DB, i386_step_trap);
+	trap_hook_add(VEC_BP, i386_probe_trap);
+	trap_hook_add(VEC_UD, i386_probe_trap);
 }

@@ -13,7 +13,7 @@
  *           undefined after a save), recorded as 0 and not compared;
  *   return  the caller's window, as the extra `restore` will fill it: its
  *           %o are the trapped %i, its %l/%i the caller words above.
- * The host (bench/check_sparc64.py) runs the original instruction from the
+ * The host (bench/check/sparc64.py) runs the original instruction from the
  * "before" state (and the caller's window) in python3-unicorn and compares
  * with "after", field by field.
  */
@@ -38,5 +38,19 @@
 #define SPARC64_CHECK_NREGS   36
 #define SPARC64_CHECK_CALLER  16
 #define SPARC64_CHECK_WORDS   88    /* 2 * NREGS + CALLER */
+
+/* The table as a C enum: SPARC64_CHECK_PC .. SPARC64_CHECK_I7 index a
+ * state (the before or the after half of a record). */
+#define SPARC64_CHECK_ENUM(name, index, meaning) SPARC64_CHECK_##name = index,
+enum sparc64_check_reg { SPARC64_CHECK_REGS(SPARC64_CHECK_ENUM) };
+#undef SPARC64_CHECK_ENUM
+
+_Static_assert(SPARC64_CHECK_I7 + 1 == SPARC64_CHECK_NREGS,
+	       "check.h: SPARC64_CHECK_REGS numbers 0..NREGS-1");
+_Static_assert(SPARC64_CHECK_G1 == SPARC64_CHECK_R0 + 1 &&
+	       SPARC64_CHECK_I7 == SPARC64_CHECK_R0 + 31,
+	       "check.h: register r is word SPARC64_CHECK_R0 + r");
+_Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CALLER,
+	       "check.h: a record is before, after and the caller's window");
 
 #endif

@@ -4,10 +4,11 @@
  * A probe is the word `illtrap <const22>` over its site, const22 being the
  * probe's index in tracer_probes[] (room for 2^22; the table holds 4096).
  * It traps as illegal_instruction (tt 0x10) with TPC at the site; the
- * handler reads the const22 back from TPC, so finding the probe is one
- * index and one address compare, no search.
+ * fire path, a trap hook on that tt (trap.h) registered at init, reads the
+ * const22 back from TPC, so finding the probe is one index and one address
+ * compare, no search.
  *
- * Mechanisms (chosen per run, `probe mode`):
+ * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   emulate    record, then emulate the displaced instruction on the
  *              trapped state (emulate.c for CTIs; `save` below) and
  *              `retry` at the PC/nPC it chose. The ILLTRAP stays; nothing
@@ -19,11 +20,12 @@
  *              The game can also count one execution twice: an interrupt
  *              due while the probe fired is taken at the retry, before the
  *              original runs; if another thread fires meanwhile, the
- *              ILLTRAP is back when this one resumes. The interrupt path
- *              tells us (sparc64_probe_interrupted), and that second trap
- *              is not recorded, so the baseline's counts show its losses
- *              alone. (A thread that ran the original natively and came
- *              back to it with no probe in between is not told apart.)
+ *              ILLTRAP is back when this one resumes. A hook watching
+ *              the interrupts tells us (sparc64_probe_interrupted), and
+ *              that second trap is not recorded, so the baseline's counts
+ *              show its losses alone. (A thread that ran the original
+ *              natively and came back to it with no probe in between is
+ *              not told apart.)
  *
  * Sites and kinds:
  *   branch  any emulated CTI (emulate.h): records pc, target, taken and
@@ -47,7 +49,7 @@
  *
  * Check mode (`probe check on`, emulate only): each emulation also writes
  * a CHECK record (check.h) — the state before, and the state after read
- * back from where the way back will take it — for bench/check_sparc64.py.
+ * back from where the way back will take it — for bench/check/sparc64.py.
  *
  * Registers are read and written where the trapped context keeps them:
  * %g and %o in the trap frame, %l and %i in the trapped window's save area
@@ -57,31 +59,24 @@
  * This kernel runs on one CPU (sun4u), so the shell game's pending probe
  * is one variable and a store needs only a `flush` of the site.
  */
-#include "arch_sparc64.h"
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
 #include "check.h"
 #include "console.h"
 #include "emulate.h"
+#include "mechanisms.h"
 #include "mm.h"
-#include "sparc64.h"
 #include "thread.h"
-#include "trapframe.h"
+#include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
-#include "tracer_sparc64.h"
 #include "wire.h"
 
-enum { MECH_EMULATE, MECH_SHELLGAME };
-
-const struct tarch_mech tarch_mechs[] = {
-	[MECH_EMULATE]   = { "emulate", "illtrap const22, emulate the displaced "
-			     "instruction", false },
-	[MECH_SHELLGAME] = { "shellgame", "illtrap, put the original back until "
-			     "the next probe fires (lossy)", true },
-};
-const unsigned tarch_nmechs = sizeof tarch_mechs / sizeof tarch_mechs[0];
+enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
+const struct tarch_mechanism tarch_mechanisms[] = { TARCH_MECHANISMS(MECHANISM_ROW) };
+const unsigned tarch_nmechanisms = sizeof tarch_mechanisms / sizeof tarch_mechanisms[0];
 const unsigned tarch_check_words = SPARC64_CHECK_WORDS;
-_Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CALLER,
-	       "check.h: a record is before, after and the caller's window");
 const unsigned tarch_cost_kind = WIRE_EVENT_RETURN;
 
 extern const char tracer_bare_illtrap[];
@@ -96,6 +91,9 @@ extern const char tracer_bare_illtrap[];
  * thread whose trap put it there. */
 static struct probe *shell_pending;
 static struct thread *shell_thread;
+/* Per thread (thread.h's slots): the shell-game probe it was interrupted
+ * in front of, id + 1. */
+static unsigned shell_slot;
 
 static bool is_save_to_sp(uint32_t w)
 {
@@ -310,30 +308,39 @@ static void store_back(struct trapframe *tf, const struct sparc_regs *r,
 			*trapframe_reg(tf, n) = r->r[n];
 }
 
+_Static_assert(WIRE_BRANCH_FLAGS < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
+	       "record_fire's array holds a BRANCH record too");
+
 static void record_fire(const struct probe *p, struct trapframe *tf,
 			const struct sparc_regs *r, const struct sparc_outcome *o)
 {
-	unsigned long w[2 + TRACER_MAX_ARGS];
-	unsigned n = 0;
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
+	unsigned n;
 	uint64_t v;
 
 	switch (p->kind) {
 	case WIRE_EVENT_ENTRY:
-		w[n++] = tf->tpc;
-		w[n++] = trapframe_sp(tf) + STACK_BIAS;
+		w[WIRE_ENTRY_PC] = tf->tpc;
+		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
 		for (unsigned a = 0; a < p->nargs; a++)
-			w[n++] = tf->o[a];
+			w[WIRE_ENTRY_ARG0 + a] = tf->o[a];
+		n = WIRE_ENTRY_ARG0 + p->nargs;
 		break;
 	case WIRE_EVENT_RETURN:
-		w[n++] = tf->tpc;
-		w[n++] = trapframe_sp(tf) + STACK_BIAS;
-		if (return_value(p, r, &v))
-			w[n++] = v;
+		w[WIRE_RETURN_PC] = tf->tpc;
+		w[WIRE_RETURN_SP] = trapframe_sp(tf) + STACK_BIAS;
+		n = WIRE_RETURN_VALUE;          /* no value word if unknown */
+		if (return_value(p, r, &v)) {
+			w[WIRE_RETURN_VALUE] = v;
+			n = WIRE_RETURN_VALUE + 1;
+		}
 		break;
 	default:
-		w[n++] = tf->tpc;
-		w[n++] = o->target;
-		w[n++] = (o->taken ? 1 : 0) | (o->annulled ? 2 : 0);
+		w[WIRE_BRANCH_PC] = tf->tpc;
+		w[WIRE_BRANCH_TARGET] = o->target;
+		w[WIRE_BRANCH_FLAGS] = (o->taken ? WIRE_BRANCH_TAKEN : 0) |
+				       (o->annulled ? WIRE_BRANCH_ANNULLED : 0);
+		n = WIRE_BRANCH_FLAGS + 1;
 		break;
 	}
 	tracer_fire(p, p->kind, w, n);
@@ -351,11 +358,11 @@ static _Noreturn void fire_failed(const struct probe *p, const char *what,
 static void state_words(const struct trapframe *tf, const struct sparc_regs *r,
 			uint64_t fsr, unsigned long *w)
 {
-	w[0] = r->pc;
-	w[1] = r->npc;
-	w[2] = r->ccr;
-	w[3] = tf->y;
-	w[4] = fsr;
+	w[SPARC64_CHECK_PC] = r->pc;
+	w[SPARC64_CHECK_NPC] = r->npc;
+	w[SPARC64_CHECK_CCR] = r->ccr;
+	w[SPARC64_CHECK_Y] = tf->y;
+	w[SPARC64_CHECK_FSR] = fsr;
 	for (unsigned n = 1; n < 32; n++)
 		w[SPARC64_CHECK_R0 + n] = r->r[n];
 }
@@ -395,7 +402,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	struct sparc_regs a;
 	unsigned long *after = w + SPARC64_CHECK_NREGS;
 	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
-	enum { O = SPARC64_CHECK_R0 + 8, L = O + 8, I = L + 8 };
+	enum { O = SPARC64_CHECK_O0, L = SPARC64_CHECK_L0, I = SPARC64_CHECK_I0 };
 
 	if (!load_regs(tf, &a))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
@@ -414,22 +421,25 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	tracer_record(p, WIRE_EVENT_CHECK, w, SPARC64_CHECK_WORDS);
 }
 
-bool sparc64_probe_trap(struct trapframe *tf)
+/* The illegal_instruction hook (trap.h): if TPC holds one of our
+ * ILLTRAPs, record and emulate (or run the shell game), with tf edited for
+ * the retry; else declined. */
+static int sparc64_probe_trap(struct trapframe *tf)
 {
 	uint32_t word = *(const volatile uint32_t *)tf->tpc;
 
 	if (word >> 22 != 0)
-		return false;                   /* not an illtrap we wrote */
+		return TRAP_DECLINED;           /* not an illtrap we wrote */
 	if (tf->tpc == (uintptr_t)tracer_bare_illtrap) {
 		tf->tpc = tf->tnpc;             /* the bare round trip */
 		tf->tnpc += 4;
-		return true;
+		return TRAP_HANDLED;
 	}
 	if (word >= TRACER_MAX_PROBES)
-		return false;
+		return TRAP_DECLINED;
 	struct probe *p = &tracer_probes[word];
 	if (p->state == PROBE_FREE || p->addr != tf->tpc)
-		return false;
+		return TRAP_DECLINED;
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
@@ -444,7 +454,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		r.fsr = read_fsr();
 	}
 	unsigned long chk[SPARC64_CHECK_WORDS];
-	bool check = tracer_check_mode && p->mech == MECH_EMULATE;
+	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
 	if (check)
 		check_before(p, tf, &r, chk);
 
@@ -452,10 +462,10 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		o.target = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		o.taken = true;
 	}
-	if (p->mech == MECH_SHELLGAME) {
+	if (p->mechanism == MECHANISM_SHELLGAME) {
 		struct thread *me = thread_current();
-		bool again = me->tracer_slot == p->id + 1;
-		me->tracer_slot = 0;
+		bool again = thread_slot(me, shell_slot) == p->id + 1;
+		thread_slot_set(me, shell_slot, 0);
 		if (p->site.what == SPARC_SITE_CTI) {
 			struct sparc_regs after = r;   /* the outcome, for the record */
 			uint64_t fault;
@@ -469,7 +479,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		store_word(p, p->site.insn);
 		shell_pending = p;
 		shell_thread = me;
-		return true;                    /* retry runs the original */
+		return TRAP_HANDLED;            /* retry runs the original */
 	}
 
 	if (p->site.what == SPARC_SITE_RETURN) {
@@ -481,7 +491,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->tnpc = o.target;
 		if (check)
 			check_after(p, tf, chk);
-		return true;
+		return TRAP_HANDLED;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
 		record_fire(p, tf, &r, &o);
@@ -490,7 +500,7 @@ bool sparc64_probe_trap(struct trapframe *tf)
 		tf->tnpc += 4;
 		if (check)
 			check_after(p, tf, chk);
-		return true;
+		return TRAP_HANDLED;
 	}
 
 	struct sparc_regs before = r;
@@ -507,12 +517,25 @@ bool sparc64_probe_trap(struct trapframe *tf)
 	tf->tnpc = r.npc;
 	if (check)
 		check_after(p, tf, chk);
-	return true;
+	return TRAP_HANDLED;
 }
 
-void sparc64_probe_interrupted(const struct trapframe *tf)
+/* The hook on the tick and UART interrupts, which only observes: an
+ * interrupt taken at the retry of a shell-game probe's original, before
+ * it ran, marks the thread, so the firing the ILLTRAP (put back by then)
+ * causes when the thread resumes is not recorded twice. */
+static int sparc64_probe_interrupted(struct trapframe *tf)
 {
 	struct probe *p = shell_pending;
 	if (p && tf->tpc == p->addr && thread_current() == shell_thread)
-		shell_thread->tracer_slot = p->id + 1;
+		thread_slot_set(shell_thread, shell_slot, p->id + 1);
+	return TRAP_DECLINED;
+}
+
+void tarch_init(void)
+{
+	shell_slot = thread_slot_claim();
+	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
+	trap_hook_add(TT_INTERRUPT_LEVEL_14, sparc64_probe_interrupted);
+	trap_hook_add(TT_INTERRUPT_VECTOR, sparc64_probe_interrupted);
 }

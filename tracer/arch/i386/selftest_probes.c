@@ -18,7 +18,7 @@
  *
  * Both emulating mechanisms run where they apply: int3 everywhere; ud (a
  * two-byte ud2) on the multi-byte forms and on ret followed by padding. The
- * other one-byte sites must be refused in ud mode with a reason, and are
+ * other one-byte sites must be refused under ud with a reason, and are
  * checked to be. One PASS/FAIL line per (form, mechanism); a failure is
  * explained field by field in INFO lines before it.
  *
@@ -336,14 +336,14 @@ static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
 
 static void test_form(const struct dt_form *f, unsigned fi, bool ud)
 {
-	const char *mech = ud ? "ud" : "int3";
+	const char *mechanism = ud ? "ud" : "int3";
 	unsigned id = PROBE_ID_BASE + fi;
 	char why[128];
 
 	report_prefix_push(f->name);
-	report_prefix_push(mech);
-	if (tracer_set_mode(mech) != 0) {
-		report(false, "mode %s refused (probes enabled elsewhere?)", mech);
+	report_prefix_push(mechanism);
+	if (tracer_set_mechanism(mechanism) != 0) {
+		report(false, "mechanism %s refused (probes enabled elsewhere?)", mechanism);
 		goto out;
 	}
 	if (ud && !f->ud_ok) {
@@ -368,9 +368,9 @@ out:
 	report_prefix_pop();
 }
 
-void selftest_probes(void)
+static void selftest_probes(void)
 {
-	const char *old_mode = tarch_mechs[tracer_mech].name;
+	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
 	char why[128];
 	bool added[NFORMS];
 
@@ -402,6 +402,7 @@ void selftest_probes(void)
 		test_form(&forms[fi], fi, true);
 	}
 	tracer_clear();
-	if (tracer_set_mode(old_mode) != 0)
-		report(false, "mode %s restored", old_mode);
+	if (tracer_set_mechanism(old_mechanism) != 0)
+		report(false, "mechanism %s restored", old_mechanism);
 }
+SELFTEST(400, "probes", selftest_probes);

@@ -38,14 +38,14 @@
  * up to tb_end) and its counting twin (tbc_*, every CTI preceded by
  * `add %g5, 1, %g5`), both expanded from one macro.
  */
-#include "sparc64.h"
+#include "arch/sparc64.h"
 
 	.register %g2, #scratch
 	.register %g3, #scratch
 	.register %g6, #scratch
 	.register %g7, #scratch
 
-/* struct dt_state (selftest_probes.c): r[32] as an instruction numbers
+/* struct dt_state (selftest_probes.h): r[32] as an instruction numbers
  * registers (g0-7, o0-7, l0-7, i0-7), then ccr, fsr, use_fsr. */
 #define S_G      0
 #define S_O      64
@@ -64,7 +64,8 @@
 #define C_G    32
 #define C_SIZE 96
 
-/* The marks (selftest_probes.c decodes them); the mark register is %g4. */
+/* The marks (selftest_probes.h; the runner decodes them); the mark
+ * register is %g4. */
 #define MARK_REG   4
 #define M_SLOT     0x001
 #define M_FALL0    0x002
@@ -78,7 +79,8 @@
 
 	.section .rodata
 	.align	8
-/* The constants above, for selftest_probes.c to check against its own. */
+/* The constants above, for the C side to check against its own
+ * (dt_layout_ok). */
 	.global	dt_layout
 dt_layout:
 	.word	S_O, S_L, S_I, S_CCR, S_FSR, S_USEFSR, S_SIZE, MARK_REG

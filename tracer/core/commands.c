@@ -1,0 +1,405 @@
+/*
+ * commands.c — the tracer's commands on the serial line: `probe` and
+ * `trace`.
+ *
+ * Both register with the kernel's command loop through COMMAND()
+ * (command.h), so the kernel never names the tracer. Each is a table of
+ * subcommands — name, arguments, handler — and a line picks its row by
+ * its second word; a line that names none is answered with the usage of
+ * every row. A handler checks its own arguments and answers through
+ * command_reply(); it changes nothing unless every argument is good (a
+ * list of probe ids is checked whole before the first is touched).
+ *
+ * The work itself is probe.c's (the probe table, add, arm, settle, clear)
+ * and buffer.c's (the per-CPU buffers); commands run one at a time in the
+ * command loop's thread, as probe.c assumes.
+ */
+#include "arch.h"
+#include "buffer.h"
+#include "command.h"
+#include "console.h"
+#include "cpu.h"
+#include "kstring.h"
+#include "mm.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+
+struct subcommand {
+	const char *name;
+	const char *args;       /* what follows the name; NULL: an alias, unlisted */
+	int (*run)(const struct subcommand *s, int argc, char **argv,
+		   struct command_reply *r);
+};
+
+/* "usage: CMD SUB ARGS" for one row. */
+static int usage_of(const struct subcommand *s, char **argv, struct command_reply *r)
+{
+	return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: %s %s%s%s", argv[0],
+			     s->name, s->args && *s->args ? " " : "",
+			     s->args ? s->args : "");
+}
+
+/* Run argv[1]'s row of table, or answer with every row's usage. */
+static int dispatch(const struct subcommand *table, unsigned n, int argc,
+		    char **argv, struct command_reply *r)
+{
+	if (argc >= 2)
+		for (unsigned i = 0; i < n; i++)
+			if (strcmp(argv[1], table[i].name) == 0)
+				return table[i].run(&table[i], argc, argv, r);
+	size_t used = ksnprintf(r->msg, r->size, "usage: %s", argv[0]);
+	for (unsigned i = 0, listed = 0; i < n; i++) {
+		if (!table[i].args)
+			continue;
+		used += ksnprintf(r->msg + used, used < r->size ? r->size - used : 0,
+				  "%s %s%s%s", listed++ ? " |" : "", table[i].name,
+				  *table[i].args ? " " : "", table[i].args);
+	}
+	return WIRE_REPLY_BAD_ARGS;
+}
+
+static bool parse_id(const char *s, unsigned *id)
+{
+	uint64_t v;
+	if (!parse_u64(s, &v) || v >= TRACER_MAX_PROBES)
+		return false;
+	*id = (unsigned)v;
+	return true;
+}
+
+/* 1 for "on", 0 for "off", -1 for anything else. */
+static int on_off(const char *s)
+{
+	return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1;
+}
+
+/* ---- probe ---- */
+
+static const char *const probe_state_names[] = {
+	[PROBE_FREE] = "free", [PROBE_DISABLED] = "disabled",
+	[PROBE_ENABLED] = "enabled",
+};
+
+/* probe add ID ADDR KIND [NARGS] */
+static int probe_add(const struct subcommand *s, int argc, char **argv,
+		     struct command_reply *r)
+{
+	unsigned id;
+	uint64_t addr, nargs = 0;
+	char kinds[64];
+
+	if (argc < 5 || argc > 6 || !parse_id(argv[2], &id) ||
+	    !parse_u64(argv[3], &addr) ||
+	    (argc == 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS))) {
+		tracer_probe_kind_words(kinds, sizeof kinds, "|", "|");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS,
+				     "usage: probe add ID ADDR %s [NARGS], ID < %d, "
+				     "NARGS <= %d", kinds, TRACER_MAX_PROBES,
+				     TRACER_MAX_ARGS);
+	}
+	int kind = tracer_probe_kind(argv[4]);
+	if (kind < 0) {
+		tracer_probe_kind_words(kinds, sizeof kinds, ", ", " or ");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS,
+				     "probe kind \"%s\": expected %s", argv[4], kinds);
+	}
+	if ((uint64_t)(uintptr_t)addr != addr)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: 0x%llx is outside "
+				     "kernel text", (unsigned long long)addr);
+	char why[128];
+	if (tracer_probe_add(id, (uintptr_t)addr, (unsigned)kind, (unsigned)nargs, why,
+			     sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	return command_reply(r, WIRE_REPLY_OK, "probe %u at 0x%lx", id,
+			     (unsigned long)addr);
+}
+
+/* probe enable|disable all|ID... */
+static int probe_switch(const struct subcommand *s, int argc, char **argv,
+			struct command_reply *r)
+{
+	bool enable = strcmp(s->name, "enable") == 0;
+	unsigned ids[COMMAND_MAX_ARGS];
+	unsigned n = 0;
+	char why[128], other[128];
+
+	if (argc < 3)
+		return usage_of(s, argv, r);
+	if (argc == 3 && strcmp(argv[2], "all") == 0) {
+		unsigned changed = 0, refused = 0;
+		/* The reply's cycles: when every probe was armed (enable), or
+		 * before the first was disarmed (disable) — the window in which
+		 * all of them were live, for the host's checks. */
+		uint64_t before = arch_cycles();
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+			struct probe *p = &tracer_probes[i];
+			if (p->state == PROBE_FREE || (p->state == PROBE_ENABLED) == enable)
+				continue;
+			if (tracer_probe_set(i, enable, refused ? other : why,
+					     sizeof why) == 0)
+				changed++;
+			else
+				refused++;
+		}
+		/* Every CPU executes the new bytes before the window opens. */
+		tracer_settle();
+		if (refused)
+			return command_reply(r, WIRE_REPLY_FAILED,
+					     "%u probes enabled, %u refused; first: %s",
+					     changed, refused, why);
+		return command_reply(r, WIRE_REPLY_OK,
+				     "%u probes %s, %u enabled, cycles=%llu", changed,
+				     enable ? "enabled" : "disabled",
+				     tracer_probes_enabled(),
+				     (unsigned long long)(enable ? arch_cycles()
+								 : before));
+	}
+	/* Check every id first: a bad one changes nothing. */
+	for (int i = 2; i < argc; i++) {
+		if (!parse_id(argv[i], &ids[n]))
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "\"%s\": not a probe id", argv[i]);
+		if (tracer_probes[ids[n]].state == PROBE_FREE)
+			return command_reply(r, WIRE_REPLY_FAILED, "no probe %u", ids[n]);
+		n++;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (tracer_probe_set(ids[i], enable, why, sizeof why) != 0) {
+			tracer_settle();
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+		}
+	tracer_settle();
+	return command_reply(r, WIRE_REPLY_OK, "%u enabled", tracer_probes_enabled());
+}
+
+/* probe mechanism [NAME] (also under its old word, `probe mode`) */
+static int probe_mechanism(const struct subcommand *s, int argc, char **argv,
+			   struct command_reply *r)
+{
+	if (argc == 2)
+		return command_reply(r, WIRE_REPLY_OK, "mechanism %s",
+				     tarch_mechanisms[tracer_mechanism].name);
+	if (argc != 3)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe %s [NAME]",
+				     s->name);
+	int err = tracer_set_mechanism(argv[2]);
+	if (err == 0)
+		return command_reply(r, WIRE_REPLY_OK, "mechanism %s",
+				     tarch_mechanisms[tracer_mechanism].name);
+	if (err == -2)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %u probes are "
+				     "enabled; disable them first",
+				     tracer_probes_enabled());
+	char names[128] = "";
+	size_t used = 0;
+	for (unsigned m = 0; m < tarch_nmechanisms; m++)
+		used += ksnprintf(names + used, sizeof names - used, "%s%s",
+				  m ? ", " : "", tarch_mechanisms[m].name);
+	return command_reply(r, WIRE_REPLY_BAD_ARGS, "no mechanism \"%s\"; "
+			     "mechanisms: %s", argv[2], names);
+}
+
+/* probe action all|ID... record|sum|null: checked whole before any change */
+static int probe_action(const struct subcommand *s, int argc, char **argv,
+			struct command_reply *r)
+{
+	unsigned action = TRACER_NACTIONS, n = 0;
+	char why[128];
+
+	if (argc >= 4)
+		for (unsigned a = 0; a < TRACER_NACTIONS; a++)
+			if (strcmp(argv[argc - 1], tracer_action_names[a]) == 0)
+				action = a;
+	if (argc < 4 || action == TRACER_NACTIONS)
+		return usage_of(s, argv, r);
+	if (argc == 4 && strcmp(argv[2], "all") == 0) {
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+			if (tracer_probes[i].state != PROBE_FREE) {
+				tracer_probes[i].action = (uint8_t)action;
+				n++;
+			}
+		return command_reply(r, WIRE_REPLY_OK, "%u probes: action %s", n,
+				     tracer_action_names[action]);
+	}
+	unsigned ids[COMMAND_MAX_ARGS];
+	for (int i = 2; i < argc - 1; i++, n++) {
+		if (!parse_id(argv[i], &ids[n]))
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "\"%s\": not a probe id", argv[i]);
+		if (tracer_probes[ids[n]].state == PROBE_FREE)
+			return command_reply(r, WIRE_REPLY_FAILED, "no probe %u", ids[n]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		tracer_probe_action(ids[i], action, why, sizeof why);
+	return command_reply(r, WIRE_REPLY_OK, "%u probes: action %s", n,
+			     tracer_action_names[action]);
+}
+
+/* probe hooks on|off */
+static int probe_hooks(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 3 || on_off(argv[2]) < 0)
+		return usage_of(s, argv, r);
+	tracer_hooks_on = on_off(argv[2]);
+	return command_reply(r, WIRE_REPLY_OK, "compiler hooks %s", argv[2]);
+}
+
+/* probe check on|off */
+static int probe_check(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 3 || on_off(argv[2]) < 0)
+		return usage_of(s, argv, r);
+	if (on_off(argv[2]) && !tarch_check_words)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: no check mode "
+				     "on %s", arch_name);
+	tracer_check_mode = on_off(argv[2]);
+	return command_reply(r, WIRE_REPLY_OK, "check mode %s", argv[2]);
+}
+
+/* probe list: a TEXT line per probe, the totals in the reply */
+static int probe_list(const struct subcommand *s, int argc, char **argv,
+		      struct command_reply *r)
+{
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		const struct probe *p = &tracer_probes[i];
+		if (p->state == PROBE_FREE)
+			continue;
+		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu\n",
+			p->id, (unsigned long)p->addr, tracer_probe_kind_word(p->kind),
+			probe_state_names[p->state], p->nargs,
+			tarch_mechanisms[p->mechanism].name,
+			tracer_action_names[p->action], p->hits);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mechanism %s%s",
+			     tracer_probes_added(), tracer_probes_enabled(),
+			     tarch_mechanisms[tracer_mechanism].name,
+			     tracer_check_mode ? ", check mode" : "");
+}
+
+/* probe clear */
+static int probe_clear(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	return command_reply(r, WIRE_REPLY_OK, "%u probes removed", tracer_clear());
+}
+
+static const struct subcommand probe_subcommands[] = {
+	{ "add",       "ID ADDR KIND [NARGS]",         probe_add },
+	{ "enable",    "all|ID...",                    probe_switch },
+	{ "disable",   "all|ID...",                    probe_switch },
+	{ "mechanism", "[NAME]",                       probe_mechanism },
+	{ "mode",      0,                              probe_mechanism },
+	{ "action",    "all|ID... record|sum|null",    probe_action },
+	{ "hooks",     "on|off",                       probe_hooks },
+	{ "check",     "on|off",                       probe_check },
+	{ "list",      "",                             probe_list },
+	{ "clear",     "",                             probe_clear },
+};
+
+static int cmd_probe(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	return dispatch(probe_subcommands,
+			sizeof probe_subcommands / sizeof probe_subcommands[0],
+			argc, argv, r);
+}
+
+COMMAND(probe) = {
+	"probe", "probe SUBCOMMAND ...: add, arm and list probes (`probe`: usage)",
+	cmd_probe,
+};
+
+/* ---- trace ---- */
+
+/* trace flush: every record written so far is sent, then the STATS */
+static int trace_flush(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	buffer_flush();
+	buffer_send_stats();
+	return command_reply(r, WIRE_REPLY_OK, "flushed");
+}
+
+/* trace stats: a STATS frame per CPU */
+static int trace_stats(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	buffer_send_stats();
+	return command_reply(r, WIRE_REPLY_OK, "stats sent");
+}
+
+/* trace reset: zero every counter, with no probe enabled */
+static int trace_reset(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	if (tracer_probes_enabled())
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %u probes enabled",
+				     tracer_probes_enabled());
+	tracer_sync_cpus();
+	buffer_flush();
+	buffer_reset_counters();
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+		tracer_probes[i].hits = 0;
+	return command_reply(r, WIRE_REPLY_OK, "counters reset");
+}
+
+/* trace buffer [BYTES]: show, or give every CPU new buffers of BYTES */
+static int trace_buffer(const struct subcommand *s, int argc, char **argv,
+			struct command_reply *r)
+{
+	uint64_t bytes;
+	if (argc == 2)
+		return command_reply(r, WIRE_REPLY_OK, "%zu bytes per cpu", buffer_size());
+	if (argc != 3)
+		return usage_of(s, argv, r);
+	if (!parse_u64(argv[2], &bytes) || bytes < mm_page_size ||
+	    (bytes & (bytes - 1)) || bytes > (1u << 30))
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "buffer size: a power of "
+				     "two from %u to %u bytes", mm_page_size, 1u << 30);
+	if (tracer_probes_enabled())
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %u probes enabled",
+				     tracer_probes_enabled());
+	tracer_sync_cpus();
+	buffer_flush();
+	if (!buffer_resize((size_t)bytes)) {
+		buffer_resize(BUFFER_DEFAULT_BYTES);
+		return command_reply(r, WIRE_REPLY_FAILED,
+				     "no memory for %u x %llu bytes; back to %u",
+				     cpu_count(), (unsigned long long)bytes,
+				     BUFFER_DEFAULT_BYTES);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%zu bytes per cpu", buffer_size());
+}
+
+static const struct subcommand trace_subcommands[] = {
+	{ "flush",  "",        trace_flush },
+	{ "stats",  "",        trace_stats },
+	{ "reset",  "",        trace_reset },
+	{ "buffer", "[BYTES]", trace_buffer },
+};
+
+static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	return dispatch(trace_subcommands,
+			sizeof trace_subcommands / sizeof trace_subcommands[0],
+			argc, argv, r);
+}
+
+COMMAND(trace) = {
+	"trace", "trace SUBCOMMAND ...: the trace buffers (`trace`: usage)",
+	cmd_trace,
+};
