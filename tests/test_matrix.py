@@ -4,7 +4,6 @@ or hung cell fails the run, expected failures are held to their text, and
 the JUnit XML and TAP it writes are well formed. Cells here are tiny Python
 commands standing in for `python3 -m bench ...`; no guest boots."""
 
-import os
 import re
 import subprocess
 import sys
@@ -51,6 +50,8 @@ def test_the_matrix_file_parses_and_covers_every_axis():
             assert mechs == set(arches.get(a).mechanisms), (group, a, mechs)
     full = matrix.select(cells, "full")
     assert {"check"} <= {c.kind for c in full if c.arch == "i386"}
+    for a in names:     # the emulator fuzz at full size, 10^6 states per class
+        assert [c.states for c in full if c.arch == a and c.kind == "fuzz"] == [10 ** 6]
     assert {c.smp for c in full if c.arch == "i386"} >= {1, 2, 4, 8}
 
 
@@ -103,7 +104,11 @@ def test_a_bad_key_or_value_names_the_file_and_line(extra, line, words):
 
 @pytest.mark.parametrize("text, line, words", [
     ("[x]\narch = vax\nkind = trace\ngroups = g\n", 2, ["unknown arch 'vax'", "i386"]),
-    ("[x]\narch = i386\nkind = fuzz\ngroups = g\n", 3, ["'fuzz' is not one of", "lossless"]),
+    ("[x]\narch = i386\nkind = soak\ngroups = g\n", 3, ["'soak' is not one of", "lossless"]),
+    ("[x]\narch = i386\nkind = fuzz\nsmp = 2\ngroups = g\n", 4,
+     ["smp: does not apply to kind fuzz"]),
+    ("[x]\narch = i386\nkind = fuzz\nmechanism = ud\ngroups = g\n", 4,
+     ["mechanism: does not apply to kind fuzz"]),
     ("[x]\narch = i386\nkind = trace\n", 1, ["missing key 'groups'"]),
     ("[x]\narch = i386\nkind = differential\nmechanism = ud\ngroups = g\n", 4,
      ["mechanism: does not apply to kind differential", "every mechanism"]),

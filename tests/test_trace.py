@@ -114,11 +114,12 @@ def test_refusals_name_a_reason_and_change_nothing(i386, image):
         ret = next(p for p in plan("fbt:fib:return", image, "int3")[0]
                    if image.code(p.addr, 1) == b"\x5d")
         refused(f"probe add 3 {ret.addr:#x} entry", "an entry probe needs")
-        assert g.command("probe mode ud").ok
+        assert g.command("probe mechanism ud").message == "mechanism ud"
         assert g.command(f"probe add 3 {ret.addr:#x} return").ok
         refused("probe enable 3", "ud2 is two bytes")
         assert g.command("probe enable 1").ok
-        refused("probe mode int3", "probes are enabled")
+        refused("probe mechanism int3", "probes are enabled")
+        refused("probe mode int3", "probes are enabled")       # the old name
         r = g.command("probe list")
         assert "2 probes, 1 enabled, mechanism ud" in r.message, r.message
         assert g.command("probe add 5 zz entry").status_name == "BAD_ARGS"
@@ -164,15 +165,15 @@ def test_toggling_probes_while_threads_run(i386):
 
 def test_a_damaged_events_frame_is_reported(i386):
     s, r, cap, g = _traced_fib(i386, "int3", n=6)
-    frames = [f for f in g.trace_frames]
-    ev = next(f for f in frames if f.type == frames.T_EVENTS)
+    got = list(g.trace_frames)
+    ev = next(f for f in got if f.type == frames.T_EVENTS)
     raw = bytearray(frames.encode(ev.type, ev.seq, ev.payload))
     raw[frames.HEADER_SIZE + 10] ^= 0xff
     d = frames.Deframer()
     items = d.feed(bytes(raw)) + d.finish()
     errors = [i for i in items if isinstance(i, frames.LinkError)]
     assert errors and errors[0].kind == "crc"
-    rest = [f for f in frames if f is not ev]
+    rest = [f for f in got if f is not ev]
     cap2 = records.decode(rest, g.byte_order, g.hello["word_bytes"])
     rep = verify(cap2, s.probes, errors)
     assert not rep.ok

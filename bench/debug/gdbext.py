@@ -38,13 +38,9 @@ import gdb  # noqa: F401  (only inside gdb)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import arches  # noqa: E402
-from bench.wire import cdefs  # noqa: E402
 from bench.wire.records import (BRANCH, BRANCH_BITS, ENTRY, EVENT,  # noqa: E402
                                 K_BRANCH, K_ENTRY, K_PAD, K_RETURN, KIND_NAMES,
                                 RETURN, Event)
-
-VECTORS = cdefs.load("guest-kernel/arch/i386/vectors.h")
-VEC_BP, VEC_UD = VECTORS.const("VEC_BP"), VECTORS.const("VEC_UD")
 
 
 # ---- reading the guest ----
@@ -312,6 +308,17 @@ def _fire_path() -> str:
     return "the fire path"
 
 
+def _vector_mnemonic(v: int) -> str:
+    """The i386 kernel's own name of vector v (vector_names[]), or ''."""
+    if not _has_sym("vector_names"):
+        return ""
+    names = _sym("vector_names")
+    lo, hi = names.type.range()
+    if lo <= v <= hi and int(names[v]["mnemonic"]):
+        return _string(names[v]["mnemonic"])
+    return ""
+
+
 def _trap_name(tf: gdb.Value) -> str:
     fields = {f.name for f in tf.type.fields()}
     if "vector" in fields and _has_sym("vector_names"):
@@ -397,10 +404,12 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
                                (8, "TF"), (9, "IF"), (10, "DF"), (11, "OF"))
                 if eflags >> b & 1]
         print(f"  interrupted esp {esp:#x}, eflags [{' '.join(bits)}]")
-        v = int(frame["vector"])
-        if v in (VEC_BP, VEC_UD):
-            site = int(frame["eip"]) - (1 if v == VEC_BP else 0)
-            print(f"  site {site:#x} <{where(site)}> ({'int3' if v == VEC_BP else 'ud2'})")
+        # #BP leaves EIP past the int3, #UD at the ud2 (the kernel's names).
+        mnemonic = _vector_mnemonic(int(frame["vector"]))
+        if mnemonic in ("#BP", "#UD"):
+            site = int(frame["eip"]) - (1 if mnemonic == "#BP" else 0)
+            print(f"  site {site:#x} <{where(site)}> "
+                  f"({'int3' if mnemonic == '#BP' else 'ud2'})")
             self._report_probe(site)
 
     def _sparc64(self, frame) -> None:
@@ -415,7 +424,7 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
         try:
             word = int.from_bytes(read_guest(tpc, 4), "big")
         except gdb.error:
-            print(f"  word at tpc: unreadable")
+            print("  word at tpc: unreadable")
             return
         if word >> 22 == 0:
             print(f"  word at tpc {word:#010x}: illtrap {word & 0x3FFFFF}")

@@ -5,7 +5,7 @@
  * (tracer/include/wire.h), then through the arch's exit device, which turns
  * it into QEMU's process exit code. Each arch's exit code documents its own
  * mapping next to the code that performs it (arch/<arch>/exit.c). The host
- * (bench/machine.py) trusts a status only when both agree, so a QEMU that
+ * (bench/guest/qemu.py) trusts a status only when both agree, so a QEMU that
  * dies on its own can never pass for a guest that said "pass".
  *
  * Statuses 0..EXIT_USER_MAX may also be requested with the `exit N` command;

@@ -61,9 +61,7 @@ static void selftest_probes(void)
 		    "selftest_probes.S"))
 		return;
 	dt_test_encoder();
-	/* The PASS line keeps its words from before `probe mechanism`, so
-	 * self-test logs of either side compare line for line. */
-	if (!report(tracer_set_mechanism("emulate") == 0, "probe mode set to emulate "
+	if (!report(tracer_set_mechanism("emulate") == 0, "probe mechanism set to emulate "
 		    "(no probe may be enabled when the area starts)"))
 		return;
 	if (!report(dt_site_open(), "writable alias of the site's text page"))
