@@ -48,7 +48,7 @@ def _word(image, addr):
 
 
 def test_sites_are_found_in_the_elf(image):
-    assert image.isa == "sparc64"
+    assert image.arch.name == "sparc64"
     probes, notes = plan("fbt:fib:entry,fbt:fib:return", image, "emulate")
     fib = image.functions["fib"]
     entry = [p for p in probes if p.kind == "entry"]
