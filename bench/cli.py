@@ -30,7 +30,7 @@ from .parser import build_parser
 from .paths import BUILD
 from .suite import junit, matrix, perf, selftest
 from .trace import sites, stress, verify
-from .trace.format import format_trace, summary_lines
+from .trace.format import format_trace, nesting_error_lines, summary_lines
 from .trace.session import open_session
 
 
@@ -142,8 +142,9 @@ def cmd_run(args) -> int:
         print(f"result {res['name']} = {res['value']} "
               f"({'ok' if res['status'] == 0 else 'WRONG'})")
     rep = verify.verify(cap, s.probes, g.link_errors,
-                        allow_missing=args.mechanism in arch.lossy)
-    print(f"probes: {len(s.probes)} enabled, mechanism {args.mechanism}")
+                        allow_missing=args.mechanism in arch.lossy, refused=s.refused)
+    print(f"probes: {len(s.probes)} enabled, mechanism {args.mechanism}"
+          + (f", {len(s.refused)} refused (notes above)" if s.refused else ""))
     for ln in summary_lines(rep):
         print(ln)
     status = EXIT_OK if r.ok else EXIT_FAILED
@@ -166,6 +167,8 @@ def cmd_run(args) -> int:
             status = EXIT_FAILED
     for prob in rep.problems:
         print(f"PROBLEM: {prob}")
+    for ln in nesting_error_lines(rep):
+        print(ln)
     print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
           f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
     return status if rep.ok else EXIT_FAILED
@@ -185,6 +188,8 @@ def cmd_lossless(args) -> int:
             print(ln)
         for prob in rep.problems:
             print(f"  PROBLEM: {prob}")
+        for ln in nesting_error_lines(rep):
+            print(f"  {ln}")
         pct = 100.0 * res.missed / res.firings_expected if res.firings_expected else 0
         print(f"  expected={res.firings_expected} traced={rep.traced} "
               f"fired={rep.fired} missed={res.missed} ({pct:.2f}%) "
@@ -213,10 +218,12 @@ def cmd_toggle(args) -> int:
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "
           f"inside windows, {len(res.nesting_errors)} nesting errors; "
           f"dropped={rep.dropped}; {res.seconds:.1f} s")
-    if rep.dropped:
-        print("  records were dropped: nesting errors below may come from them")
-    for e in res.nesting_errors[:10]:
-        print(f"  NESTING: {e}")
+    for loss in rep.losses[:8]:
+        print(f"  LOST: {loss.describe()}")
+    for e in res.nesting_errors[:5]:
+        print(f"  NESTING BROKEN: {e.message}")
+        for h in e.history:
+            print(f"      {h}")
     bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors
     return EXIT_FAILED if bad else EXIT_OK
 

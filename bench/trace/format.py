@@ -4,6 +4,7 @@ summary.
     cpu1 t3 -> fib(10)                 an entry, with its arguments
     cpu1 t3   ~ fib+0x1c -> fib+0x40 taken       a branch (SPARC V9)
     cpu1 t3 <- fib = 55                a return, with its value ('?' unknown)
+    cpu1 !! 12 records lost here (...) where a full buffer lost records
 
 Lines are indented by each thread's call depth; the words of each record
 are read by wire.h's slot names (bench/wire/records.py).
@@ -20,16 +21,43 @@ from .sites import Probe
 from .verify import Report
 
 
-def summary_lines(rep: Report) -> list[str]:
+def summary_lines(rep: Report, losses_shown: int = 8) -> list[str]:
+    """A row per probed function — its entries, returns and the workload's
+    count, and why a count is not checked — then what nesting checked and
+    every loss (cpu, how many, where in its stream, whose)."""
     lines = []
-    for f in sorted(rep.entries_probed | rep.returns_probed):
+    refused = {f for f, _ in rep.refused}
+    for f in sorted(rep.entries_probed | rep.returns_probed | refused):
         exp = rep.expected.get(f)
-        if exp is None and not rep.entries[f] and not rep.returns[f]:
+        if exp is None and not rep.entries[f] and not rep.returns[f] \
+                and f not in refused:
             continue
         e = rep.entries[f] if f in rep.entries_probed else "-"
         r = rep.returns[f] if f in rep.returns_probed else "-"
-        lines.append(f"  {f:24s} entries {e!s:>9} returns {r!s:>9} "
-                     f"expected {exp if exp is not None else '?'!s:>9}")
+        row = (f"  {f:24s} entries {e!s:>9} returns {r!s:>9} "
+               f"expected {exp if exp is not None else '?'!s:>9}")
+        notes = [f"{what}: {rep.not_checked(f, kind)}"
+                 for what, kind in (("entries", "entry"), ("returns", "return"))
+                 if (f, kind) in rep.refused]
+        lines.append(row + ("   " + "; ".join(notes) if notes else ""))
+    lines.append(f"  {rep.nesting_line()}")
+    if rep.losses:
+        lines.append(f"  {rep.dropped} records lost in {len(rep.losses)} places "
+                     "(counts not checked):")
+        lines += [f"    {l.describe()}" for l in rep.losses[:losses_shown]]
+        if len(rep.losses) > losses_shown:
+            lines.append(f"    ... {len(rep.losses) - losses_shown} more")
+    return lines
+
+
+def nesting_error_lines(rep: Report, shown: int = 3) -> list[str]:
+    """Each real break with the thread's last records before it."""
+    lines = []
+    for err in rep.nesting_errors[:shown]:
+        lines.append(f"NESTING BROKEN: {err.message}")
+        lines += [f"    {h}" for h in err.history]
+    if len(rep.nesting_errors) > shown:
+        lines.append(f"... {len(rep.nesting_errors) - shown} more breaks")
     return lines
 
 
@@ -44,13 +72,21 @@ def symbolize(image: Image | None, addr: int) -> str:
 def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
                  image: Image | None = None):
     """ctrace-like lines, indented by each thread's depth; branch records as
-    `~ FROM -> TO taken|not taken[, annulled]`."""
+    `~ FROM -> TO taken|not taken[, annulled]`; where a CPU lost records,
+    `cpuN !! K records lost here (...)` at the place its stream resumes."""
     by_id = {p.id: p for p in probes}
     depth: dict[int, int] = defaultdict(int)
+    marks = sorted((l for l in cap.marked), key=lambda l: l.at)
+    m = 0
     for n, ev in enumerate(cap.events):
         if limit is not None and n >= limit:
             yield f"... {len(cap.events) - limit} more records"
             return
+        while m < len(marks) and marks[m].at <= ev.cycles:
+            loss = marks[m]
+            m += 1
+            yield (f"cpu{loss.cpu} !! {loss.count} records lost here "
+                   f"(since cycle {loss.first}; {loss.describe().split('; ')[-1]})")
         p = by_id.get(ev.probe)
         name = p.function if p else f"probe{ev.probe}"
         pad = "  " * depth[ev.thread]
@@ -69,5 +105,3 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
             depth[ev.thread] = max(0, depth[ev.thread] - 1)
             value = w[RETURN.VALUE] if len(w) > RETURN.VALUE else "?"
             yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = {value}"
-
-

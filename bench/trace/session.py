@@ -31,6 +31,9 @@ class Session:
     image: Image
     probes: list[sites.Probe] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Probes the guest refused to add or to arm, with its words in .refused
+    # (the verdict does not count what they would have seen).
+    refused: list[sites.Probe] = field(default_factory=list)
 
     def cmd(self, line: str, timeout: float | None = None):
         return self.guest.command(line, timeout=timeout)
@@ -45,6 +48,7 @@ class Session:
     def setup(self, spec: str, mechanism: str, check: bool = False,
               buffer_bytes: int | None = None, strict: bool = True) -> None:
         self.probes, self.notes = sites.plan(spec, self.image, mechanism)
+        self.refused = []
         self.must(f"probe mechanism {mechanism}")
         self.must(f"probe check {'on' if check else 'off'}")
         if buffer_bytes:
@@ -59,6 +63,7 @@ class Session:
                 continue
             kept.append(p)
         refused = [p for p in self.probes if p.refused]
+        self.refused += refused
         if refused and strict:
             raise TraceError("the guest refused probes:\n  " +
                              "\n  ".join(f"{p.spec} at {p.addr:#x}: {p.refused}"
@@ -82,6 +87,8 @@ class Session:
             msg = f"{p.spec} at {p.addr:#x}: {r.message}"
             if strict:
                 raise TraceError(msg)
+            p.refused = r.message
+            self.refused.append(p)
             self.notes.append(msg)
         self.probes = kept
 

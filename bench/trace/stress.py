@@ -81,7 +81,7 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         s.enable(False)
         cap = s.finish()
         rep = verify(cap, s.probes, g.link_errors,
-                     allow_missing=mechanism in arch.lossy)
+                     allow_missing=mechanism in arch.lossy, refused=s.refused)
         g.exit(0)
     if not rep.entries_probed | rep.returns_probed:
         raise TraceError("no calltree function could be probed")
@@ -138,6 +138,6 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
         secs = time.monotonic() - t0
         cap = s.finish()
         g.exit(0)
-    rep = verify(cap, s.probes, g.link_errors, allow_missing=True)
-    checked, errors = check_windows(cap, s.probes, windows)
+    rep = verify(cap, s.probes, g.link_errors, allow_missing=True, refused=s.refused)
+    checked, errors = check_windows(cap, s.probes, windows, s.refused)
     return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs)

@@ -3,10 +3,16 @@
 An EVENTS frame holds records of one CPU (struct wire_events, then each
 record: struct wire_event and `nwords` words of the guest's word size and
 byte order, from HELLO). What the words mean is wire.h's per-kind tables
-(WIRE_ENTRY_WORDS, WIRE_RETURN_WORDS, WIRE_BRANCH_WORDS, WIRE_BRANCH_BITS),
-read here through cdefs into ENTRY, RETURN, BRANCH and BRANCH_BITS, so no
-slot number is typed on the host. CHECK records go to the arch's checker
-(bench/check/) as they are.
+(WIRE_ENTRY_WORDS, WIRE_RETURN_WORDS, WIRE_BRANCH_WORDS, WIRE_BRANCH_BITS,
+WIRE_DROPS_WORDS), read here through cdefs into ENTRY, RETURN, BRANCH,
+BRANCH_BITS and DROPS, so no slot number is typed on the host. CHECK
+records go to the arch's checker (bench/check/) as they are.
+
+Losses: a CPU whose buffer was full puts a DROPS record in front of the
+next record it could write, so every loss but those at the very end of a
+CPU's stream has a place, a time window and the threads whose records it
+holds (Loss); the end-of-stream rest is the STATS frame's `dropped` less
+the marked counts (Capture.losses() returns both).
 
 Events of all CPUs are merged by cycle counter: QEMU gives every vCPU the
 same TSC, so a thread that migrates keeps its order. A frame whose records
@@ -16,7 +22,7 @@ do not add up to its length is a ProtocolError naming its seq.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from ..errors import ProtocolError
@@ -35,6 +41,8 @@ K_ENTRY = KINDS["ENTRY"].value
 K_RETURN = KINDS["RETURN"].value
 K_CHECK = KINDS["CHECK"].value
 K_BRANCH = KINDS["BRANCH"].value
+K_DROPS = KINDS["DROPS"].value
+NO_PROBE = WIRE.const("WIRE_NO_PROBE")
 
 # The kinds a probe is added as, by their command word ("entry", ...).
 PROBE_KINDS = {e.meaning: e.value for e in WIRE.table("WIRE_PROBE_KINDS")}
@@ -48,6 +56,7 @@ ENTRY = _slots("WIRE_ENTRY_WORDS")          # ENTRY.PC, ENTRY.SP, ENTRY.ARG0
 RETURN = _slots("WIRE_RETURN_WORDS")        # RETURN.VALUE ...
 BRANCH = _slots("WIRE_BRANCH_WORDS")        # BRANCH.TARGET, BRANCH.FLAGS
 BRANCH_BITS = _slots("WIRE_BRANCH_BITS")    # BRANCH_BITS.TAKEN, .ANNULLED
+DROPS = _slots("WIRE_DROPS_WORDS")          # DROPS.COUNT, .FIRST, .THREADS
 
 
 @dataclass
@@ -60,6 +69,39 @@ class Event:
     words: tuple
 
 
+@dataclass(frozen=True)
+class Loss:
+    """Records one CPU could not write. A marked loss happened in the
+    cycle window [first, at], after `index` records of that CPU's stream;
+    `mask` has bit (id mod `bits`) set for each thread that lost one, so it
+    may name more threads than lost records, never fewer. A loss at the
+    end of the stream has at=None and no mask (its threads are unknown): it
+    came after the CPU's last record, at cycle `first`."""
+    cpu: int
+    count: int
+    first: int
+    at: int | None
+    index: int
+    mask: int | None
+    bits: int = 32
+
+    def affects(self, thread: int) -> bool:
+        return self.mask is None or bool(self.mask >> (thread % self.bits) & 1)
+
+    def describe(self) -> str:
+        where = (f"between cycles {self.first} and {self.at}, after its record "
+                 f"{self.index}" if self.at is not None else
+                 f"at the end of its stream (after its record {self.index}, cycle "
+                 f"{self.first})")
+        if self.mask is None:
+            whose = "threads unknown"
+        else:
+            ids = [b for b in range(self.bits) if self.mask >> b & 1]
+            whose = "threads " + " ".join(f"t{b}" for b in ids) + \
+                f" (ids modulo {self.bits})"
+        return f"cpu{self.cpu}: {self.count} records lost {where}; {whose}"
+
+
 @dataclass
 class Capture:
     events: list[Event]
@@ -68,13 +110,41 @@ class Capture:
     expects: dict[str, int]
     frames: int
     bytes: int           # EVENTS payload bytes
+    marked: list[Loss] = field(default_factory=list)    # from DROPS records
+    ends: dict[int, tuple[int, int]] = field(default_factory=dict)  # cpu: (records, last cycles)
+
+    def losses(self) -> list[Loss]:
+        """Every loss: the marked ones by time, then each CPU's rest at the
+        end of its stream (STATS `dropped` less what its markers counted)."""
+        out = sorted(self.marked, key=lambda l: l.first)
+        counted: dict[int, int] = {}
+        for m in self.marked:
+            counted[m.cpu] = counted.get(m.cpu, 0) + m.count
+        for cpu, s in sorted(self.stats.items()):
+            rest = s["dropped"] - counted.get(cpu, 0)
+            if rest > 0:
+                n, cycles = self.ends.get(cpu, (0, 0))
+                out.append(Loss(cpu, rest, cycles, None, n, None))
+        return out
+
+
+def _loss(cpu: int, index: int, cycles: int, words, bits: int) -> Loss:
+    """The Loss a DROPS record stands for; FIRST is the low word of the
+    cycle counter, extended from the record's own 64-bit cycles."""
+    first = (cycles & ~((1 << bits) - 1)) | words[DROPS.FIRST]
+    if first > cycles:                    # the low word wrapped in between
+        first -= 1 << bits
+    return Loss(cpu, words[DROPS.COUNT], first, cycles, index,
+                words[DROPS.THREADS], bits)
 
 
 def decode(frame_list, order: str, word_bytes: int) -> Capture:
     events: list[Event] = []
     checks: list[Event] = []
+    marked: list[Loss] = []
     stats: dict[int, dict] = {}
     expects: dict[str, int] = {}
+    ends: dict[int, tuple[int, int]] = {}
     wfmt = {4: "I", 8: "Q"}[word_bytes]
     nbytes = nframes = 0
     for fr in frame_list:
@@ -90,6 +160,7 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
             nframes += 1
             nbytes += len(p)
             head = EVENTS_HEAD.unpack(p, order)
+            cpu = head["cpu"]
             off = EVENTS_HEAD.size
             for _ in range(head["count"]):
                 if off + EVENT.size > len(p):
@@ -103,11 +174,19 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
                                         f"run past its {len(p)} bytes")
                 words = struct.unpack_from(f"{order}{n}{wfmt}", p, off)
                 off += n * word_bytes
-                ev = Event(head["cpu"], e["thread"], e["probe"], e["kind"],
-                           e["cycles"], words)
+                index = ends.get(cpu, (0, 0))[0]
+                if e["kind"] == K_DROPS:
+                    if n < len(vars(DROPS)):
+                        raise ProtocolError(f"EVENTS frame seq {fr.seq}: a DROPS "
+                                            f"record of {n} words")
+                    marked.append(_loss(cpu, index, e["cycles"], words,
+                                        8 * word_bytes))
+                    continue
+                ends[cpu] = (index + 1, e["cycles"])
+                ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words)
                 (checks if e["kind"] == K_CHECK else events).append(ev)
             if off != len(p):
                 raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
                                     "bytes left over after its records")
     events.sort(key=lambda e: e.cycles)
-    return Capture(events, checks, stats, expects, nframes, nbytes)
+    return Capture(events, checks, stats, expects, nframes, nbytes, marked, ends)

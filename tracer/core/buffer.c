@@ -14,7 +14,11 @@
  * the ring, a PAD marker (its first word is all the consumer reads) fills
  * the rest and the record starts at offset 0. A record that finds no room
  * is not written and counts in the CPU's drop counter, which the host sees
- * in STATS frames: loss from a full buffer is counted, never silent.
+ * in STATS frames: loss from a full buffer is counted, never silent. The
+ * next record that fits is preceded by a DROPS record (wire.h): how many
+ * were lost, when the first was, and which threads lost one, so the host
+ * knows where in the stream the gap is and whose records it holds. The
+ * fire path pays one test of `lost` for it.
  *
  * The drain thread copies records of one CPU into an EVENTS frame (up to
  * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
@@ -40,8 +44,14 @@ struct tracer_cpu {
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  fired, recorded, dropped, sent;
+	/* Lost since the last record written, not yet marked (DROPS). */
+	uint32_t           lost;
+	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
+	uint64_t           lost_first;     /* cycles at the first of them */
 	uint64_t           sum;        /* TRACER_ACTION_SUM */
 } __attribute__((aligned(64)));
+
+#define BITS_PER_WORD (8 * sizeof(unsigned long))
 
 static struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
 
@@ -54,18 +64,17 @@ uint64_t tracer_fired_count(void)
 }
 static volatile bool draining_paused;
 
-static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
-			const unsigned long *words, unsigned nwords)
+/* Write one record at t's head; false (nothing written) if it does not fit. */
+static bool put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
+		const unsigned long *words, unsigned nwords)
 {
 	uint32_t len = sizeof(struct wire_event) + nwords * sizeof(unsigned long);
 	uint32_t head = t->head, tail = t->tail;
 	uint32_t off = head & (t->size - 1), contig = t->size - off;
 	uint32_t need = len <= contig ? len : contig + len;
 
-	if (!t->data || t->size - (head - tail) < need) {
-		t->dropped++;
-		return;
-	}
+	if (!t->data || t->size - (head - tail) < need)
+		return false;
 	if (len > contig) {
 		((struct wire_event *)(t->data + off))->kind = WIRE_EVENT_PAD;
 		head += contig;
@@ -74,8 +83,8 @@ static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned ki
 	struct wire_event *e = (struct wire_event *)(t->data + off);
 	e->kind = (uint8_t)kind;
 	e->nwords = (uint8_t)nwords;
-	e->thread = (uint16_t)thread_current()->id;
-	e->probe = p->id;
+	e->thread = thread;
+	e->probe = probe;
 	e->cycles = arch_cycles();
 	unsigned long *w = (unsigned long *)(e + 1);
 	for (unsigned i = 0; i < nwords; i++)
@@ -83,6 +92,32 @@ static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned ki
 	compiler_barrier();
 	t->head = head + len;
 	t->recorded++;
+	return true;
+}
+
+static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
+			const unsigned long *words, unsigned nwords)
+{
+	uint16_t me = (uint16_t)thread_current()->id;
+
+	if (t->lost) {
+		unsigned long mark[WIRE_DROPS_NWORDS] = {
+			[WIRE_DROPS_COUNT] = t->lost,
+			[WIRE_DROPS_FIRST] = (unsigned long)t->lost_first,
+			[WIRE_DROPS_THREADS] = t->lost_threads,
+		};
+		if (!put(t, WIRE_EVENT_DROPS, me, WIRE_NO_PROBE, mark, WIRE_DROPS_NWORDS))
+			goto lose;
+		t->lost = 0;
+		t->lost_threads = 0;
+	}
+	if (put(t, kind, me, p->id, words, nwords))
+		return;
+lose:
+	t->dropped++;
+	if (!t->lost++)
+		t->lost_first = arch_cycles();
+	t->lost_threads |= 1ul << (me % BITS_PER_WORD);
 }
 
 void tracer_fire(const struct probe *p, unsigned kind,
@@ -211,6 +246,8 @@ void buffer_reset_counters(void)
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
 		t->fired = t->recorded = t->dropped = t->sent = 0;
+		t->lost = 0;
+		t->lost_threads = 0;
 	}
 }
 
@@ -236,6 +273,8 @@ bool buffer_resize(size_t bytes)
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct tracer_cpu *t = &tcpu[c];
 		t->head = t->tail = 0;
+		t->lost = 0;
+		t->lost_threads = 0;
 		t->data = pages_alloc(bytes / page);
 		if (!t->data) {
 			ok = false;

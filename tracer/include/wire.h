@@ -131,7 +131,8 @@ struct wire_result {
 	X(ENTRY,  1, "a function was entered") \
 	X(RETURN, 2, "a function is returning") \
 	X(CHECK,  3, "pre/post state of one emulation (check mode)") \
-	X(BRANCH, 4, "a control transfer executed")
+	X(BRANCH, 4, "a control transfer executed") \
+	X(DROPS,  5, "records this CPU lost (its buffer was full) right before this point")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -160,6 +161,18 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(TARGET, 1, "where it goes when taken") \
 	X(FLAGS,  2, "WIRE_BRANCH_BITS")
 
+/* A CPU whose buffer is full counts the records it cannot write; the next
+ * record that fits is preceded by a DROPS record, so the host knows where
+ * in that CPU's stream records went missing and whose they were. Its
+ * probe is WIRE_NO_PROBE. Records lost at the very end of a run have no
+ * record after them: they are the STATS frame's `dropped` less the DROPS
+ * records' counts. */
+#define WIRE_NO_PROBE 0xffffffff
+#define WIRE_DROPS_WORDS(X) \
+	X(COUNT,   0, "records lost") \
+	X(FIRST,   1, "the cycle counter when the first was lost, its low word (host extends it)") \
+	X(THREADS, 2, "bit (id modulo the word's bits) set for each thread that lost one")
+
 /* Bits of a BRANCH record's FLAGS word. X(name, bit value, meaning) */
 #define WIRE_BRANCH_BITS(X) \
 	X(TAKEN,    1, "the transfer was taken") \
@@ -169,10 +182,12 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_RETURN_ENUM(name, value, meaning) WIRE_RETURN_##name = value,
 #define WIRE_BRANCH_ENUM(name, value, meaning) WIRE_BRANCH_##name = value,
 #define WIRE_BIT_ENUM(name, value, meaning)    WIRE_BRANCH_##name = value,
+#define WIRE_DROPS_ENUM(name, value, meaning)  WIRE_DROPS_##name = value,
 enum wire_entry_word  { WIRE_ENTRY_WORDS(WIRE_ENTRY_ENUM) };
 enum wire_return_word { WIRE_RETURN_WORDS(WIRE_RETURN_ENUM) };
 enum wire_branch_word { WIRE_BRANCH_WORDS(WIRE_BRANCH_ENUM) };
 enum wire_branch_bit  { WIRE_BRANCH_BITS(WIRE_BIT_ENUM) };
+enum wire_drops_word  { WIRE_DROPS_WORDS(WIRE_DROPS_ENUM) WIRE_DROPS_NWORDS };
 
 struct wire_event {
 	uint8_t  kind;            /* WIRE_EVENT_KINDS */
@@ -193,7 +208,9 @@ struct wire_stats {
 	uint32_t reserved;
 	uint64_t fired;           /* probe traps handled on this CPU */
 	uint64_t recorded;        /* records written into its buffer */
-	uint64_t dropped;         /* records lost because its buffer was full */
+	uint64_t dropped;         /* records lost because its buffer was full
+				     (those before a later record are also
+				     marked in the stream by DROPS records) */
 	uint64_t sent;            /* records drained to the host */
 	uint64_t buffer_bytes;    /* the buffer's size */
 };
