@@ -178,9 +178,9 @@ def cmd_lossless(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch, all_mechanisms=True)
     worst = EXIT_OK
-    for mech in args.mechanism.split(","):
-        print(f"lossless {arch.name} mechanism={mech}:", flush=True)
-        res = stress.lossless(arch, mech, args.smp, args.threads, args.iters,
+    for mechanism in args.mechanism.split(","):
+        print(f"lossless {arch.name} mechanism={mechanism}:", flush=True)
+        res = stress.lossless(arch, mechanism, args.smp, args.threads, args.iters,
                               depth=args.depth, timer_hz=args.timer_hz,
                               on_line=lambda l: print(l, flush=True))
         rep = res.report
@@ -196,7 +196,7 @@ def cmd_lossless(args) -> int:
               f"dropped={rep.dropped} nesting_checked={rep.nesting_checked} "
               f"workload={'ok' if res.result_ok else 'WRONG'} "
               f"run {res.seconds:.1f} s", flush=True)
-        lossy = mech in arch.lossy
+        lossy = mechanism in arch.lossy
         bad = (not res.result_ok or rep.dropped or rep.link_errors or
                (not lossy and (res.missed or not rep.ok)))
         worst = max(worst, EXIT_FAILED if bad else EXIT_OK)

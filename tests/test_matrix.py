@@ -46,8 +46,8 @@ def test_the_matrix_file_parses_and_covers_every_axis():
         for a in names:
             kinds = {c.kind for c in sel if c.arch == a}
             assert {"trace", "differential", "lossless", "toggle"} <= kinds, (group, a, kinds)
-            mechs = {c.mechanism for c in sel if c.arch == a and c.kind == "lossless"}
-            assert mechs == set(arches.get(a).mechanisms), (group, a, mechs)
+            found = {c.mechanism for c in sel if c.arch == a and c.kind == "lossless"}
+            assert found == set(arches.get(a).mechanisms), (group, a, found)
     full = matrix.select(cells, "full")
     assert {"check"} <= {c.kind for c in full if c.arch == "i386"}
     for a in names:     # the emulator fuzz at full size, 10^6 states per class

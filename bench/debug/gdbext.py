@@ -38,9 +38,9 @@ import gdb  # noqa: F401  (only inside gdb)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import arches  # noqa: E402
-from bench.wire.records import (BRANCH, BRANCH_BITS, ENTRY, EVENT,  # noqa: E402
-                                K_BRANCH, K_ENTRY, K_PAD, K_RETURN, KIND_NAMES,
-                                RETURN, Event)
+from bench.wire.records import (BRANCH, BRANCH_BITS, DROPS, ENTRY, EVENT,  # noqa: E402
+                                K_BRANCH, K_DROPS, K_ENTRY, K_PAD, K_RETURN,
+                                KIND_NAMES, RETURN, Event)
 
 
 # ---- reading the guest ----
@@ -239,6 +239,9 @@ def _format_record(ev: Event, names: dict[int, str]) -> str:
         how = (("taken" if f & BRANCH_BITS.TAKEN else "not taken")
                + (", annulled" if f & BRANCH_BITS.ANNULLED else ""))
         what = f"~ {where(w[BRANCH.PC])} -> {where(w[BRANCH.TARGET])} {how}"
+    elif ev.kind == K_DROPS and len(w) > DROPS.THREADS:
+        what = (f"!! {w[DROPS.COUNT]} records lost before this point (threads "
+                f"mask {w[DROPS.THREADS]:#x})")
     else:
         what = " ".join(f"{x:#x}" for x in w)
     return f"t{ev.thread} probe {ev.probe} {kind} cycles={ev.cycles} {what}"

@@ -50,7 +50,7 @@ class SiteState:
         want = self.trap.hex() if self.enabled else self.original.hex()
         return (f"probe {self.probe.id} {self.probe.function}:{self.probe.kind} at "
                 f"{self.probe.addr:#x} ({state}): site holds {self.got.hex()}, "
-                f"expected {want}" + (" (or the original: lossy mode)"
+                f"expected {want}" + (" (or the original: lossy mechanism)"
                                       if self.enabled and self.lossy else ""))
 
 

@@ -151,14 +151,14 @@ class Bench:
         for key, vals in per.items():
             if "." not in key:
                 continue
-            mech, action = key.split(".")
-            lossy = mech in self.arch.lossy
+            mechanism, action = key.split(".")
+            lossy = mechanism in self.arch.lossy
             ref = base2 if action == "pair" else base
             # Firings per iteration: 1, or 2 on the pair loop (fewer when lossy).
             fpi = [f / self.sizes.dp_n for f in fired[key]]
             over[key] = [(v - b) / k if k else None for v, b, k in zip(vals, ref, fpi)]
             exp = {"null": 3, "sum": 4, "record": 5}.get(action, 2 if lossy else 3)
-            name = f"dp{exp}_{mech}_{action if action != 'pair' else 'null_pair'}"
+            name = f"dp{exp}_{mechanism}_{action if action != 'pair' else 'null_pair'}"
             self.put(name, vals, "guest cycles per iteration",
                      ns=figure([v * ns for v in vals], "ns per iteration"),
                      overhead=figure(over[key], "guest cycles per probe firing"),
@@ -237,11 +237,11 @@ class Bench:
         g.command("probe clear")
         s.must(f"trace buffer {FBT_BUFFER}", timeout=60)
         for wl, spec, cmd in workloads:
-            for mech in mechanisms:
-                traced = mech not in ("untraced", "hooks_off")
+            for mechanism in mechanisms:
+                traced = mechanism not in ("untraced", "hooks_off")
                 g.command("probe clear")
                 s.setup(spec, self.arch.default_mechanism if hooks or not traced
-                        else mech, buffer_bytes=None, strict=False)
+                        else mechanism, buffer_bytes=None, strict=False)
                 # The hooks write RETURN records under the entry probe's id,
                 # which verify counts by function, as a trap's.
                 vprobes = list(s.probes)
@@ -249,7 +249,7 @@ class Bench:
                     s.enable(True)
                     s.enable(False)
                     for n in s.notes:
-                        self.notes.append(f"{wl} {mech}: {n}")
+                        self.notes.append(f"{wl} {mechanism}: {n}")
                     vprobes = list(s.probes)
                 ids = [str(p.id) for p in s.probes]
                 rows = []
@@ -270,7 +270,7 @@ class Bench:
                         s.must("probe disable all")
                     s.must("trace flush", timeout=600)
                     if not r.ok or not r.results:
-                        raise TraceError(f"{cmd} under {mech} failed: {r.message}")
+                        raise TraceError(f"{cmd} under {mechanism} failed: {r.message}")
                     cap = g.capture(mark)
                     rep = verify(cap, vprobes if traced else [], (), allow_missing=True)
                     cycles = r.results[-1]["cycles"]
@@ -285,10 +285,10 @@ class Bench:
                                           for f in g.trace_frames[mark:]
                                           if f.type == frames.T_EVENTS),
                         "expected": rep.expected_firings if traced else None})
-                key = f"fbt_{wl}_{mech}{tag}"
+                key = f"fbt_{wl}_{mechanism}{tag}"
                 col = lambda k: [row[k] for row in rows]
                 self.figures[key] = {
-                    "workload": cmd, "mechanism": mech, "smp": g.hello["ncpus"],
+                    "workload": cmd, "mechanism": mechanism, "smp": g.hello["ncpus"],
                     "repetitions": len(rows),
                     "wall": figure(col("wall"), "s"),
                     "guest_cycles": figure(col("cycles"), "guest cycles"),
@@ -301,7 +301,7 @@ class Bench:
                     "expected": figure(col("expected"), "firings"),
                 }
                 med = self.figures[key]
-                self.say(f"  {wl}{tag} {mech}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
+                self.say(f"  {wl}{tag} {mechanism}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
                          f"{med['events']['median']:,.0f} records"
                          + (f", missed {med['missed']['median']}" if traced else ""))
 
@@ -310,8 +310,8 @@ class Bench:
     def scaling(self, g: Guest) -> None:
         s = open_session(g)
         g.command("probe clear")
-        mech = self.arch.default_mechanism
-        s.setup(LOSSLESS_FUNCS, mech, strict=False)
+        mechanism = self.arch.default_mechanism
+        s.setup(LOSSLESS_FUNCS, mechanism, strict=False)
         s.enable(True)
         s.must("probe action all null")
         s.enable(False)
@@ -338,7 +338,7 @@ class Bench:
                 f"{n} vCPU {v / 1e3:,.0f}k firings/s" for n, v in got.items()))
         for n, vals in rates.items():
             self.put(f"scaling_{n}_vcpu", vals, "firings/s",
-                     what=f"calltree on {n} threads, {mech}, action null, 4-CPU boot")
+                     what=f"calltree on {n} threads, {mechanism}, action null, 4-CPU boot")
         self.put("scaling_2_over_1", ratios, "ratio", target="scaling_2_over_1")
         self.put("scaling_4_over_1", [a / b for a, b in zip(rates[4], rates[1])], "ratio")
 
