@@ -13,7 +13,8 @@
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
 #   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MECHANISM=m] [RUN='name k=v']
-#                                trace a workload (yours, or fib) and check it
+#            [CTF=dir] [PLOT=1]  trace a workload (yours, or fib) and check it;
+#                                also as CTF (babeltrace2), timelines in build/timeline/
 #   make lossless ARCH=a [SMP=4] [MECHANISM=m,...]  (default: every mechanism)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
@@ -65,7 +66,8 @@ bench: deps
 run:
 	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
 		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(MECH_OPT) \
-		$(if $(RUN),--run '$(RUN)')
+		$(if $(RUN),--run '$(RUN)') $(if $(CTF),--ctf $(CTF)) \
+		$(if $(PLOT),--plot $(if $(filter 1,$(PLOT)),build/timeline,$(PLOT)))
 
 lossless:
 	$(BENCH) lossless --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \

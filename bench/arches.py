@@ -58,6 +58,12 @@ class Arch:
     objdump: str = ""
     # libvirt's <type arch=...> for it.
     libvirt_arch: str = ""
+    # How a caller passes arguments (bench/trace/types.py): in this many
+    # registers, one per parameter (the rest on the stack), or, if 0, all
+    # in stack words.
+    arg_registers: int = 0
+    # Registers a return value may take (i386: eax and edx for 64 bits).
+    return_registers: int = 1
     # Where fbt and branch probes go (bench/trace/rules.py).
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
@@ -118,6 +124,7 @@ ARCHES: dict[str, Arch] = {
         elf_machine="EM_386",
         objdump="i686-linux-gnu-objdump",
         libvirt_arch="i686",
+        return_registers=2,              # eax, edx
         sites=rules.I386Rules(),
         checker="bench.check.i386",
         fuzzer="bench.check.fuzz_i386",
@@ -145,6 +152,7 @@ ARCHES: dict[str, Arch] = {
         elf_machine="EM_SPARCV9",
         objdump="sparc64-linux-gnu-objdump",
         libvirt_arch="sparc64",
+        arg_registers=6,                 # %o0..%o5
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",

@@ -22,6 +22,7 @@ import sys
 from . import arches
 from .check import fuzz
 from .debug import debugger, sitecheck
+from .export import ctf, logs, timeline
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                      BenchError, GuestExited, UsageError)
 from .guest import build, libvirt, libvirtd
@@ -138,6 +139,8 @@ def cmd_run(args) -> int:
         g.exit(0)
     for ln in format_trace(cap, s.probes, limit=args.limit, image=s.image):
         print(ln)
+    _exports(args, cap, s.probes, s.image, g.hello,
+             {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in r.results:
         print(f"result {res['name']} = {res['value']} "
               f"({'ok' if res['status'] == 0 else 'WRONG'})")
@@ -172,6 +175,35 @@ def cmd_run(args) -> int:
     print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
           f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
     return status if rep.ok else EXIT_FAILED
+
+
+def _exports(args, cap, probes, image, hello, environment) -> None:
+    """--ctf and --plot, for run and export."""
+    if getattr(args, "ctf", None):
+        w = ctf.write(args.ctf, cap, probes, image, hello, environment)
+        print(f"ctf: {w.path}: {w.events} events in {w.streams} streams"
+              + (f", {w.discarded} discarded" if w.discarded else "")
+              + f" (babeltrace2 {w.path})")
+    if getattr(args, "plot", None):
+        made = timeline.draw(cap, probes, args.plot, hello["cycles_hz"],
+                             f"{hello['arch_name']} ")
+        print(f"timeline: {', '.join(str(p) for p in made) or 'no calls to draw'}")
+
+
+def cmd_export(args) -> int:
+    run = logs.load(args.log)
+    if not (args.ctf or args.plot or args.limit):
+        raise UsageError("export what? --ctf DIR, --plot DIR or --limit N")
+    print(f"export {run.name}: {run.hello['arch_name']}, {len(run.probes)} probes, "
+          f"{len(run.capture.events)} records, {len(run.capture.checks)} CHECK records"
+          + (f", {len(run.link_errors)} link errors" if run.link_errors else ""))
+    if args.limit:
+        for ln in format_trace(run.capture, run.probes, limit=args.limit,
+                               image=run.image):
+            print(ln)
+    _exports(args, run.capture, run.probes, run.image, run.hello,
+             {"mechanism": run.mechanism, "log": run.name})
+    return EXIT_OK
 
 
 def cmd_lossless(args) -> int:
@@ -368,7 +400,7 @@ def cmd_fuzz(args) -> int:
 COMMANDS = {
     "check": cmd_check, "selftest": cmd_selftest, "boot-time": cmd_boot_time,
     "cmd": cmd_cmd, "run": cmd_run, "lossless": cmd_lossless,
-    "toggle": cmd_toggle, "bench": cmd_bench, "fuzz": cmd_fuzz,
+    "toggle": cmd_toggle, "bench": cmd_bench, "fuzz": cmd_fuzz, "export": cmd_export,
     "debug": debugger.cmd_debug,
     "matrix": cmd_matrix, "image": cmd_image,
 }

@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stub-check", action="store_true", dest="stub_check",
                    help="read every probed site through QEMU's GDB stub after the "
                    "run (the trap) and after disabling (the original bytes)")
+    s.add_argument("--ctf", metavar="DIR", help="also write the trace as CTF 1.8 "
+                   "into DIR (babeltrace2 DIR reads it)")
+    s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "
+                   "into DIR/timeline-cpuN.png")
     _add_backend(s)
 
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
@@ -126,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
+
+    s = sub.add_parser("export", help="a saved run (build/logs/NAME.serial and "
+                       ".log) as CTF, a text trace or timelines")
+    s.add_argument("log", metavar="LOG", help="build/logs/NAME.log or .serial")
+    s.add_argument("--ctf", metavar="DIR", help="write a CTF 1.8 trace into DIR")
+    s.add_argument("--plot", metavar="DIR", help="draw timeline-cpuN.png into DIR")
+    s.add_argument("--limit", type=int, default=0, help="also print this many "
+                   "lines of the text trace")
 
     s = sub.add_parser("fuzz", help="the probe emulator (compiled for the host) "
                        "against unicorn on random states, class by class")

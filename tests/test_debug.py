@@ -90,7 +90,7 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
     m = re.search(r"cpu0: ring (\d+) bytes .* fired=(\d+) recorded=(\d+) dropped=0", out)
     assert m and m.group(2) == m.group(3) == "2", out
     recs = re.findall(r"^  0x[0-9a-f]+ (pending|sent   ) t\d+ probe (\d+) entry "
-                      r"cycles=\d+ -> fib\((\d+)\)", out, re.M)
+                      r"cycles=\d+ -> fib\(n=(\d+)\)", out, re.M)
     assert [(int(p), int(n)) for _, p, n in recs] == [(fib.id, 6), (fib.id, 5)], out
     assert "2 records:" in out
 

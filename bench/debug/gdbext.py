@@ -38,6 +38,7 @@ import gdb  # noqa: F401  (only inside gdb)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import arches  # noqa: E402
+from bench.trace.image import load_image  # noqa: E402
 from bench.wire.records import (BRANCH, BRANCH_BITS, DROPS, ENTRY, EVENT,  # noqa: E402
                                 K_BRANCH, K_DROPS, K_ENTRY, K_PAD, K_RETURN,
                                 KIND_NAMES, RETURN, Event)
@@ -224,16 +225,32 @@ Usage: tb probes"""
               f"{sum(p['hits'] for p in probes)} hits")
 
 
-def _format_record(ev: Event, names: dict[int, str]) -> str:
+def _image():
+    """The loaded ELF as the harness reads it (signatures from its DWARF),
+    or None if gdb's file is not one the harness reads."""
+    try:
+        return load_image(Path(gdb.current_progspace().filename))
+    except Exception:                  # noqa: BLE001 — no types, raw words
+        return None
+
+
+def _format_record(ev: Event, names: dict[int, str], image=None) -> str:
+    """One record as the text trace prints it: arguments and values by their
+    C types when the ELF has DWARF (bench/trace/types.py), else raw."""
     kind = KIND_NAMES.get(ev.kind, str(ev.kind)).lower()
     w = ev.words
     fn = names.get(ev.probe, f"probe{ev.probe}")
+    sig = image.signature_of(fn) if image is not None else None
     if ev.kind == K_ENTRY and len(w) > ENTRY.SP:
-        what = (f"-> {fn}({', '.join(str(x) for x in w[ENTRY.ARG0:])}) "
-                f"sp={w[ENTRY.SP]:#x}")
+        args = (sig.format_args(w[ENTRY.ARG0:], image.word_bytes) if sig else
+                ", ".join(str(x) for x in w[ENTRY.ARG0:]))
+        what = f"-> {fn}({args}) sp={w[ENTRY.SP]:#x}"
     elif ev.kind == K_RETURN and len(w) > RETURN.SP:
-        value = w[RETURN.VALUE] if len(w) > RETURN.VALUE else "?"
-        what = f"<- {fn} = {value} sp={w[RETURN.SP]:#x}"
+        if sig:
+            value = sig.format_return(w[RETURN.VALUE:], image.word_bytes)
+        else:
+            value = f" = {w[RETURN.VALUE] if len(w) > RETURN.VALUE else '?'}"
+        what = f"<- {fn}{value} sp={w[RETURN.SP]:#x}"
     elif ev.kind == K_BRANCH and len(w) > BRANCH.FLAGS:
         f = w[BRANCH.FLAGS]
         how = (("taken" if f & BRANCH_BITS.TAKEN else "not taken")
@@ -267,6 +284,7 @@ Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
             if not all_rings:
                 raise gdb.GdbError(f"tb buffer: cpu {want} has no trace ring")
         names = {p["id"]: where(p["addr"]).split("+")[0] for p in probe_table()}
+        image = _image()
         for cpu, t in all_rings:
             head, tail, size = int(t["head"]), int(t["tail"]), int(t["size"])
             print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x}, "
@@ -276,7 +294,7 @@ Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
             records, note = ring_records(t)
             for off, pending, ev in records:
                 print(f"  {off:#08x} {'pending' if pending else 'sent   '} "
-                      + _format_record(ev, names))
+                      + _format_record(ev, names, image))
             npend = sum(1 for r in records if r[1])
             print(f"  {len(records)} records: {npend} pending, "
                   f"{len(records) - npend} sent")

@@ -198,6 +198,9 @@ class Guest:
         self._log = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self._raw = open(self.serial_path, "wb")
         self._t0 = time.perf_counter()
+        # What a later `bench export` needs to read this run back
+        # (bench/export/logs.py): the ELF behind the addresses.
+        self._note(f"# elf: {self.elf}")
         self._launch_process()
 
     def _launch_process(self) -> None:

@@ -1,13 +1,16 @@
 """Printing a capture: the ctrace-like text trace and the per-function
 summary.
 
-    cpu1 t3 -> fib(10)                 an entry, with its arguments
+    cpu1 t3 -> fib(n=10)               an entry, with its arguments
     cpu1 t3   ~ fib+0x1c -> fib+0x40 taken       a branch (SPARC V9)
     cpu1 t3 <- fib = 55                a return, with its value ('?' unknown)
     cpu1 !! 12 records lost here (...) where a full buffer lost records
 
 Lines are indented by each thread's call depth; the words of each record
-are read by wire.h's slot names (bench/wire/records.py).
+are read by wire.h's slot names (bench/wire/records.py), and arguments and
+return values by the function's C signature when the ELF has its DWARF
+(bench/trace/types.py: `ho_classify(c=0x1a0b2c, x=-193)`); without one,
+arguments are the raw words.
 """
 
 from __future__ import annotations
@@ -91,8 +94,12 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
         name = p.function if p else f"probe{ev.probe}"
         pad = "  " * depth[ev.thread]
         w = ev.words
+        sig = image.signature_of(name) if image is not None else None
         if ev.kind == K_ENTRY:
-            args = ", ".join(str(a) for a in w[ENTRY.ARG0:])
+            if sig is not None:
+                args = sig.format_args(w[ENTRY.ARG0:], image.word_bytes)
+            else:
+                args = ", ".join(str(a) for a in w[ENTRY.ARG0:])
             yield f"cpu{ev.cpu} t{ev.thread} {pad}-> {name}({args})"
             depth[ev.thread] += 1
         elif ev.kind == K_BRANCH and len(w) > BRANCH.FLAGS:
@@ -103,5 +110,8 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
                    f"-> {symbolize(image, w[BRANCH.TARGET])} {how}")
         else:
             depth[ev.thread] = max(0, depth[ev.thread] - 1)
-            value = w[RETURN.VALUE] if len(w) > RETURN.VALUE else "?"
-            yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name} = {value}"
+            if sig is not None:
+                value = sig.format_return(w[RETURN.VALUE:], image.word_bytes)
+            else:
+                value = f" = {w[RETURN.VALUE] if len(w) > RETURN.VALUE else '?'}"
+            yield f"cpu{ev.cpu} t{ev.thread} {'  ' * depth[ev.thread]}<- {name}{value}"

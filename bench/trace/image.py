@@ -2,7 +2,8 @@
 instructions, their argument counts, the text bytes.
 
 Symbols and sizes come from .symtab (python3-pyelftools), instructions from
-the arch's objdump (arches.Arch.objdump), parameter counts from DWARF. An
+the arch's objdump (arches.Arch.objdump), signatures from DWARF (types.py:
+the parameters' names and types, and which record words hold them). An
 Image knows its arch from the ELF header (arches.by_elf_machine), so
 whatever reads it asks the arch, never the ELF, about arch rules.
 
@@ -25,8 +26,7 @@ from elftools.elf.elffile import ELFFile
 
 from .. import arches
 from ..errors import BenchError
-
-MAX_ARGS = 6
+from .types import Signature, signatures
 
 
 @dataclass
@@ -46,7 +46,12 @@ class Function:
     addr: int
     size: int
     insns: list[Insn] = field(default_factory=list)
-    nargs: int = 0
+    signature: Signature | None = None
+
+    @property
+    def nargs(self) -> int:
+        """Argument words an entry probe should record."""
+        return self.signature.nwords if self.signature else 0
 
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f ]+?)\s*(?:\t(.*))?$")
@@ -64,6 +69,7 @@ class Image:
     text: bytes
     text_addr: int
     arch: arches.Arch
+    word_bytes: int = 4          # the ELF's class: 4 (i386) or 8 (sparc64)
 
     @cached_property
     def by_start(self) -> dict[int, Function]:
@@ -86,6 +92,10 @@ class Image:
                 return f
         return None
 
+    def signature_of(self, name: str) -> Signature | None:
+        f = self.functions.get(name)
+        return f.signature if f is not None else None
+
     def workload_functions(self) -> list[Function]:
         """What a glob matches (see the top of this file)."""
         lo = self.symbols.get("__user_workload_start", 0)
@@ -94,20 +104,6 @@ class Image:
             lo = self.symbols.get("__workload_text_start", 0)
             hi = self.symbols.get("__workload_text_end", 0)
         return [f for f in self.functions.values() if lo <= f.addr < hi]
-
-
-def _dwarf_nargs(elf: ELFFile) -> dict[int, int]:
-    """Function address -> number of formal parameters, from DWARF."""
-    out: dict[int, int] = {}
-    if not elf.has_dwarf_info():
-        return out
-    for cu in elf.get_dwarf_info().iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
-                continue
-            n = sum(1 for c in die.iter_children() if c.tag == "DW_TAG_formal_parameter")
-            out[die.attributes["DW_AT_low_pc"].value] = n
-    return out
 
 
 @lru_cache(maxsize=4)
@@ -121,7 +117,8 @@ def _load_image(path: str, mtime: float) -> Image:
                  if s.name and s["st_info"]["type"] == "STT_FUNC"}
         text = elf.get_section_by_name(".text")
         text_bytes, text_addr = text.data(), text["sh_addr"]
-        nargs = _dwarf_nargs(elf)
+        word_bytes = elf.elfclass // 8
+        sigs = signatures(elf, word_bytes, arch.arg_registers)
     try:
         out = subprocess.run([arch.objdump, "-d", "-j", ".text", "-w", path],
                              capture_output=True, text=True, check=True).stdout
@@ -137,7 +134,7 @@ def _load_image(path: str, mtime: float) -> Image:
             cur = None
             if name in sizes:
                 cur = Function(name, int(m.group(1), 16), sizes[name])
-                cur.nargs = min(nargs.get(cur.addr, 0), MAX_ARGS)
+                cur.signature = sigs.get(cur.addr)
                 functions[name] = cur
             continue
         m = _INSN.match(line)
@@ -149,7 +146,8 @@ def _load_image(path: str, mtime: float) -> Image:
             targets.add(int(t.group(1), 16))
         if cur and addr < cur.addr + cur.size:
             cur.insns.append(Insn(addr, raw, text_.strip()))
-    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, arch)
+    return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, arch,
+                 word_bytes)
 
 
 def load_image(elf: Path) -> Image:

@@ -83,6 +83,20 @@ def parse_spec(spec: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def _words(f, kind: str, image: Image) -> int:
+    """What `probe add` asks to record: an entry's argument words, a
+    return's value words (0: the guest's default of one)."""
+    sig = f.signature
+    if sig is None:
+        return 0
+    if kind == "entry":
+        return sig.nwords
+    if kind == "return" and sig.ret.kind != "void":
+        n = sig.value_words(image.word_bytes, image.arch.return_registers)
+        return n if n > 1 else 0
+    return 0
+
+
 def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str]]:
     """Probes for a spec, numbered from 0, and notes (see the top)."""
     rules = image.arch.sites
@@ -117,5 +131,5 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
                     continue
                 seen.add(a)
                 probes.append(Probe(len(probes), f.name, kind, a,
-                                    f.nargs if kind == "entry" else 0))
+                                    _words(f, kind, image)))
     return probes, notes

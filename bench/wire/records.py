@@ -67,6 +67,7 @@ class Event:
     kind: int
     cycles: int
     words: tuple
+    index: int = -1        # its place in its CPU's stream (0 first), if known
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
                                         8 * word_bytes))
                     continue
                 ends[cpu] = (index + 1, e["cycles"])
-                ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words)
+                ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words,
+                           index)
                 (checks if e["kind"] == K_CHECK else events).append(ev)
             if off != len(p):
                 raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "

@@ -81,7 +81,8 @@ static const char *const probe_state_names[] = {
 	[PROBE_ENABLED] = "enabled",
 };
 
-/* probe add ID ADDR KIND [NARGS] */
+/* probe add ID ADDR KIND [NARGS]: NARGS words of arguments for an entry,
+ * of the value for a return (2 where a value takes two registers) */
 static int probe_add(const struct subcommand *s, int argc, char **argv,
 		     struct command_reply *r)
 {

@@ -28,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tarch/tracer_site.h"   /* struct tarch_site, from tracer/arch/<arch> */
+#include "wire.h"
 
 #define TRACER_MAX_PROBES 4096
-#define TRACER_MAX_ARGS   6
+#define TRACER_MAX_ARGS   WIRE_MAX_ARGS
 
 enum probe_state { PROBE_FREE, PROBE_DISABLED, PROBE_ENABLED };
 
@@ -48,7 +49,8 @@ struct probe {
 	uintptr_t          addr;
 	uint32_t           id;        /* the host's number, = index in the table */
 	uint8_t            kind;      /* a WIRE_PROBE_KINDS value (wire.h) */
-	uint8_t            nargs;     /* ENTRY: arguments to record */
+	uint8_t            nargs;     /* words to record: ENTRY arguments; RETURN
+				       * value words (2: i386's edx too) */
 	volatile uint8_t   state;     /* enum probe_state */
 	uint8_t            mechanism; /* it was armed with: tarch_mechanisms[] index */
 	uint8_t            unsettled; /* stored to since tracer_settle() */

@@ -34,6 +34,7 @@
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
 #define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+#define WIRE_MAX_ARGS     6     /* argument words an ENTRY record carries at most */
 
 /* The frame header, little-endian on every arch (frame.c writes it byte by
  * byte; the host reads it with this layout). */
@@ -153,7 +154,8 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_RETURN_WORDS(X) \
 	X(PC,    0, "the probed instruction") \
 	X(SP,    1, "the stack pointer when it trapped") \
-	X(VALUE, 2, "what the caller will see returned; absent when unknown")
+	X(VALUE, 2, "what the caller will see returned; absent when unknown") \
+	X(VALUE_HIGH, 3, "the high word of a value wider than a register (i386 edx), if asked for")
 
 /* The branch provider's record: seed 001's btfrec. */
 #define WIRE_BRANCH_WORDS(X) \

@@ -266,7 +266,8 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 		w[WIRE_RETURN_PC] = p->addr;
 		w[WIRE_RETURN_SP] = sp;
 		w[WIRE_RETURN_VALUE] = tf->eax;
-		n = WIRE_RETURN_VALUE + 1;
+		w[WIRE_RETURN_VALUE_HIGH] = tf->edx;     /* a 64-bit value's high half */
+		n = p->nargs >= 2 ? WIRE_RETURN_VALUE_HIGH + 1 : WIRE_RETURN_VALUE + 1;
 	}
 	tracer_fire(p, p->kind, w, n);
 }
