@@ -5,11 +5,11 @@ exit statuses, payload structs). They are written once, in C headers, in
 three deliberately plain forms that this module understands:
 
   #define NAME value                 integer constants
-  #define TABLE(X) X(NAME, value, "meaning"[, "more text"...]) ...
+  #define TABLE(X) X(NAME, value[, value...], "meaning"[, "more text"...]) ...
                                      X-macro tables
   struct name { uintN_t field; intN_t field[K]; ... };
 
-A table's value is a number, or constants joined by '|' or '+' — of the
+A table's values are numbers, or constants joined by '|' or '+' — of the
 header itself or of a header it includes with `#include "x.h"` from its own
 directory or the kernel's and tracer's include directories (only the
 constants of such a header are read). Anything else in the header is
@@ -41,6 +41,7 @@ class TableEntry:
     value: int
     meaning: str
     more: tuple[str, ...] = ()      # further string columns, in order
+    values: tuple[int, ...] = ()    # every number column, value first
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ _INT = r"(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
 _CONST_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\s+" + _INT + r"\s*$")
 _TABLE_RE = re.compile(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\(X\)\s+(.*)$")
 _STR = r'"(?:[^"\\]|\\.)*"'
-_ENTRY_RE = re.compile(r"X\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*([^,\"()]+?)\s*,\s*"
+_ENTRY_RE = re.compile(r"X\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*((?:[^,\"()]+?\s*,\s*)+?)"
                        r"(" + _STR + r"(?:\s*,\s*" + _STR + r")*)\s*\)")
 _STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _TERM_RE = re.compile(r"^(?:" + _INT + r"|([A-Z_][A-Z0-9_]*))$")
@@ -201,14 +202,18 @@ def parse(text: str, path: Path = Path("<text>")) -> Header:
         m = _TABLE_RE.match(line)
         if m:
             body, entries = m.group(2), []
-            for name, expr, strings in _ENTRY_RE.findall(body):
-                value = _value(expr, {**known, **constants})
-                if value is None:
-                    raise CdefsError(f"{path}: table {m.group(1)}: {name}'s value "
-                                     f"{expr.strip()!r} is not a number or known "
-                                     "constants joined by | or +")
+            for name, exprs, strings in _ENTRY_RE.findall(body):
+                values = []
+                for expr in filter(None, (e.strip() for e in exprs.split(","))):
+                    v = _value(expr, {**known, **constants})
+                    if v is None:
+                        raise CdefsError(f"{path}: table {m.group(1)}: {name}'s value "
+                                         f"{expr!r} is not a number or known "
+                                         "constants joined by | or +")
+                    values.append(v)
                 texts = _STR_RE.findall(strings)
-                entries.append(TableEntry(name, value, texts[0], tuple(texts[1:])))
+                entries.append(TableEntry(name, values[0], texts[0], tuple(texts[1:]),
+                                          tuple(values)))
             if len(entries) != body.count("X("):
                 raise CdefsError(f"{path}: table {m.group(1)} has entries "
                                  "not of the form X(NAME, value, \"text\", ...)")
