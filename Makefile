@@ -13,8 +13,10 @@
 #   make selftest ARCH=a [SMP=n] guest self-tests only
 #   make boot-time ARCH=a [SMP=n] median boot-to-ready over 10 boots
 #   make run ARCH=a [WORKLOAD=file.c] [PROBES=spec] [MECHANISM=m] [RUN='name k=v']
-#            [CTF=dir] [PLOT=1]  trace a workload (yours, or fib) and check it;
-#                                also as CTF (babeltrace2), timelines in build/timeline/
+#            [PROGRAM=f.rpn] [CTF=dir] [PLOT=1]
+#                                trace a workload (yours, or fib) and check it;
+#                                a probe program (bench/programs/); also as CTF
+#                                (babeltrace2), timelines in build/timeline/
 #   make lossless ARCH=a [SMP=4] [MECHANISM=m,...]  (default: every mechanism)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
@@ -67,6 +69,7 @@ run:
 	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \
 		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(MECH_OPT) \
 		$(if $(RUN),--run '$(RUN)') $(if $(CTF),--ctf $(CTF)) \
+		$(if $(PROGRAM),--program $(PROGRAM)) $(if $(TEMPLATES),--templates $(TEMPLATES)) \
 		$(if $(PLOT),--plot $(if $(filter 1,$(PLOT)),build/timeline,$(PLOT)))
 
 lossless:

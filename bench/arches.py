@@ -64,6 +64,8 @@ class Arch:
     arg_registers: int = 0
     # Registers a return value may take (i386: eax and edx for 64 bits).
     return_registers: int = 1
+    # Bytes in a machine word: a record word, a probe program's stack item.
+    word_bytes: int = 4
     # Where fbt and branch probes go (bench/trace/rules.py).
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
@@ -153,6 +155,7 @@ ARCHES: dict[str, Arch] = {
         objdump="sparc64-linux-gnu-objdump",
         libvirt_arch="sparc64",
         arg_registers=6,                 # %o0..%o5
+        word_bytes=8,
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",

@@ -28,7 +28,8 @@ from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
 from .guest import build, libvirt, libvirtd
 from .guest.backend import open_guest, use_backend
 from .parser import build_parser
-from .paths import BUILD
+from .paths import BUILD, REPO
+from .program import aggregate, asm, templates
 from .suite import junit, matrix, perf, selftest
 from .trace import sites, stress, verify
 from .trace.format import format_trace, nesting_error_lines, summary_lines
@@ -109,6 +110,16 @@ def cmd_run(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
     sites.parse_spec(args.probes)          # a bad spec: refused before booting
+    program = formatter = None
+    if args.program:                       # a bad program: refused before booting
+        try:
+            text = open(args.program, encoding="utf-8").read()
+        except OSError as e:
+            raise UsageError(f"cannot read the program {args.program}: {e}") from None
+        program = asm.assemble(text, arch, args.program)
+    if args.program or args.templates:
+        formatter = templates.Formatter.load(args.templates or
+                                             REPO / "bench" / "programs" / "templates")
     if args.workload:
         line = args.run or build.workload_name(args.workload)
         image = build.user_image(arch, args.workload)
@@ -122,7 +133,8 @@ def cmd_run(args) -> int:
                     command_timeout=args.timeout, gdbstub=args.stub_check) as g:
         s = open_session(g)
         s.setup(args.probes, args.mechanism, check=args.check,
-                buffer_bytes=args.buffer, strict=False)
+                buffer_bytes=args.buffer, strict=False, program=program,
+                pass_count=args.pass_count, maxhits=args.maxhits)
         s.enable(True)
         for n in s.notes:
             print(f"note: {n}")
@@ -137,8 +149,15 @@ def cmd_run(args) -> int:
                                                     args.mechanism, set()))
         cap = s.finish()
         g.exit(0)
-    for ln in format_trace(cap, s.probes, limit=args.limit, image=s.image):
+    for ln in format_trace(cap, s.probes, limit=args.limit, image=s.image,
+                           formatter=formatter, order=g.byte_order):
         print(ln)
+    if cap.aggs:
+        names = {p.id: p.function if p.kind == "entry" else f"{p.function}:{p.kind}"
+                 for p in s.probes}
+        for ln in aggregate.lines(aggregate.merge(cap.aggs), s.programs, names,
+                                  arch.word_bytes):
+            print(ln)
     _exports(args, cap, s.probes, s.image, g.hello,
              {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in r.results:

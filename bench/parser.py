@@ -96,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stub-check", action="store_true", dest="stub_check",
                    help="read every probed site through QEMU's GDB stub after the "
                    "run (the trap) and after disabling (the original bytes)")
+    s.add_argument("--program", metavar="FILE.rpn", help="a probe program every "
+                   "probe runs instead of recording (README: Probe programs; "
+                   "examples in bench/programs/)")
+    s.add_argument("--templates", metavar="DIR", help="formatting templates for its "
+                   "log records (default bench/programs/templates)")
+    s.add_argument("--pass", type=int, dest="pass_count", metavar="N",
+                   help="run the program only every Nth hit of a probe")
+    s.add_argument("--maxhits", type=int, metavar="N", help="a probe does nothing "
+                   "after N hits and is disabled")
     s.add_argument("--ctf", metavar="DIR", help="also write the trace as CTF 1.8 "
                    "into DIR (babeltrace2 DIR reads it)")
     s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, K_BRANCH, K_ENTRY,
-                            RETURN, Capture)
+from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, K_BRANCH, K_ENTRY, K_LOG,
+                            RETURN, Capture, log_data)
 from .image import Image
 from .sites import Probe
 from .verify import Report
@@ -44,6 +44,13 @@ def summary_lines(rep: Report, losses_shown: int = 8) -> list[str]:
                  if (f, kind) in rep.refused]
         lines.append(row + ("   " + "; ".join(notes) if notes else ""))
     lines.append(f"  {rep.nesting_line()}")
+    if rep.program_counts:
+        c = rep.program_counts.values()
+        runs, faults = sum(x["runs"] for x in c), sum(x["faults"] for x in c)
+        over = sum(x["over"] for x in c)
+        lines.append(f"  programs: {sum(x['hits'] for x in c)} firings, {runs} runs, "
+                     f"{faults} ended by a fault"
+                     + (f", {over} past their maximum hit count" if over else ""))
     if rep.losses:
         lines.append(f"  {rep.dropped} records lost in {len(rep.losses)} places "
                      "(counts not checked):")
@@ -73,10 +80,12 @@ def symbolize(image: Image | None, addr: int) -> str:
 
 
 def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
-                 image: Image | None = None):
+                 image: Image | None = None, formatter=None, order: str = "<"):
     """ctrace-like lines, indented by each thread's depth; branch records as
-    `~ FROM -> TO taken|not taken[, annulled]`; where a CPU lost records,
-    `cpuN !! K records lost here (...)` at the place its stream resumes."""
+    `~ FROM -> TO taken|not taken[, annulled]`; a program's LOG records as
+    `:: desc: formatted` by the formatter's templates (or a dump); where a
+    CPU lost records, `cpuN !! K records lost here (...)` at the place its
+    stream resumes."""
     by_id = {p.id: p for p in probes}
     depth: dict[int, int] = defaultdict(int)
     marks = sorted((l for l in cap.marked), key=lambda l: l.at)
@@ -95,6 +104,15 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
         pad = "  " * depth[ev.thread]
         w = ev.words
         sig = image.signature_of(name) if image is not None else None
+        if ev.kind == K_LOG:
+            word = image.word_bytes if image is not None else 4
+            major, minor, data = log_data(ev, order, word)
+            text = (formatter.lines(major, minor, data, order, word) if formatter
+                    else [f"log major {major} minor {minor}, {len(data)} bytes"])
+            yield f"cpu{ev.cpu} t{ev.thread} {pad}:: {text[0]}"
+            for more in text[1:]:
+                yield f"cpu{ev.cpu} t{ev.thread} {pad}   {more.strip()}"
+            continue
         if ev.kind == K_ENTRY:
             if sig is not None:
                 args = sig.format_args(w[ENTRY.ARG0:], image.word_bytes)

@@ -4,6 +4,7 @@ records back.
 A session talks to the guest only through its commands:
   probe mechanism M | probe check on | trace buffer BYTES | trace reset
   probe add ID ADDR entry|return|branch NARGS  (one per site; refusals noted)
+  [program load/check, probe program ID... SLOT, probe pass/maxhits]
   probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
 `trace flush` returns once every record written so far has been sent and
 the per-CPU STATS frames are out, so the capture is complete when it
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BenchError
 from ..guest.qemu import Guest
+from ..program import load as program_load
 from ..wire import records
 from . import sites
 from .image import Image, load_image
@@ -34,6 +36,8 @@ class Session:
     # Probes the guest refused to add or to arm, with its words in .refused
     # (the verdict does not count what they would have seen).
     refused: list[sites.Probe] = field(default_factory=list)
+    # The probe programs loaded, by slot (bench/program/asm.Program).
+    programs: dict = field(default_factory=dict)
 
     def cmd(self, line: str, timeout: float | None = None):
         return self.guest.command(line, timeout=timeout)
@@ -46,7 +50,11 @@ class Session:
         return r
 
     def setup(self, spec: str, mechanism: str, check: bool = False,
-              buffer_bytes: int | None = None, strict: bool = True) -> None:
+              buffer_bytes: int | None = None, strict: bool = True,
+              program=None, pass_count: int | None = None,
+              maxhits: int | None = None) -> None:
+        """Probes for spec, added to the guest; with a program (asm.Program),
+        loaded into slot 0 and run at every probe instead of its record."""
         self.probes, self.notes = sites.plan(spec, self.image, mechanism)
         self.refused = []
         self.must(f"probe mechanism {mechanism}")
@@ -71,6 +79,15 @@ class Session:
         self.probes = kept
         if not kept:
             raise TraceError("no probe left to enable:\n  " + "\n  ".join(self.notes))
+        ids = [p.id for p in kept]
+        if program is not None:
+            self.must("program clear")
+            program_load.load(self.guest, program, 0)
+            program_load.attach(self.guest, 0, ids)
+            self.programs = {0: program}
+            for p in kept:
+                p.program = program.path
+        program_load.limits(self.guest, ids, pass_count, maxhits)
 
     def enable(self, on: bool = True, strict: bool = False) -> None:
         """Enable every probe; one the mechanism cannot arm is dropped with

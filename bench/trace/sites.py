@@ -38,6 +38,7 @@ class Probe:
     addr: int
     nargs: int = 0
     refused: str = ""    # the guest's reason, if it refused
+    program: str = ""    # the program it runs instead of recording, if any
 
     @property
     def spec(self) -> str:

@@ -3,7 +3,9 @@ nesting, losses and link errors, as a Report that tells a fault from what
 the run itself explains.
 
 Counts: each function's entry and return records against the calls the
-workload counted itself (its EXPECT frames). A function the guest refused
+workload counted itself (its EXPECT frames). A probe that runs a program
+writes no record of its own: its count is its hits, which the guest sends
+per probe (PROBES frames). A function the guest refused
 a site of (the site's reason is in the refusal: ud2 does not fit, not an
 emulated form, ...) cannot be counted for that kind, and its row says so
 instead; after any loss no count is compared (the loss is the problem).
@@ -183,6 +185,8 @@ class Report:
     losses: list[Loss] = field(default_factory=list)
     unchecked: Counter = field(default_factory=Counter)  # returns, by reason
     left_open: int = 0          # entries whose return left by a refused site
+    # Probes running a program: their hits, runs, faults, over (PROBES).
+    program_counts: dict = field(default_factory=dict)
 
     def _per_kind(self):
         return (("entries", "entry", self.entries_probed, self.entries),
@@ -251,6 +255,8 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
         p = by_id.get(ev.probe)
         if p is None:
             problems.append(f"record for unknown probe {ev.probe}")
+        elif p.program:
+            continue                    # counted by its hits below
         elif ev.kind == K_ENTRY:
             entries[p.function] += 1
         elif ev.kind == K_RETURN:
@@ -260,13 +266,28 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     losses = cap.losses()
     checked, nesting_errors, unchecked, left_open = _nesting(
         cap.events, probes, lambda ev: ev.thread, False, refused, losses)
+    counted = {"entry": entries, "return": returns, "branch": branches}
+    program_counts = {}
+    for p in probes:
+        if p.program and p.id in cap.probe_counts:
+            c = cap.probe_counts[p.id]
+            counted[p.kind][p.function] += c["hits"]
+            program_counts[p.id] = c
+    if any(p.program for p in probes) and not cap.probe_counts:
+        problems.append("no PROBES frames: the per-probe counts of the probes that "
+                        "run a program never arrived")
+    dropped_aggs = sum(cap.agg_dropped.values())
+    if dropped_aggs:
+        problems.append(f"{dropped_aggs} aggregation entries found no room (a "
+                        "per-CPU aggregation table was full)")
     stats = cap.stats.values()
     rep = Report(entries, returns, dict(cap.expects), nesting_errors, checked,
                  sum(s["dropped"] for s in stats), sum(s["fired"] for s in stats),
                  sum(s["recorded"] for s in stats), list(link_errors), problems,
                  {p.function for p in probes if p.kind == "entry"},
                  {p.function for p in probes if p.kind == "return"}, branches,
-                 losses=losses, unchecked=unchecked, left_open=left_open)
+                 losses=losses, unchecked=unchecked, left_open=left_open,
+                 program_counts=program_counts)
     total = Counter((p.function, p.kind) for p in (*probes, *refused))
     for p in refused:
         n, _, reasons = rep.refused.get((p.function, p.kind), (0, 0, []))

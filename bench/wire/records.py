@@ -1,5 +1,10 @@
 """Trace records, host side: EVENTS, STATS and EXPECT frames into a Capture.
 
+AGGS frames (a program's aggregations, one CPU's entries each) and PROBES
+frames (each probe's hits, program runs, faults) are kept as they are,
+decoded: Capture.aggs, Capture.agg_dropped, Capture.probe_counts;
+bench/program/aggregate.py merges the CPUs.
+
 An EVENTS frame holds records of one CPU (struct wire_events, then each
 record: struct wire_event and `nwords` words of the guest's word size and
 byte order, from HELLO). What the words mean is wire.h's per-kind tables
@@ -33,6 +38,10 @@ EVENT = WIRE.structs["wire_event"]
 EVENTS_HEAD = WIRE.structs["wire_events"]
 STATS = WIRE.structs["wire_stats"]
 EXPECT = WIRE.structs["wire_expect"]
+AGGS_HEAD = WIRE.structs["wire_aggs"]
+AGG = WIRE.structs["wire_agg"]
+AGG_BUCKET = WIRE.structs["wire_agg_bucket"]
+PROBE_COUNTS = WIRE.structs["wire_probe_counts"]
 
 KINDS = WIRE.by_name("WIRE_EVENT_KINDS")
 KIND_NAMES = {e.value: e.name for e in KINDS.values()}
@@ -42,6 +51,7 @@ K_RETURN = KINDS["RETURN"].value
 K_CHECK = KINDS["CHECK"].value
 K_BRANCH = KINDS["BRANCH"].value
 K_DROPS = KINDS["DROPS"].value
+K_LOG = KINDS["LOG"].value
 NO_PROBE = WIRE.const("WIRE_NO_PROBE")
 
 # The kinds a probe is added as, by their command word ("entry", ...).
@@ -57,6 +67,7 @@ RETURN = _slots("WIRE_RETURN_WORDS")        # RETURN.VALUE ...
 BRANCH = _slots("WIRE_BRANCH_WORDS")        # BRANCH.TARGET, BRANCH.FLAGS
 BRANCH_BITS = _slots("WIRE_BRANCH_BITS")    # BRANCH_BITS.TAKEN, .ANNULLED
 DROPS = _slots("WIRE_DROPS_WORDS")          # DROPS.COUNT, .FIRST, .THREADS
+LOG = _slots("WIRE_LOG_WORDS")              # LOG.MAJOR, .MINOR, .BYTES, .DATA
 
 
 @dataclass
@@ -113,6 +124,9 @@ class Capture:
     bytes: int           # EVENTS payload bytes
     marked: list[Loss] = field(default_factory=list)    # from DROPS records
     ends: dict[int, tuple[int, int]] = field(default_factory=dict)  # cpu: (records, last cycles)
+    aggs: list[dict] = field(default_factory=list)      # wire_agg + cpu, buckets
+    agg_dropped: dict[int, int] = field(default_factory=dict)     # cpu: entries
+    probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -127,6 +141,15 @@ class Capture:
                 n, cycles = self.ends.get(cpu, (0, 0))
                 out.append(Loss(cpu, rest, cycles, None, n, None))
         return out
+
+
+def log_data(ev: Event, order: str, word_bytes: int) -> tuple[int, int, bytes]:
+    """A LOG record's (major, minor, bytes): its words from DATA on, packed
+    back in the guest's byte order, cut to BYTES."""
+    w = ev.words
+    raw = b"".join(x.to_bytes(word_bytes, "little" if order == "<" else "big")
+                   for x in w[LOG.DATA:])
+    return w[LOG.MAJOR], w[LOG.MINOR], raw[:w[LOG.BYTES]]
 
 
 def _loss(cpu: int, index: int, cycles: int, words, bits: int) -> Loss:
@@ -146,6 +169,9 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     stats: dict[int, dict] = {}
     expects: dict[str, int] = {}
     ends: dict[int, tuple[int, int]] = {}
+    aggs: list[dict] = []
+    agg_dropped: dict[int, int] = {}
+    probe_counts: dict[int, dict] = {}
     wfmt = {4: "I", 8: "Q"}[word_bytes]
     nbytes = nframes = 0
     for fr in frame_list:
@@ -157,6 +183,36 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
             e = EXPECT.unpack(p, order)
             name = p[EXPECT.size:].decode("utf-8", "replace")
             expects[name] = expects.get(name, 0) + e["calls"]
+        elif fr.type == frames.T_AGGS:
+            head = AGGS_HEAD.unpack(p, order)
+            agg_dropped[head["cpu"]] = head["dropped"]     # the latest counts
+            off = AGGS_HEAD.size
+            for _ in range(head["count"]):
+                if off + AGG.size > len(p):
+                    raise ProtocolError(f"AGGS frame seq {fr.seq}: its entries run "
+                                        f"past its {len(p)} bytes")
+                a = AGG.unpack(p[off:off + AGG.size], order)
+                off += AGG.size
+                a["cpu"] = head["cpu"]
+                a["buckets"] = {}
+                for _ in range(a["nbuckets"]):
+                    if off + AGG_BUCKET.size > len(p):
+                        raise ProtocolError(f"AGGS frame seq {fr.seq}: a bucket runs "
+                                            "past the frame")
+                    b = AGG_BUCKET.unpack(p[off:off + AGG_BUCKET.size], order)
+                    a["buckets"][b["index"]] = b["count"]
+                    off += AGG_BUCKET.size
+                aggs.append(a)
+            if off != len(p):
+                raise ProtocolError(f"AGGS frame seq {fr.seq}: {len(p) - off} bytes "
+                                    "left over after its entries")
+        elif fr.type == frames.T_PROBES:
+            if len(p) % PROBE_COUNTS.size:
+                raise ProtocolError(f"PROBES frame seq {fr.seq}: {len(p)} bytes is not "
+                                    f"a whole number of {PROBE_COUNTS.size}-byte entries")
+            for off in range(0, len(p), PROBE_COUNTS.size):
+                c = PROBE_COUNTS.unpack(p[off:off + PROBE_COUNTS.size], order)
+                probe_counts[c["probe"]] = c
         elif fr.type == frames.T_EVENTS:
             nframes += 1
             nbytes += len(p)
@@ -191,4 +247,5 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
                 raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
                                     "bytes left over after its records")
     events.sort(key=lambda e: e.cycles)
-    return Capture(events, checks, stats, expects, nframes, nbytes, marked, ends)
+    return Capture(events, checks, stats, expects, nframes, nbytes, marked, ends,
+                   aggs, agg_dropped, probe_counts)

@@ -1,0 +1,170 @@
+"""Aggregations, host side: every CPU's entries merged, printed as DTrace does.
+
+The guest keeps each aggregation per CPU, without a lock (wire.h: AGGS
+frames); this merges the CPUs' entries of one key — counts and sums add,
+min and max compare, averages are sums over counts, quantize buckets add —
+and prints a table per aggregation, a row per key with its value sorted by
+value, and a quantize as a histogram:
+
+    @calls (count, by probe)
+      ct_mul                  2000
+      ct_add                  6000
+
+    @n (quantize)
+               value  ------------- Distribution ------------- count
+                   0 |@@@@@@@                                  34
+                   1 |@@@@@@@@@@@                              55
+                   2 |@@@@@@@@@@@@@@@@@@@@@@                   110
+
+Keys print as what the program put there (bench/program/asm.py follows
+it): a probe as its function (and its kind if not an entry), a thread as
+tN, a CPU as cpuN, anything else as a signed number.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..wire.frames import WIRE
+
+KIND_NAMES = {e.value: e.meaning for e in WIRE.table("WIRE_AGG_KINDS")}
+WIDTH = 40           # histogram bar width, as DTrace's
+
+
+@dataclass
+class Row:
+    keys: tuple
+    count: int = 0
+    sum: int = 0
+    min: int | None = None
+    max: int | None = None
+    buckets: dict = field(default_factory=dict)
+
+    def add(self, e: dict) -> None:
+        self.count += e["count"]
+        self.sum += e["sum"]
+        self.min = e["min"] if self.min is None else min(self.min, e["min"])
+        self.max = e["max"] if self.max is None else max(self.max, e["max"])
+        for i, n in e["buckets"].items():
+            self.buckets[i] = self.buckets.get(i, 0) + n
+
+    def value(self, kind: str):
+        return {"count": self.count, "sum": self.sum, "min": self.min,
+                "max": self.max, "avg": self.sum / self.count if self.count else 0,
+                "quantize": self.count}[kind]
+
+
+@dataclass
+class Table:
+    program: int
+    number: int
+    kind: str
+    rows: dict = field(default_factory=dict)      # keys -> Row
+
+
+def merge(entries: list[dict]) -> dict[tuple[int, int], Table]:
+    """(program slot, aggregation number) -> Table, the CPUs' entries merged."""
+    tables: dict = {}
+    for e in entries:
+        t = tables.setdefault((e["program"], e["agg"]),
+                              Table(e["program"], e["agg"], KIND_NAMES[e["kind"]]))
+        keys = tuple(e["key"][:e["nkeys"]])
+        t.rows.setdefault(keys, Row(keys)).add(e)
+    return tables
+
+
+def bucket_low(index: int) -> int:
+    """The least value of a quantize bucket (wire.h's numbering)."""
+    if index == 0:
+        return 0
+    if index <= 64:
+        return 1 << (index - 1)
+    return -(1 << (index - 65))
+
+
+def bucket_of(value: int) -> int:
+    """The bucket a signed value falls in (wire.h's numbering)."""
+    if value == 0:
+        return 0
+    if value > 0:
+        return value.bit_length()
+    return 64 + (-value).bit_length()
+
+
+def histogram(buckets: dict[int, int], indent: str = "  ") -> list[str]:
+    """DTrace's quantize picture: a row per power of two, one empty row on
+    either side of the used ones."""
+    if not buckets:
+        return [f"{indent}(no values)"]
+    order = sorted(buckets, key=bucket_low)
+    lows = sorted({bucket_low(i) for i in range(0, 129)})
+    first = lows.index(bucket_low(order[0]))
+    last = lows.index(bucket_low(order[-1]))
+    shown = lows[max(0, first - 1):last + 2]
+    total = sum(buckets.values())
+    by_low = {bucket_low(i): n for i, n in buckets.items()}
+    out = [f"{indent}{'value':>16}  {'-' * 13} Distribution {'-' * 13} count"]
+    for low in shown:
+        n = by_low.get(low, 0)
+        bar = "@" * round(WIDTH * n / total) if total else ""
+        out.append(f"{indent}{low:>16} |{bar:<{WIDTH}} {n}")
+    return out
+
+
+def format_key(key: int, what, names: dict, word_bytes: int) -> str:
+    """A key as what it is (see the top)."""
+    bits = 8 * word_bytes
+    signed = key - (1 << bits) if key >> (bits - 1) & 1 else key
+    if what == "probe":
+        return names.get(key, f"probe {key}")
+    if what == "thread":
+        return f"t{key}"
+    if what == "cpu":
+        return f"cpu{key}"
+    if what == "address":
+        return f"{key:#x}"
+    return str(signed)
+
+
+def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
+          dropped: int = 0) -> list[str]:
+    """Every table as text. programs: slot -> bench/program/asm.Program."""
+    out = []
+    for (slot, number), t in sorted(tables.items()):
+        prog = programs.get(slot)
+        agg = prog.agg_named(number) if prog and number < len(prog.aggs) else None
+        name = f"@{agg.name}" if agg else f"@{slot}.{number}"
+        keyinfo = agg.keys if agg else ()
+        by = ", ".join(k if isinstance(k, str) else f"{k[0]} {k[1]}" for k in keyinfo)
+        out.append(f"{name} ({t.kind}" + (f", by {by})" if by else ")"))
+        rows = sorted(t.rows.values(), key=lambda r: (r.value(t.kind), r.keys))
+        for r in rows:
+            label = "  ".join(format_key(k, keyinfo[i] if i < len(keyinfo) else "value",
+                                         probe_names, word_bytes)
+                              for i, k in enumerate(r.keys)) or "(all)"
+            if t.kind == "quantize":
+                out.append(f"  {label}")
+                out += histogram(r.buckets, "    ")
+            else:
+                v = r.value(t.kind)
+                text = f"{v:.1f}" if t.kind == "avg" else str(v)
+                out.append(f"  {label:<24} {text:>12}")
+        out.append("")
+    if dropped:
+        out.append(f"PROBLEM: {dropped} aggregation entries found no room in the guest "
+                   "(a per-CPU table was full): the tables above are short")
+    return out
+
+
+def per_probe_counts(tables: dict, programs: dict) -> dict[int, int]:
+    """Counts keyed by probe alone (count @x, 1 on `probe`), summed: what a
+    count.rpn-like program says each probe fired."""
+    out: dict[int, int] = defaultdict(int)
+    for (slot, number), t in tables.items():
+        prog = programs.get(slot)
+        if not prog or t.kind != "count" or prog.aggs[number].keys != ("probe",):
+            continue
+        for r in t.rows.values():
+            out[r.keys[0]] += r.count
+    return dict(out)
