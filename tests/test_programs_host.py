@@ -77,7 +77,7 @@ def test_the_compiler_knows_what_keys_are():
     p = assemble("arg 0\nthread\nprobe\nsum @s, 2\ncpu\ncount @c, 1\n"
                  "push 1\nreg eax\nmax @m, 1\nabort", "i386")
     assert [(a.name, a.kind, a.keys) for a in p.aggs] == [
-        ("s", "sum", ("thread", "probe")), ("c", "count", ("cpu",)),
+        ("s", "sum", ("probe", "thread")), ("c", "count", ("cpu",)),
         ("m", "max", (("reg", 0),))]
     p = assemble("probe\ndup\njz a\ndrop\nthread\na: count @c, 1\nabort", "i386")
     assert p.aggs[0].keys == ("value",), "two paths, two meanings: just a value"

@@ -354,8 +354,8 @@ def _check_flow(prog: Program, path: str) -> None:
         stack = stack[:len(stack) - pops]
         e = OPS[ins.op]
         if "agg" in e.more[0]:
-            # key[0] is the deepest of the keys, the first pushed (wire.h)
-            keys.setdefault(ins.b, []).append(tuple(taken[len(taken) - ins.a:])
+            # key[0] is the first popped, the top (wire.h), as log's order
+            keys.setdefault(ins.b, []).append(tuple(reversed(taken[len(taken) - ins.a:]))
                                               if ins.a else ())
         if ins.op in FACTS:
             pushed = [FACTS[ins.op]]
