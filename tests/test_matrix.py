@@ -90,7 +90,7 @@ def test_defaults_are_the_archs_first_mechanism_and_one_cpu():
     ("timeout = 0", 6, ["must be more than 0"]),
     ("timeout = soon", 6, ["'soon' is not a number"]),
     ("iters = 5", 6, ["iters: does not apply to kind trace"]),
-    ("probes = kprobe:fib", 6, ["probes:", "expected fbt:FUNCTION"]),
+    ("probes = kprobe:fib", 6, ["probes:", "expected fbt:[kernel:]FUNCTION"]),
     ("extra_params = --limit 'x", 6, ["extra_params:", "quotation"]),
     ("extra_params = --no-such-flag", 6, ["unrecognized arguments: --no-such-flag"]),
     ("xfail =", 6, ["xfail: needs the text"]),

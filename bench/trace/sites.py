@@ -3,8 +3,10 @@
 A spec is a comma list of `fbt:FUNCTION:entry|return` (`fbt:FUNCTION:*`
 or `fbt:FUNCTION:` for both) and `branch:FUNCTION`, FUNCTION a glob. A glob
 matches the workload functions (image.Image.workload_functions); an exact
-name may be any function of the kernel, and the guest refuses tracer and
-trap-path code. A spec that names nothing, or is malformed, is a SpecError
+name may be any function of the kernel. With the module `kernel` before the
+function, as DTrace names fbt probes (`fbt:kernel:*:entry`,
+`branch:kernel:FUNCTION`), a glob matches every function of the kernel.
+The guest refuses tracer and trap-path code, each with its reason. A spec that names nothing, or is malformed, is a SpecError
 (bad usage) before anything is sent to a guest.
 
 plan() numbers the probes from 0, in spec order and then by address, and
@@ -60,25 +62,34 @@ def sites_of(image: Image, probes: list[Probe]) -> dict[int, Site]:
     return {p.id: Site(p.addr, image.code(p.addr, 8)) for p in probes}
 
 
-def parse_spec(spec: str) -> list[tuple[str, str, str]]:
-    """(provider, function pattern, kind) for each probe a spec asks for."""
+MODULES = ("workload", "kernel")
+
+
+def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
+    """(provider, module, function pattern, kind) per probe the spec asks for."""
     fbt_kinds = tuple(k for k in PROBE_KINDS if k != "branch")
+    usage = (f"expected fbt:[kernel:]FUNCTION:{'|'.join(fbt_kinds)} or "
+             "branch:[kernel:]FUNCTION")
     out = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         bits = part.split(":")
+        module = "workload"
+        if len(bits) >= 3 and bits[1] == "kernel" and (bits[0] == "fbt" and len(bits) == 4
+                                                      or bits[0] == "branch"):
+            module = "kernel"
+            del bits[1]
         if bits[0] == "branch":
             if len(bits) not in (2, 3) or (len(bits) == 3 and bits[2] not in ("", "*")):
-                raise SpecError(f"probe {part!r}: expected branch:FUNCTION")
+                raise SpecError(f"probe {part!r}: {usage}")
             kinds = ("branch",)
         elif (len(bits) != 3 or bits[0] != "fbt"
               or bits[2] not in (*fbt_kinds, "*", "")):
-            raise SpecError(f"probe {part!r}: expected fbt:FUNCTION:"
-                            f"{'|'.join(fbt_kinds)} or branch:FUNCTION")
+            raise SpecError(f"probe {part!r}: {usage}")
         else:
             kinds = fbt_kinds if bits[2] in ("*", "") else (bits[2],)
         if not bits[1]:
             raise SpecError(f"probe {part!r}: no function")
-        out += [(bits[0], bits[1], k) for k in kinds]
+        out += [(bits[0], module, bits[1], k) for k in kinds]
     if not out:
         raise SpecError("no probes given")
     return out
@@ -104,9 +115,10 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
     probes: list[Probe] = []
     notes: list[str] = []
     seen = set()
-    for provider, pattern, kind in parse_spec(spec):
+    for provider, module, pattern, kind in parse_spec(spec):
         if any(c in pattern for c in "*?["):
-            pool = image.workload_functions()
+            pool = (image.workload_functions() if module == "workload"
+                    else list(image.functions.values()))
             matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
         else:
             matched = [image.functions[pattern]] if pattern in image.functions else []
