@@ -22,12 +22,15 @@
  *
  * The drain thread copies records of one CPU into an EVENTS frame (up to
  * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
+ * Once a tick it also disarms the probes past their maximum hit count
+ * (gate.c), which the fire path cannot do itself.
  */
 #include "buffer.h"
 #include "arch.h"
 #include "atomic.h"
 #include "console.h"
 #include "cpu.h"
+#include "gate.h"
 #include "kstring.h"
 #include "link.h"
 #include "mm.h"
@@ -60,6 +63,14 @@ uint64_t tracer_fired_count(void)
 	uint64_t n = 0;
 	for (unsigned c = 0; c < cpu_count(); c++)
 		n += tcpu[c].fired;
+	return n;
+}
+
+uint64_t tracer_recorded_count(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tcpu[c].recorded;
 	return n;
 }
 static volatile bool draining_paused;
@@ -121,12 +132,17 @@ lose:
 }
 
 void tracer_fire(const struct probe *p, unsigned kind,
-		 const unsigned long *words, unsigned nwords)
+		 const unsigned long *words, unsigned nwords,
+		 const struct tarch_context *ctx)
 {
 	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	t->fired++;
 	/* p is tracer_probes[p->id]; the table itself is writable. */
-	atomic_fetch_add(&tracer_probes[p->id].hits, 1);
+	unsigned long hit = atomic_fetch_add(&tracer_probes[p->id].hits, 1) + 1;
+	/* A program, a pass or a maximum: gate.c's, the one test it costs a
+	 * probe with none. */
+	if (p->gated && !gate_fire(p, hit, ctx))
+		return;
 	switch (p->action) {
 	case TRACER_ACTION_NULL:
 		return;
@@ -199,6 +215,7 @@ static void drain_thread(void *arg)
 	(void)arg;
 	for (;;) {
 		unsigned sent = 0;
+		gate_reap();            /* spent probes: disarmed here, not firing */
 		if (!draining_paused)
 			for (unsigned c = 0; c < cpu_count(); c++)
 				sent += drain_one(c);

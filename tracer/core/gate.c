@@ -1,0 +1,196 @@
+/*
+ * gate.c — what a firing of a probe does beyond being counted: the
+ * maximum hit count, the pass count and the probe program (DProbes'
+ * maxhits, pass count and probe handler), and the counts they keep.
+ *
+ * A probe with a program or a maximum is `gated` (tracer.h); the fire path
+ * tests that one field and, only if set, asks gate_fire. Hits counted since
+ * the probe was added or the last `trace reset` (the hits `probe list`
+ * shows): a hit past maxhits does nothing at all but count in `over` — the
+ * displaced instruction is still emulated, by the arch, as always — and
+ * marks that a probe is spent. A hit that is not a multiple of pass runs
+ * nothing. Otherwise the program runs instead of the probe's action: `exit`
+ * appends its log as a LOG record through the CPU's buffer (tracer_record,
+ * so a full buffer drops and marks it like any record), a fault counts in
+ * `faults`. Pass applies to programs only; a probe with no program records
+ * every hit as before.
+ *
+ * Spent probes are disarmed soon after, outside the fire path (disarming
+ * may need IPIs): the drain thread calls gate_reap every tick, which
+ * disables them under the probe table's lock when it can take it without
+ * waiting (a command may hold it while it waits for the drain). A disabled
+ * spent probe that is enabled again is spent again at its next hit, until
+ * `trace reset` zeroes its hits or its maxhits is raised.
+ *
+ * Changing program, pass or maxhits of an enabled probe is allowed: a
+ * firing reads each field once, and a program does not change while a
+ * probe that can fire points at it (program.c refuses), so a live probe
+ * switches from one program to another between two firings with no window
+ * in which it is disarmed and misses some.
+ */
+#include "gate.h"
+#include "arch.h"
+#include "atomic.h"
+#include "console.h"
+#include "cpu.h"
+#include "kstring.h"
+#include "link.h"
+#include "program.h"
+#include "tracer.h"
+#include "wire.h"
+
+#define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+/* A hit went past a probe's maximum: gate_reap has work. */
+static volatile bool spent;
+/* Each CPU's log buffer, as DProbes has one per processor. */
+static struct program_log logs[KERNEL_MAX_CPUS];
+
+bool gate_fire(const struct probe *p, unsigned long hit,
+	       const struct tarch_context *ctx)
+{
+	struct probe *counts = &tracer_probes[p->id];
+	unsigned long max = p->maxhits;
+	if (max && hit > max) {
+		atomic_fetch_add(&counts->over, 1);
+		spent = true;
+		return false;
+	}
+	const struct program *prog = p->program;
+	if (!prog)
+		return true;                    /* a maximum only: the action */
+	uint32_t pass = p->pass;
+	if (pass > 1 && hit % pass)
+		return false;
+	atomic_fetch_add(&counts->runs, 1);
+	struct program_log *log = &logs[this_cpu()->id];
+	switch (program_run(prog, p, ctx, log)) {
+	case PROGRAM_EXIT:
+		tracer_record(p, WIRE_EVENT_LOG, log->words, log->nwords);
+		break;
+	case PROGRAM_FAULT:
+		atomic_fetch_add(&counts->faults, 1);
+		break;
+	case PROGRAM_ABORT:
+		break;
+	}
+	return false;
+}
+
+static void regate(struct probe *p)
+{
+	p->gated = p->program || p->maxhits;
+}
+
+static struct probe *probe_of(unsigned id, char *why, size_t why_size)
+{
+	if (id >= TRACER_MAX_PROBES || tracer_probes[id].state == PROBE_FREE) {
+		ksnprintf(why, why_size, "no probe %u", id);
+		return 0;
+	}
+	return &tracer_probes[id];
+}
+
+int tracer_probe_program(unsigned id, int slot, char *why, size_t why_size)
+{
+	struct probe *p = probe_of(id, why, why_size);
+	if (!p)
+		return -1;
+	if (slot >= WIRE_PROGRAMS || (slot >= 0 && !programs[slot].installed)) {
+		ksnprintf(why, why_size, "slot %d holds no program", slot);
+		return -1;
+	}
+	tracer_lock();
+	if (slot < 0) {
+		p->gated = p->maxhits != 0;     /* the fire path stops asking first */
+		compiler_barrier();
+		p->program = 0;
+	} else {
+		p->program = &programs[slot];   /* there before the fire path asks */
+		compiler_barrier();
+		regate(p);
+	}
+	tracer_unlock();
+	return 0;
+}
+
+int tracer_probe_pass(unsigned id, uint32_t pass, char *why, size_t why_size)
+{
+	struct probe *p = probe_of(id, why, why_size);
+	if (!p)
+		return -1;
+	p->pass = pass;
+	return 0;
+}
+
+int tracer_probe_maxhits(unsigned id, unsigned long maxhits, char *why,
+			 size_t why_size)
+{
+	struct probe *p = probe_of(id, why, why_size);
+	if (!p)
+		return -1;
+	tracer_lock();
+	p->maxhits = maxhits;
+	compiler_barrier();
+	regate(p);
+	tracer_unlock();
+	return 0;
+}
+
+void gate_reap(void)
+{
+	if (!spent || !tracer_trylock())
+		return;
+	spent = false;
+	unsigned n = 0;
+	char why[64];
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		struct probe *p = &tracer_probes[i];
+		if (p->state == PROBE_ENABLED && p->maxhits && p->hits > p->maxhits &&
+		    tracer_probe_set(i, false, why, sizeof why) == 0)
+			n++;
+	}
+	if (n)
+		tracer_settle();
+	tracer_unlock();
+}
+
+void gate_send_counts(void)
+{
+	static uint8_t frame[WIRE_MAX_PAYLOAD] __attribute__((aligned(8)));
+	size_t used = 0;
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		const struct probe *p = &tracer_probes[i];
+		if (p->state == PROBE_FREE)
+			continue;
+		struct wire_probe_counts c = {
+			.probe = p->id, .hits = p->hits, .runs = p->runs,
+			.faults = p->faults, .over = p->over,
+		};
+		if (used + sizeof c > WIRE_MAX_PAYLOAD) {
+			link_send(WIRE_FRAME_PROBES, frame, used, 0, 0);
+			used = 0;
+		}
+		memcpy(frame + used, &c, sizeof c);
+		used += sizeof c;
+	}
+	if (used)
+		link_send(WIRE_FRAME_PROBES, frame, used, 0, 0);
+}
+
+void gate_reset_counts(void)
+{
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		struct probe *p = &tracer_probes[i];
+		p->hits = p->runs = p->faults = p->over = 0;
+	}
+}
+
+void gate_detach(unsigned slot)
+{
+	char why[64];
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+		if (tracer_probes[i].state != PROBE_FREE &&
+		    tracer_probes[i].program == &programs[slot])
+			tracer_probe_program(i, -1, why, sizeof why);
+}
