@@ -65,6 +65,29 @@ bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
 			  unsigned long *value);
 
+/* For the self-test of what programs read (tracer/core/
+ * selftest_program_context.c): tarch_context_call(TARCH_CONTEXT_X) runs
+ * the arch's code with probe sites (tracer/arch/<arch>/
+ * selftest_program_sites.S), setting registers to known values on the
+ * way, and returns tarch_context_answer. Each row of the table puts a
+ * probe of its kind at its site and a program that pushes one word with
+ * its instructions: the word must be `want` — or, for a row that faults,
+ * reading it must end the run as a fault. */
+#define TARCH_CONTEXT_X 41
+struct tarch_context_check {
+	const char          *what;
+	const void          *site;
+	uint8_t              kind;         /* WIRE_EVENT_ENTRY / RETURN */
+	bool                 faults;
+	uint8_t              nread;
+	struct wire_rpn_insn read[4];
+	unsigned long        want;
+};
+extern const struct tarch_context_check tarch_context_checks[];
+extern const unsigned tarch_ncontext_checks;
+extern const unsigned long tarch_context_answer;
+unsigned long tarch_context_call(unsigned long x);
+
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;
 /* The probe kind the probecost workload measures with (WIRE_EVENT_*). */
