@@ -353,16 +353,17 @@ static int probe_list(const struct subcommand *s, int argc, char **argv,
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
+		const struct probe_gate *g = &probe_gates[i];
 		char program[16] = "none";
-		if (p->program)
-			ksnprintf(program, sizeof program, "%u", p->program->slot);
+		if (g->program)
+			ksnprintf(program, sizeof program, "%u", g->program->slot);
 		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu"
 			" program=%s pass=%u maxhits=%lu runs=%lu faults=%lu over=%lu\n",
 			p->id, (unsigned long)p->addr, tracer_probe_kind_word(p->kind),
 			probe_state_names[p->state], p->nargs,
 			tarch_mechanisms[p->mechanism].name,
 			tracer_action_names[p->action], p->hits, program,
-			(unsigned)p->pass, p->maxhits, p->runs, p->faults, p->over);
+			(unsigned)g->pass, g->maxhits, g->runs, g->faults, g->over);
 	}
 	return command_reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mechanism %s%s",
 			     tracer_probes_added(), tracer_probes_enabled(),
@@ -594,7 +595,7 @@ static int program_list_cmd(const struct subcommand *s, int argc, char **argv,
 				       "%s%u", a ? "," : "", prog->head.agg_kind[a]);
 		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 			if (tracer_probes[i].state != PROBE_FREE &&
-			    tracer_probes[i].program == prog)
+			    probe_gates[i].program == prog)
 				u += ksnprintf(users + u, u < sizeof users ? sizeof users - u : 0,
 					       "%s%u", u ? "," : "", i);
 		kprintf("program %u insns=%u major=%u minor=%u aggs=%s probes=%s\n", slot,

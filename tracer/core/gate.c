@@ -41,6 +41,8 @@
 
 #define compiler_barrier() __asm__ volatile("" ::: "memory")
 
+struct probe_gate probe_gates[TRACER_MAX_PROBES];
+
 /* A hit went past a probe's maximum: gate_reap has work. */
 static volatile bool spent;
 /* Each CPU's log buffer, as DProbes has one per processor. */
@@ -49,27 +51,27 @@ static struct program_log logs[KERNEL_MAX_CPUS];
 bool gate_fire(const struct probe *p, unsigned long hit,
 	       const struct tarch_context *ctx)
 {
-	struct probe *counts = &tracer_probes[p->id];
-	unsigned long max = p->maxhits;
+	struct probe_gate *g = &probe_gates[p->id];
+	unsigned long max = g->maxhits;
 	if (max && hit > max) {
-		atomic_fetch_add(&counts->over, 1);
+		atomic_fetch_add(&g->over, 1);
 		spent = true;
 		return false;
 	}
-	const struct program *prog = p->program;
+	const struct program *prog = g->program;
 	if (!prog)
 		return true;                    /* a maximum only: the action */
-	uint32_t pass = p->pass;
+	uint32_t pass = g->pass;
 	if (pass > 1 && hit % pass)
 		return false;
-	atomic_fetch_add(&counts->runs, 1);
+	atomic_fetch_add(&g->runs, 1);
 	struct program_log *log = &logs[this_cpu()->id];
 	switch (program_run(prog, p, ctx, log)) {
 	case PROGRAM_EXIT:
 		tracer_record(p, WIRE_EVENT_LOG, log->words, log->nwords);
 		break;
 	case PROGRAM_FAULT:
-		atomic_fetch_add(&counts->faults, 1);
+		atomic_fetch_add(&g->faults, 1);
 		break;
 	case PROGRAM_ABORT:
 		break;
@@ -79,7 +81,8 @@ bool gate_fire(const struct probe *p, unsigned long hit,
 
 static void regate(struct probe *p)
 {
-	p->gated = p->program || p->maxhits;
+	const struct probe_gate *g = &probe_gates[p->id];
+	p->gated = g->program || g->maxhits;
 }
 
 static struct probe *probe_of(unsigned id, char *why, size_t why_size)
@@ -100,13 +103,14 @@ int tracer_probe_program(unsigned id, int slot, char *why, size_t why_size)
 		ksnprintf(why, why_size, "slot %d holds no program", slot);
 		return -1;
 	}
+	struct probe_gate *g = &probe_gates[id];
 	tracer_lock();
 	if (slot < 0) {
-		p->gated = p->maxhits != 0;     /* the fire path stops asking first */
+		p->gated = g->maxhits != 0;     /* the fire path stops asking first */
 		compiler_barrier();
-		p->program = 0;
+		g->program = 0;
 	} else {
-		p->program = &programs[slot];   /* there before the fire path asks */
+		g->program = &programs[slot];   /* there before the fire path asks */
 		compiler_barrier();
 		regate(p);
 	}
@@ -119,7 +123,7 @@ int tracer_probe_pass(unsigned id, uint32_t pass, char *why, size_t why_size)
 	struct probe *p = probe_of(id, why, why_size);
 	if (!p)
 		return -1;
-	p->pass = pass;
+	probe_gates[id].pass = pass;
 	return 0;
 }
 
@@ -130,7 +134,7 @@ int tracer_probe_maxhits(unsigned id, unsigned long maxhits, char *why,
 	if (!p)
 		return -1;
 	tracer_lock();
-	p->maxhits = maxhits;
+	probe_gates[id].maxhits = maxhits;
 	compiler_barrier();
 	regate(p);
 	tracer_unlock();
@@ -146,7 +150,8 @@ void gate_reap(void)
 	char why[64];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
-		if (p->state == PROBE_ENABLED && p->maxhits && p->hits > p->maxhits &&
+		unsigned long max = probe_gates[i].maxhits;
+		if (p->state == PROBE_ENABLED && max && p->hits > max &&
 		    tracer_probe_set(i, false, why, sizeof why) == 0)
 			n++;
 	}
@@ -163,9 +168,10 @@ void gate_send_counts(void)
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
+		const struct probe_gate *g = &probe_gates[i];
 		struct wire_probe_counts c = {
-			.probe = p->id, .hits = p->hits, .runs = p->runs,
-			.faults = p->faults, .over = p->over,
+			.probe = p->id, .hits = p->hits, .runs = g->runs,
+			.faults = g->faults, .over = g->over,
 		};
 		if (used + sizeof c > WIRE_MAX_PAYLOAD) {
 			link_send(WIRE_FRAME_PROBES, frame, used, 0, 0);
@@ -181,8 +187,9 @@ void gate_send_counts(void)
 void gate_reset_counts(void)
 {
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
-		struct probe *p = &tracer_probes[i];
-		p->hits = p->runs = p->faults = p->over = 0;
+		struct probe_gate *g = &probe_gates[i];
+		tracer_probes[i].hits = 0;
+		g->runs = g->faults = g->over = 0;
 	}
 }
 
@@ -191,6 +198,6 @@ void gate_detach(unsigned slot)
 	char why[64];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state != PROBE_FREE &&
-		    tracer_probes[i].program == &programs[slot])
+		    probe_gates[i].program == &programs[slot])
 			tracer_probe_program(i, -1, why, sizeof why);
 }

@@ -259,11 +259,9 @@ static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->nargs = (uint8_t)nargs;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
-	p->hits = p->runs = p->faults = p->over = 0;
+	p->hits = 0;
 	p->gated = 0;
-	p->program = 0;
-	p->pass = 0;
-	p->maxhits = 0;
+	probe_gates[id] = (struct probe_gate){ 0 };
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
 	unsigned i = hash_of(a);

@@ -97,7 +97,7 @@ int program_user(unsigned slot)
 {
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		const struct probe *p = &tracer_probes[i];
-		if (p->state != PROBE_FREE && p->program == &programs[slot] &&
+		if (p->state != PROBE_FREE && probe_gates[i].program == &programs[slot] &&
 		    (p->state == PROBE_ENABLED || tracer_hooks_on))
 			return (int)i;
 	}

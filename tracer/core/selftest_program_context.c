@@ -43,7 +43,7 @@ static void check_row(const struct tarch_context_check *c)
 	unsigned long answer = tarch_context_call(TARCH_CONTEXT_X);
 	tracer_probe_set(PROBE_ID, false, why, sizeof why);
 	tracer_settle();
-	const struct probe *p = &tracer_probes[PROBE_ID];
+	const struct probe_gate *p = &probe_gates[PROBE_ID];
 	unsigned long got = program_globals[G_WORD];
 	bool ran = answer == tarch_context_answer && p->runs == 1;
 	if (c->faults)

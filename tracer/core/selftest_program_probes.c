@@ -82,6 +82,11 @@ static const struct probe *probe(void)
 	return &tracer_probes[PROBE_ID];
 }
 
+static const struct probe_gate *gate(void)
+{
+	return &probe_gates[PROBE_ID];
+}
+
 /* A fresh probe at prog_target's entry, enabled, running slot (or none). */
 static bool arm(int slot)
 {
@@ -132,9 +137,9 @@ static void test_faults(const char *mechanism)
 	disarm();
 	report(c.right == CALLS, "%u calls answer right while their probe's program "
 	       "faults inside the fire path", c.right);
-	report(probe()->runs == CALLS && probe()->faults == CALLS && !recorded,
+	report(gate()->runs == CALLS && gate()->faults == CALLS && !recorded,
 	       "each run ends as a fault: %lu runs, %lu faults, %llu records",
-	       probe()->runs, probe()->faults, (unsigned long long)recorded);
+	       gate()->runs, gate()->faults, (unsigned long long)recorded);
 	report(program_globals[G_ARG0] == sum0 && program_globals[G_ARG1] == sum1,
 	       "arg 0 and arg 1 read before the fault: sums %lu and %lu",
 	       program_globals[G_ARG0], program_globals[G_ARG1]);
@@ -149,7 +154,7 @@ static void test_faults(const char *mechanism)
 	unsigned right = call(CALLS);
 	recorded = tracer_recorded_count() - recorded;
 	disarm();
-	report(right == CALLS && probe()->runs == CALLS && !probe()->faults &&
+	report(right == CALLS && gate()->runs == CALLS && !gate()->faults &&
 	       recorded == CALLS && program_globals[G_PC] == (uintptr_t)prog_target,
 	       "logm of unmapped memory logs a FAULT token and goes on: %llu LOG "
 	       "records, no fault, pc the site", (unsigned long long)recorded);
@@ -159,7 +164,7 @@ static void test_faults(const char *mechanism)
 		return;
 	right = call(CALLS);
 	disarm();
-	report(right == CALLS && probe()->runs == CALLS && !probe()->faults,
+	report(right == CALLS && gate()->runs == CALLS && !gate()->faults,
 	       "every one of the %u registers reads at an entry probe", TARCH_NREGISTERS);
 }
 
@@ -173,9 +178,9 @@ static void test_pass_and_maxhits(void)
 	unsigned right = call(9);
 	recorded = tracer_recorded_count() - recorded;
 	disarm();
-	report(right == 9 && probe()->hits == 9 && probe()->runs == 3 && recorded == 3,
+	report(right == 9 && probe()->hits == 9 && gate()->runs == 3 && recorded == 3,
 	       "pass 3: 9 hits run the program 3 times (%lu runs, %llu records)",
-	       probe()->runs, (unsigned long long)recorded);
+	       gate()->runs, (unsigned long long)recorded);
 
 	if (!arm(-1))
 		return;
@@ -183,7 +188,7 @@ static void test_pass_and_maxhits(void)
 	recorded = tracer_recorded_count();
 	right = call(6);
 	recorded = tracer_recorded_count() - recorded;
-	report(right == 6 && probe()->hits == 6 && probe()->over == 2 && recorded == 4,
+	report(right == 6 && probe()->hits == 6 && gate()->over == 2 && recorded == 4,
 	       "maxhits 4, no program: 6 hits, 4 records, 2 over");
 	unsigned ticks = 0;
 	while (probe()->state == PROBE_ENABLED && ticks < 500) {
@@ -202,7 +207,7 @@ static void test_pass_and_maxhits(void)
 	right = call(5);
 	recorded = tracer_recorded_count() - recorded;
 	disarm();
-	report(right == 5 && probe()->runs == 2 && probe()->over == 3 && recorded == 2,
+	report(right == 5 && gate()->runs == 2 && gate()->over == 3 && recorded == 2,
 	       "maxhits 2 with a program: 2 runs, 3 over");
 }
 
@@ -221,13 +226,13 @@ static void test_slots(void)
 
 	rc = tracer_probe_program(PROBE_ID, P_FAULT, why, sizeof why);
 	unsigned right = call(2);
-	report(rc == 0 && right == 2 && probe()->faults == 2, "a live probe switches "
+	report(rc == 0 && right == 2 && gate()->faults == 2, "a live probe switches "
 	       "programs between two firings");
 	tracer_probe_program(PROBE_ID, P_LOG, why, sizeof why);
 	disarm();
 
 	rc = program_clear(P_LOG, why, sizeof why);
-	report(rc == 0 && !programs[P_LOG].installed && !probe()->program &&
+	report(rc == 0 && !programs[P_LOG].installed && !gate()->program &&
 	       !probe()->gated, "once the probe is disabled, program clear empties "
 	       "the slot and detaches it");
 	rc = tracer_probe_program(PROBE_ID, P_LOG, why, sizeof why);

@@ -17,9 +17,9 @@
  * address (lock-free: entries are published before the trap is written and
  * removed only by clear), records into this CPU's buffer (buffer.c), and
  * emulates. A probe may instead run a probe program (program.h) on the
- * trapped context, every `pass`th hit, for at most `maxhits` hits (gate.c);
- * the fire path tests one field, `gated`, to know whether any of that
- * applies.
+ * trapped context, every `pass`th hit, for at most `maxhits` hits (gate.c,
+ * struct probe_gate); the fire path tests one field, `gated`, to know
+ * whether any of that applies.
  *
  * Everything here is arch-neutral; the arch supplies struct tarch_site and
  * the functions of tracer_arch.h.
@@ -64,25 +64,31 @@ struct probe {
 	uint8_t            mechanism; /* it was armed with: tarch_mechanisms[] index */
 	uint8_t            unsettled; /* stored to since tracer_settle() */
 	volatile uint8_t   action;    /* enum tracer_action */
+	/* Nonzero when its probe_gates[] row has a program or a maxhits:
+	 * the fire path's one test before it does the action (gate.c). */
+	volatile uint8_t   gated;
 	struct tarch_site  site;      /* the decoded original instruction */
 	/* Firings of this probe on all CPUs since it was added or the last
 	 * `trace reset` (tracer_fire; `probe list` and the debugger read it). */
 	volatile unsigned long hits;
-	/* Nonzero when program or maxhits is set: the fire path's one test
-	 * before it does the probe's action (gate.c). */
-	volatile uint8_t   gated;
-	/* The program that runs at a firing instead of the action (NULL:
-	 * none), on hits that are multiples of pass (0 and 1: every hit);
-	 * hits past maxhits (0: no limit) do nothing but count in over.
-	 * gate.c; `probe program|pass|maxhits`. */
+};
+
+/* What a gated probe does at a firing, and what came of it (gate.c;
+ * `probe program|pass|maxhits`), in a table beside tracer_probes[] so that
+ * a probe with none of it carries no more than `gated`: the program that
+ * runs instead of the action (NULL: none), on hits that are multiples of
+ * pass (0 and 1: every hit); hits past maxhits (0: no limit) do nothing
+ * but count in over. Of the hits: runs of the program, runs a fault
+ * ended, hits past maxhits. probe_gates[N] is probe N's. */
+struct probe_gate {
 	const struct program *volatile program;
-	volatile uint32_t  pass;
+	volatile uint32_t      pass;
 	volatile unsigned long maxhits;
-	/* Of the hits: the program ran, a fault ended it, past maxhits. */
 	volatile unsigned long runs, faults, over;
 };
 
 extern struct probe tracer_probes[TRACER_MAX_PROBES];
+extern struct probe_gate probe_gates[TRACER_MAX_PROBES];
 
 /* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
  * if kind is not one a probe is added as; a word's kind, or -1; and every
