@@ -2,29 +2,16 @@
  * aggregate.c — aggregations: per-CPU tables the fire path updates with no
  * lock.
  *
- * An entry is keyed by (program slot, aggregation number, up to
- * WIRE_AGG_MAX_KEYS key words) and holds what wire.h's struct wire_agg
- * sends: how many values it was given (COUNT: how many firings), and for
- * the kinds that take values their sum, least and greatest as signed
- * words, whatever the kind — the host reads the fields its kind names.
- * QUANTIZE adds power-of-two buckets (wire.h says which value goes
- * where), cells of a per-CPU pool linked from the entry. Each CPU online
- * at boot has its own table, in pages allocated then, written only by
- * that CPU's fire path, which runs with
- * interrupts masked: no lock, no atomic. A table is open addressing with
- * linear probing, filled to AGG_CAPACITY at most; an update that finds no
- * entry and no room for one, or no bucket and no cell (or an entry already
- * at WIRE_AGG_MAX_BUCKETS), is dropped and counted in the CPU's `dropped`,
- * which every AGGS frame of that CPU carries: never silent.
- *
- * Reading: `trace aggregations` (and `trace flush`) copy each CPU's table
- * from the command loop's thread while probes may still fire, so a table
- * read meanwhile may be a few firings behind, and a 64-bit field updated
- * during the copy may be torn on i386; an entry or a bucket is published
- * whole (its used mark, its link, after its fields). The host reads after
- * disabling its probes. Clearing (`program clear`, `trace reset`) moves
- * entries around, so each CPU clears its own table, in an IPI (interrupts
- * masked there, so never inside its fire path).
+ * An entry is keyed by (program slot, aggregation, up to WIRE_AGG_MAX_KEYS
+ * keys) and holds what struct wire_agg sends: how many values it had
+ * (COUNT: firings), and, for kinds with values, their sum, least and
+ * greatest as signed words — the host reads the fields its kind names —
+ * plus QUANTIZE's buckets, cells of a per-CPU pool. Only a CPU's own fire
+ * path, interrupts masked, writes its table: no lock, no atomic. An update
+ * that finds no room is dropped and counted in the CPU's `dropped`, never
+ * silent. `trace aggregations` reads the tables while probes may still
+ * fire, so what it sends may be a few firings behind (the host reads after
+ * disabling); clearing moves entries, so each CPU clears its own, in an IPI.
  */
 #include "aggregate.h"
 #include "arch.h"
@@ -37,6 +24,10 @@
 #include "pages.h"
 #include "wire.h"
 
+/* A table is open addressing with linear probing, filled to AGG_CAPACITY
+ * at most; an update that finds no entry and no room for one, or no bucket
+ * and no cell for one (or an entry already at WIRE_AGG_MAX_BUCKETS), is
+ * dropped. Each CPU online at boot has its own, in pages allocated then. */
 #define AGG_ENTRIES 256          /* slots of a table, a power of two */
 #define NO_CELL     0
 
@@ -210,7 +201,10 @@ drop:
 	c->dropped++;
 }
 
-/* ---- reading ---- */
+/* ---- reading ----
+ * From the command loop's thread while probes may fire: an entry or a
+ * bucket is published whole (its used mark, its link, after its fields),
+ * but a 64-bit field updated during the copy may be torn on i386. */
 
 /* e as it goes on the wire, with at most max of its buckets (their number
  * in w->nbuckets). */

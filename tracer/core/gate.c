@@ -1,32 +1,16 @@
 /*
- * gate.c — what a firing of a probe does beyond being counted: the
- * maximum hit count, the pass count and the probe program (DProbes'
- * maxhits, pass count and probe handler), and the counts they keep.
+ * gate.c — what a firing of a gated probe does: DProbes' maximum hit count,
+ * pass count and probe handler (the program), and the counts they keep.
  *
- * A probe with a program or a maximum is `gated` (tracer.h); the fire path
- * tests that one field and, only if set, asks gate_fire. Hits counted since
- * the probe was added or the last `trace reset` (the hits `probe list`
- * shows): a hit past maxhits does nothing at all but count in `over` — the
- * displaced instruction is still emulated, by the arch, as always — and
- * marks that a probe is spent. A hit that is not a multiple of pass runs
- * nothing. Otherwise the program runs instead of the probe's action: `exit`
- * appends its log as a LOG record through the CPU's buffer (tracer_record,
- * so a full buffer drops and marks it like any record), a fault counts in
- * `faults`. Pass applies to programs only; a probe with no program records
- * every hit as before.
- *
- * Spent probes are disarmed soon after, outside the fire path (disarming
- * may need IPIs): the drain thread calls gate_reap every tick, which
- * disables them under the probe table's lock when it can take it without
- * waiting (a command may hold it while it waits for the drain). A disabled
- * spent probe that is enabled again is spent again at its next hit, until
- * `trace reset` zeroes its hits or its maxhits is raised.
- *
- * Changing program, pass or maxhits of an enabled probe is allowed: a
- * firing reads each field once, and a program does not change while a
- * probe that can fire points at it (program.c refuses), so a live probe
- * switches from one program to another between two firings with no window
- * in which it is disarmed and misses some.
+ * Hits count since the probe was added or the last `trace reset` (as
+ * `probe list` shows them). A hit past maxhits does nothing but count in
+ * `over` (the arch still emulates the displaced instruction, as always); a
+ * hit that is not a multiple of pass runs nothing; otherwise the program
+ * runs instead of the probe's action: `exit` appends its LOG record through
+ * the CPU's buffer (tracer_record: dropped and marked like any record), a
+ * fault counts in `faults`. Pass applies to programs only. Spent probes are
+ * disarmed soon after by the drain thread (gate_reap), since disarming may
+ * need IPIs, which the fire path cannot make.
  */
 #include "gate.h"
 #include "arch.h"
@@ -48,6 +32,11 @@ static volatile bool spent;
 /* Each CPU's log buffer, as DProbes has one per processor. */
 static struct program_log logs[KERNEL_MAX_CPUS];
 
+/* Program, pass and maxhits may change while the probe is enabled: a
+ * firing reads each once, and a program does not change while a probe
+ * that can fire points at it (program.c refuses), so a live probe
+ * switches programs between two firings, with no window in which it is
+ * disarmed and misses some. */
 bool gate_fire(const struct probe *p, unsigned long hit,
 	       const struct tarch_context *ctx)
 {
@@ -141,6 +130,10 @@ int tracer_probe_maxhits(unsigned id, unsigned long maxhits, char *why,
 	return 0;
 }
 
+/* Under the probe table's lock, but only when it can be had without a
+ * wait: a command may hold it while it waits for the drain thread. A spent
+ * probe enabled again is spent again at its next hit, until `trace reset`
+ * zeroes its hits or its maxhits is raised. */
 void gate_reap(void)
 {
 	if (!spent || !tracer_trylock())

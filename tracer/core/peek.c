@@ -1,29 +1,23 @@
 /*
  * peek.c — reading memory that may not be there, from the fire path.
  *
- * A probe program may name any address (DProbes' universality: a probe
- * handler reads kernel memory wherever it points), so every read it makes
- * goes through the kernel's own recovery, trap_try (trap.h), not a check
- * of the address against what seems mapped: whatever the MMU refuses —
- * an unmapped page, a hole, a misaligned access on sparc64 — comes back
- * as a caught trap and the read as failed. trap_try nests, so this works
- * at a probe that fires inside another try. A fault is taken inside the
- * fire path itself: on i386 a #PF with interrupts masked inside the
- * #BP/#UD handler, which idt.c offers to the innermost try and irets to
- * its landing pad; on sparc64 a data fault at TL 0 after trap_entry, which
- * re-enters trap_entry, and trap.c resumes at the landing pad. Either
- * way the pad longjmps back here with interrupts as they were (masked).
- *
- * tracer_read loads a naturally aligned value with one load of its size
- * (a word a CPU is updating reads whole), a misaligned one byte by byte.
- * tracer_copy goes byte by byte, counting as it goes, so that the first
- * address that could not be read is exact on every arch.
+ * A probe program may name any address, so every read it makes goes
+ * through the kernel's own recovery, trap_try (trap.h), not a check of the
+ * address against what seems mapped: whatever the MMU refuses comes back
+ * as a caught trap. The fault is taken inside the fire path — on i386 a
+ * #PF with interrupts masked in the #BP/#UD handler, which idt.c offers to
+ * the innermost try and irets to its landing pad; on sparc64 a data fault
+ * at TL 0 after trap_entry, which enters trap_entry again and trap.c
+ * resumes at the landing pad — and the pad longjmps back here, interrupts
+ * still masked. Tries nest, so this works inside another try too.
  */
 #include "arch.h"
 #include "kstring.h"
 #include "trap.h"
 #include "tracer.h"
 
+/* An aligned value is one load of its size (a word a CPU is updating
+ * reads whole), a misaligned one is read byte by byte (sparc64 would trap). */
 struct peek {
 	uintptr_t     addr;
 	unsigned      size;
@@ -60,6 +54,8 @@ bool tracer_read(uintptr_t addr, unsigned size, unsigned long *value)
 	return true;
 }
 
+/* Byte by byte, counting as it goes, so that the first address that could
+ * not be read is exact on every arch. */
 struct copy {
 	uint8_t                *dst;
 	uintptr_t               src;

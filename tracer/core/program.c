@@ -1,23 +1,15 @@
 /*
  * program.c — the program slots: staging, installing, clearing.
  *
- * Each of the WIRE_PROGRAMS slots has a staging buffer, which `program
- * load` fills a line's worth of bytes at a time (a program is up to
- * PROGRAM_MAX_BYTES, a command line far less), remembering which bytes
- * were written; and an installed program, which `program check` replaces
- * with the staged bytes once every one of them was loaded since the last
- * check and the validator (program_check.c) accepts them. Every check
- * empties the staging buffer, so a check never validates bytes left over
- * from an earlier program.
- *
- * An installed program is what the fire path reads with no lock, so it is
- * replaced or removed only while no probe that can fire runs it — none
- * enabled, and none merely added while the compiler hooks are on — and
- * after every CPU has answered an IPI (a hook or a just-disabled probe's
- * firing may still be inside it until then). Installing or clearing a slot
- * also clears its aggregations: they belong to the program that fed them.
- * All this runs in the command loop's thread, under the probe table's lock
- * (tracer.h), since it reads and changes which probes run what.
+ * Each slot has a staging buffer, which `program load` fills a command
+ * line's worth of bytes at a time, remembering which bytes were written,
+ * and an installed program, which `program check` replaces with the staged
+ * bytes once each was loaded since the last check and the validator
+ * (program_check.c) accepts them. Every check empties the staging buffer,
+ * so no check sees bytes left from an earlier one. The fire path reads an
+ * installed program with no lock, so it is replaced or removed only while
+ * no probe that can fire runs it, and after every CPU has answered an IPI;
+ * its aggregations go with it. All under the probe table's lock (tracer.h).
  */
 #include "program.h"
 #include "aggregate.h"
@@ -93,6 +85,8 @@ unsigned program_staged(unsigned slot)
 	return n;
 }
 
+/* A probe can fire while enabled, and while merely added if the compiler
+ * hooks are on (hooks.c fires added probes). */
 int program_user(unsigned slot)
 {
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
@@ -114,7 +108,8 @@ static bool in_use(unsigned slot, char *why, size_t why_size)
 	return true;
 }
 
-/* The slot runs nothing, and no CPU is inside its program. */
+/* The slot runs nothing, and no CPU is inside its program: a hook's or a
+ * just-disabled probe's firing may be until every CPU answered the IPI. */
 static void uninstall(unsigned slot)
 {
 	programs[slot].installed = false;

@@ -1,22 +1,16 @@
 /*
  * program_check.c — the validator: never trust the wire.
  *
- * A program's bytes are checked once, when `program check` installs them,
- * so that the interpreter may run them with no check of its own: the size
- * is the header's and ninsns instructions'; every operation is known and
- * every operand in range (registers, arguments, locals, globals, sizes,
- * labels strictly later in the program, aggregations of the right kind with
- * at most WIRE_AGG_MAX_KEYS keys, the same number at each instruction that
- * feeds one); the stack depth before each instruction is the same on every
- * path that reaches it, never below what it pops nor above
- * WIRE_PROGRAM_STACK after it pushes — one forward pass finds it, since
- * jumps only go forward; and the last instruction ends the run, so nothing
- * falls off the end. Unreachable instructions are checked for their
- * operands only.
- *
- * Every fact about an operation — mnemonic, stack effect, operand kind —
- * comes from wire.h's WIRE_RPN_OPS; the operand kinds are a table of
- * checkers keyed by the table's operand column.
+ * A program is checked once, when `program check` installs it, so that the
+ * interpreter may run it with no check of its own: its size; every
+ * operation known and every operand in range; labels strictly later in the
+ * program; aggregations of the declared kind, each fed the same number of
+ * keys everywhere; the stack depth before each instruction the same on
+ * every path, never below what it pops, never above WIRE_PROGRAM_STACK
+ * after it pushes (one forward pass: jumps only go forward); and a last
+ * instruction that ends the run. Unreachable instructions are checked for
+ * their operands only. Every fact about an operation comes from wire.h's
+ * WIRE_RPN_OPS; the operand column picks a checker from a table.
  */
 #include "program.h"
 #include "kstring.h"

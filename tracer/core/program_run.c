@@ -1,24 +1,16 @@
 /*
  * program_run.c — the interpreter: one firing of a probe program.
  *
- * A switch over the operations on a stack of machine words, with the
- * firing's locals (zero at the start) and the globals every program and
- * CPU share (gset one store of a word, gadd an atomic add). It checks
- * nothing the validator already did (program_check.c): depths, operands
- * and labels are known good. What only the run can know ends it like
- * `abort`, as a fault the caller counts: a memory read that faults (`load`,
- * through peek.c's trap_try, not a range check), a division by 0, a log
- * that would pass WIRE_PROGRAM_LOG_BYTES, a register, argument or return
- * value the context does not have (tracer_arch.h; no context at all for
- * the compiler hooks). `logm` and `logs` are the exception, as in DProbes:
- * a fault there logs a FAULT token — the word size as its length, the
- * first address that could not be read as its data — and the run goes on.
- *
- * The log buffer is the LOG record being built (wire.h WIRE_LOG_WORDS):
- * bytes are written from its DATA word on in the guest's byte order, and
- * `exit` fills in PC, MAJOR, MINOR and BYTES. The caller writes it through
- * the CPU's buffer (gate.c), so it is lost, counted and marked like any
- * record.
+ * A switch over the operations on a stack of words, with locals zeroed
+ * per run and globals shared by every program and CPU (gset one store,
+ * gadd an atomic add). It checks nothing the validator did. What only the
+ * run can know ends it like `abort`, as a fault the caller counts: a read
+ * that faults (`load`, through peek.c's trap_try), a division by 0, a log
+ * past WIRE_PROGRAM_LOG_BYTES, a register, argument or return value the
+ * context lacks (none at all at the compiler hooks). In `logm`/`logs` a
+ * fault instead logs a FAULT token — the word size, then the first address
+ * not read — and the run goes on, as in DProbes. The log buffer is the LOG
+ * record being built: data from its DATA word on, in the guest's order.
  */
 #include "program.h"
 #include "aggregate.h"

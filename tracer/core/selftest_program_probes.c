@@ -1,22 +1,16 @@
 /*
- * selftest_program_probes.c — programs at real probes, in a running
+ * selftest_program_probes.c — programs at real probes in a running
  * function, under each lossless mechanism of the arch.
  *
- * An entry probe on prog_target runs a program that reads the function's
- * arguments into globals and then loads from an unmapped address: the
- * fault is taken inside the fire path — on i386 a #PF with interrupts
- * masked inside the #BP/#UD handler, on sparc64 a data fault at TL 0 in
- * the illegal_instruction handler after trap_entry — and recovered by the
- * program's own try, nested in the try this test runs the calls in. Every
- * call must still compute its right answer (the displaced instruction is
- * emulated as always), every run count as a fault, no record be written
- * (the program replaces the probe's record), and the outer try must catch
- * a fault of its own afterwards. A second program logs a FAULT token and
- * exits: one LOG record per call. Then the pass count (every third hit),
- * the maximum hit count (hits past it do nothing but count, and the drain
- * thread disarms the probe soon after), and the slot rules: a program a
- * probe that can fire runs is neither replaced nor cleared, a program
- * may be switched on a live probe, and a slot with no program is refused.
+ * An entry probe on prog_target runs a program that reads the arguments
+ * and then loads from an unmapped address: the fault is taken inside the
+ * fire path (i386: a #PF with interrupts masked in the #BP/#UD handler;
+ * sparc64: a data fault at TL 0 in the illegal_instruction handler after
+ * trap_entry) and recovered by the program's try, nested in the test's
+ * own. Every call must still answer right, every run count as a fault, no
+ * record be written, and the test's try still catch afterwards. Then a
+ * program that logs a FAULT token, every register, the pass count, the
+ * maximum hit count and its disarming, and the rules of a slot in use.
  */
 #include "cpu.h"
 #include "mm.h"

@@ -2,18 +2,14 @@
  * selftest_program_run.c — the interpreter, operation by operation, on
  * known values.
  *
- * Each case is a short program that leaves its answer in the log buffer
- * (`log` of a word) and exits; the test compares the log with the answer
- * worked out by hand — written so it holds for 4- and 8-byte words alike.
- * Then the rest of the language: stack shuffles, jumps taken and not,
- * locals (zero at every run) and globals, the firing's own values, `load`
- * of each size and of unmapped memory (a fault ends the run), `log` of
- * each size in the guest's byte order, `logm`/`logs` that succeed, stop at
- * a NUL, or fault and log a FAULT token with the first address that could
- * not be read — at an unmapped address and across the end of a mapped
- * page — and a log buffer that would overflow. Runs are direct, with no
- * trapped context: reading a register, an argument or a return value
- * faults, as at the compiler hooks.
+ * Each case leaves its answer in the log (`log` of a word) and exits; the
+ * answer is worked out by hand, so that it holds for 4- and 8-byte words
+ * alike. Then stack shuffles, jumps, locals (zero at every run), globals,
+ * the firing's own values, `load` of each size and of unmapped memory,
+ * `log` of each size in the guest's byte order, `logm`/`logs` that
+ * succeed, stop at a NUL, or log a FAULT token with the first address not
+ * read — unmapped, or past the end of a mapped page — and a full log.
+ * Direct runs have no trapped context, as at the compiler hooks.
  */
 #include "mm.h"
 #include "cpu.h"
