@@ -585,14 +585,15 @@ static int program_list_cmd(const struct subcommand *s, int argc, char **argv,
 		return usage_of(s, argv, r);
 	for (unsigned slot = 0; slot < WIRE_PROGRAMS; slot++) {
 		const struct program *prog = &programs[slot];
-		char kinds[64] = "", users[96] = "";
+		char kinds[8 * WIRE_PROGRAM_MAX_AGGS + 8] = "", users[96] = "";
 		size_t k = 0, u = 0;
 		if (!prog->installed)
 			continue;
 		n++;
 		for (unsigned a = 0; a < prog->head.naggs; a++)
 			k += ksnprintf(kinds + k, k < sizeof kinds ? sizeof kinds - k : 0,
-				       "%s%u", a ? "," : "", prog->head.agg_kind[a]);
+				       "%s%s", a ? "," : "",
+				       program_agg_kind(prog->head.agg_kind[a]));
 		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 			if (tracer_probes[i].state != PROBE_FREE &&
 			    probe_gates[i].program == prog)

@@ -52,7 +52,7 @@ static unsigned kind_fed_by(const char *mnemonic)
 	return 0;
 }
 
-static const char *kind_name(unsigned kind)
+const char *program_agg_kind(unsigned kind)
 {
 	for (unsigned k = 0; k < NAGG_KINDS; k++)
 		if (agg_kinds[k].kind == kind)
@@ -170,7 +170,7 @@ static bool check_agg(struct checking *c, const struct wire_rpn_insn *i,
 	unsigned fed = kind_fed_by(ops[i->op].mnemonic);
 	if (c->head->agg_kind[agg] != fed) {
 		ksnprintf(what, size, "aggregation %u is declared %s", agg,
-			  kind_name(c->head->agg_kind[agg]));
+			  program_agg_kind(c->head->agg_kind[agg]));
 		return false;
 	}
 	if (i->a > WIRE_AGG_MAX_KEYS) {
@@ -280,7 +280,7 @@ int program_validate(const void *bytes, size_t n, char *why, size_t why_size)
 		return -1;
 	}
 	for (unsigned a = 0; a < head.naggs; a++) {
-		if (!kind_name(head.agg_kind[a])) {
+		if (!program_agg_kind(head.agg_kind[a])) {
 			ksnprintf(why, why_size, "aggregation %u: no kind %u", a,
 				  head.agg_kind[a]);
 			return -1;

@@ -61,8 +61,10 @@ unsigned program_staged(unsigned slot);
 /* 0 if bytes[0..n) is a program the interpreter may run; else -1 with
  * why = "instruction N (mnemonic): what" or, for the header, "what". */
 int program_validate(const void *bytes, size_t n, char *why, size_t why_size);
-/* An operation's mnemonic (wire.h WIRE_RPN_OPS), or 0 if op is none. */
+/* An operation's mnemonic (wire.h WIRE_RPN_OPS), or 0 if op is none; an
+ * aggregation kind's word (WIRE_AGG_KINDS: its feeding operation's), or 0. */
 const char *program_mnemonic(unsigned op);
+const char *program_agg_kind(unsigned kind);
 
 /* ---- the interpreter (program_run.c) ---- */
 
