@@ -47,6 +47,7 @@ struct tracer_cpu {
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  fired, recorded, dropped, sent;
+	uint64_t           marks;      /* of recorded, DROPS records */
 	/* Lost since the last record written, not yet marked (DROPS). */
 	uint32_t           lost;
 	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
@@ -70,7 +71,7 @@ uint64_t tracer_recorded_count(void)
 {
 	uint64_t n = 0;
 	for (unsigned c = 0; c < cpu_count(); c++)
-		n += tcpu[c].recorded;
+		n += tcpu[c].recorded - tcpu[c].marks;
 	return n;
 }
 static volatile bool draining_paused;
@@ -119,6 +120,7 @@ static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned ki
 		};
 		if (!put(t, WIRE_EVENT_DROPS, me, WIRE_NO_PROBE, mark, WIRE_DROPS_NWORDS))
 			goto lose;
+		t->marks++;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}
@@ -262,7 +264,7 @@ void buffer_reset_counters(void)
 {
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
-		t->fired = t->recorded = t->dropped = t->sent = 0;
+		t->fired = t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}

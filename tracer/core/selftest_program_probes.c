@@ -260,6 +260,7 @@ static void selftest_program_probes(void)
 	regs[2 * TARCH_NREGISTERS] = INSN(ABORT, 0, 0, 0);
 
 	report_prefix_push("probes");
+	tracer_flush();             /* room in the buffers for every record counted */
 	install(P_FAULT, faults, NINSNS(faults));
 	install(P_LOG, logs, NINSNS(logs));
 	install(P_REGS, regs, NINSNS(regs));

@@ -109,8 +109,9 @@ void tracer_fire(const struct probe *p, unsigned kind,
 		 const struct tarch_context *ctx);
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
-/* Probe firings counted so far, and records written, all CPUs (self-tests
- * compare them with the executions they expect). */
+/* Probe firings counted so far, and records written for probes (DROPS
+ * records not counted), all CPUs (self-tests compare them with the
+ * executions they expect). */
 uint64_t tracer_fired_count(void);
 uint64_t tracer_recorded_count(void);
 /* Read size bytes (1, 2, 4 or 8 where a word has 8) at addr into *value,
