@@ -1,6 +1,7 @@
 /*
  * selftest.c — report(), running the registered self-tests (selftest.h),
- * and the arch-neutral ones of the core.
+ * and the arch-neutral ones of the core (formatting, the serial loopback,
+ * the timer, trap_try's nesting).
  *
  * Lines read "PASS: area: sub: what" / "FAIL: ...". The prefix stack is a
  * fixed array of pointers (no allocation), the counters are plain, and the
@@ -12,8 +13,10 @@
 #include "arch.h"
 #include "console.h"
 #include "kstring.h"
+#include "mm.h"
 #include "serial.h"
 #include "timer.h"
+#include "trap.h"
 
 #define MAX_PREFIXES 8
 
@@ -123,9 +126,57 @@ static void test_timer(void)
 	}
 }
 
+/* trap_try nests: a try inside a try catches its own trap, and the outer
+ * one catches again once the inner has returned (a probe program reads
+ * memory with a try of its own inside a self-test's). */
+struct nesting {
+	bool      inner_caught, inner_clean, reached_end;
+	uintptr_t inner_addr;
+};
+
+static void read_word_at(void *addr)
+{
+	(void)*(volatile unsigned long *)addr;
+}
+
+static void nothing(void *arg)
+{
+	(void)arg;
+}
+
+static void try_inside_try(void *arg)
+{
+	volatile struct nesting *n = arg;    /* stored before the fault below */
+	struct caught_trap c = { 0 };
+	void *hole = (void *)mm_unmapped_probe_addr;
+
+	n->inner_caught = trap_try(read_word_at, hole, &c);
+	n->inner_addr = c.fault_addr;
+	n->inner_clean = !trap_try(nothing, 0, &c);
+	read_word_at(hole);                  /* the outer try's to catch */
+	n->reached_end = true;
+}
+
+static void test_trap_nesting(void)
+{
+	struct nesting n = { 0 };
+	struct caught_trap c = { 0 };
+	uintptr_t hole = mm_unmapped_probe_addr;
+
+	bool outer = trap_try(try_inside_try, &n, &c);
+	report(n.inner_caught && n.inner_addr == hole, "an inner try catches its "
+	       "own fault (at 0x%lx, want 0x%lx)", (unsigned long)n.inner_addr,
+	       (unsigned long)hole);
+	report(n.inner_clean, "an inner try that does not trap returns false");
+	report(outer && !n.reached_end && c.fault_addr == hole, "the outer try "
+	       "catches the next fault once the inner ones returned (at 0x%lx)",
+	       (unsigned long)c.fault_addr);
+}
+
 SELFTEST(100, "core", test_format);
 SELFTEST(110, "serial", test_serial);
 SELFTEST(120, "timer", test_timer);
+SELFTEST(130, "trap_try", test_trap_nesting);
 
 /* One self-test under its area's prefix. Not inlined, so the tests run as
  * deep in the stack as they always have: sparc64's window tests count the

@@ -16,9 +16,11 @@
  * a call per hook, no search.
  *
  * trap_try(fn, arg, &caught) runs fn(arg). If fn raises a trap, the arch's
- * trap handler asks trap_try_intercept() whether a try is active on this
- * CPU; if so it fills the record and resumes execution at the landing pad
- * returned, which longjmps back into trap_try, and trap_try returns true.
+ * trap handler asks trap_try_intercept() whether a try is active in this
+ * thread; if so it fills the record and resumes execution at the landing
+ * pad returned, which longjmps back into trap_try, and trap_try returns
+ * true. Tries nest: the innermost catches, and the outer one is active
+ * again once it returns.
  * Traps with no active try go to the arch's unexpected-trap dump, which
  * exits with EXIT_UNEXPECTED_TRAP. Interrupts are not traps here: the arch
  * never offers them for catching.

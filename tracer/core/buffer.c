@@ -22,12 +22,15 @@
  *
  * The drain thread copies records of one CPU into an EVENTS frame (up to
  * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
+ * Once a tick it also disarms the probes past their maximum hit count
+ * (gate.c), which the fire path cannot do itself.
  */
 #include "buffer.h"
 #include "arch.h"
 #include "atomic.h"
 #include "console.h"
 #include "cpu.h"
+#include "gate.h"
 #include "kstring.h"
 #include "link.h"
 #include "mm.h"
@@ -44,6 +47,7 @@ struct tracer_cpu {
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  fired, recorded, dropped, sent;
+	uint64_t           marks;      /* of recorded, DROPS records */
 	/* Lost since the last record written, not yet marked (DROPS). */
 	uint32_t           lost;
 	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
@@ -60,6 +64,14 @@ uint64_t tracer_fired_count(void)
 	uint64_t n = 0;
 	for (unsigned c = 0; c < cpu_count(); c++)
 		n += tcpu[c].fired;
+	return n;
+}
+
+uint64_t tracer_recorded_count(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tcpu[c].recorded - tcpu[c].marks;
 	return n;
 }
 static volatile bool draining_paused;
@@ -108,6 +120,7 @@ static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned ki
 		};
 		if (!put(t, WIRE_EVENT_DROPS, me, WIRE_NO_PROBE, mark, WIRE_DROPS_NWORDS))
 			goto lose;
+		t->marks++;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}
@@ -121,12 +134,17 @@ lose:
 }
 
 void tracer_fire(const struct probe *p, unsigned kind,
-		 const unsigned long *words, unsigned nwords)
+		 const unsigned long *words, unsigned nwords,
+		 const struct tarch_context *ctx)
 {
 	struct tracer_cpu *t = &tcpu[this_cpu()->id];
 	t->fired++;
 	/* p is tracer_probes[p->id]; the table itself is writable. */
-	atomic_fetch_add(&tracer_probes[p->id].hits, 1);
+	unsigned long hit = atomic_fetch_add(&tracer_probes[p->id].hits, 1) + 1;
+	/* A program, a pass or a maximum: gate.c's, the one test it costs a
+	 * probe with none. */
+	if (p->gated && !gate_fire(p, hit, ctx))
+		return;
 	switch (p->action) {
 	case TRACER_ACTION_NULL:
 		return;
@@ -199,6 +217,7 @@ static void drain_thread(void *arg)
 	(void)arg;
 	for (;;) {
 		unsigned sent = 0;
+		gate_reap();            /* spent probes: disarmed here, not firing */
 		if (!draining_paused)
 			for (unsigned c = 0; c < cpu_count(); c++)
 				sent += drain_one(c);
@@ -245,7 +264,7 @@ void buffer_reset_counters(void)
 {
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
-		t->fired = t->recorded = t->dropped = t->sent = 0;
+		t->fired = t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}

@@ -1,6 +1,6 @@
 /*
- * commands.c — the tracer's commands on the serial line: `probe` and
- * `trace`.
+ * commands.c — the tracer's commands on the serial line: `probe`, `trace`
+ * and `program`.
  *
  * Both register with the kernel's command loop through COMMAND()
  * (command.h), so the kernel never names the tracer. Each is a table of
@@ -10,17 +10,21 @@
  * command_reply(); it changes nothing unless every argument is good (a
  * list of probe ids is checked whole before the first is touched).
  *
- * The work itself is probe.c's (the probe table, add, arm, settle, clear)
- * and buffer.c's (the per-CPU buffers); commands run one at a time in the
- * command loop's thread, as probe.c assumes.
+ * The work itself is probe.c's (the probe table, add, arm, settle, clear),
+ * buffer.c's (the per-CPU buffers), program.c's (program slots), gate.c's
+ * (what a probe runs, how often, the per-probe counts) and aggregate.c's;
+ * commands run one at a time in the command loop's thread.
  */
+#include "aggregate.h"
 #include "arch.h"
 #include "buffer.h"
 #include "command.h"
 #include "console.h"
 #include "cpu.h"
 #include "kstring.h"
+#include "gate.h"
 #include "mm.h"
+#include "program.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "wire.h"
@@ -73,6 +77,31 @@ static int on_off(const char *s)
 {
 	return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1;
 }
+
+/* argv[2..argc-2] as probe ids, or "all" for every probe added, into ids
+ * (checked whole: any bad one and nothing is returned). Returns
+ * WIRE_REPLY_OK with *n set, or the status of the reply made. */
+static int probe_ids(int argc, char **argv, unsigned *ids, unsigned *n,
+		     struct command_reply *r)
+{
+	*n = 0;
+	if (argc == 4 && strcmp(argv[2], "all") == 0) {
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+			if (tracer_probes[i].state != PROBE_FREE)
+				ids[(*n)++] = i;
+		return WIRE_REPLY_OK;
+	}
+	for (int i = 2; i < argc - 1; i++, (*n)++) {
+		if (!parse_id(argv[i], &ids[*n]))
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "\"%s\": not a probe id", argv[i]);
+		if (tracer_probes[ids[*n]].state == PROBE_FREE)
+			return command_reply(r, WIRE_REPLY_FAILED, "no probe %u", ids[*n]);
+	}
+	return WIRE_REPLY_OK;
+}
+
+static unsigned id_list[TRACER_MAX_PROBES];
 
 /* ---- probe ---- */
 
@@ -237,6 +266,60 @@ static int probe_action(const struct subcommand *s, int argc, char **argv,
 			     tracer_action_names[action]);
 }
 
+/* probe program all|ID... SLOT|none: what the probes run instead of their
+ * action; any time, even enabled (gate.c says why) */
+static int probe_program(const struct subcommand *s, int argc, char **argv,
+			 struct command_reply *r)
+{
+	uint64_t v = 0;
+	unsigned n;
+	char why[128];
+	bool none = argc >= 4 && strcmp(argv[argc - 1], "none") == 0;
+
+	if (argc < 4 || (!none && (!parse_u64(argv[argc - 1], &v) || v >= WIRE_PROGRAMS)))
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: probe program "
+				     "all|ID... SLOT|none, SLOT < %u", WIRE_PROGRAMS);
+	int slot = none ? -1 : (int)v;
+	if (!none && !programs[slot].installed)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: slot %d holds no "
+				     "program (program check)", slot);
+	int status = probe_ids(argc, argv, id_list, &n, r);
+	if (status != WIRE_REPLY_OK)
+		return status;
+	for (unsigned i = 0; i < n; i++)
+		if (tracer_probe_program(id_list[i], slot, why, sizeof why) != 0)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	if (none)
+		return command_reply(r, WIRE_REPLY_OK, "%u probes: no program", n);
+	return command_reply(r, WIRE_REPLY_OK, "%u probes: program %d", n, slot);
+}
+
+/* probe pass all|ID... N and probe maxhits all|ID... N (0: no limit) */
+static int probe_count_limit(const struct subcommand *s, int argc, char **argv,
+			     struct command_reply *r)
+{
+	bool pass = strcmp(s->name, "pass") == 0;
+	uint64_t v;
+	unsigned n;
+	char why[128];
+
+	if (argc < 4 || !parse_u64(argv[argc - 1], &v) ||
+	    (pass && v > UINT32_MAX) || (unsigned long)v != v)
+		return usage_of(s, argv, r);
+	int status = probe_ids(argc, argv, id_list, &n, r);
+	if (status != WIRE_REPLY_OK)
+		return status;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = pass ? tracer_probe_pass(id_list[i], (uint32_t)v, why, sizeof why)
+			      : tracer_probe_maxhits(id_list[i], (unsigned long)v, why,
+						     sizeof why);
+		if (rc != 0)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%u probes: %s %llu", n, s->name,
+			     (unsigned long long)v);
+}
+
 /* probe hooks on|off */
 static int probe_hooks(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
@@ -270,11 +353,17 @@ static int probe_list(const struct subcommand *s, int argc, char **argv,
 		const struct probe *p = &tracer_probes[i];
 		if (p->state == PROBE_FREE)
 			continue;
-		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu\n",
+		const struct probe_gate *g = &probe_gates[i];
+		char program[16] = "none";
+		if (g->program)
+			ksnprintf(program, sizeof program, "%u", g->program->slot);
+		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu"
+			" program=%s pass=%u maxhits=%lu runs=%lu faults=%lu over=%lu\n",
 			p->id, (unsigned long)p->addr, tracer_probe_kind_word(p->kind),
 			probe_state_names[p->state], p->nargs,
 			tarch_mechanisms[p->mechanism].name,
-			tracer_action_names[p->action], p->hits);
+			tracer_action_names[p->action], p->hits, program,
+			(unsigned)g->pass, g->maxhits, g->runs, g->faults, g->over);
 	}
 	return command_reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mechanism %s%s",
 			     tracer_probes_added(), tracer_probes_enabled(),
@@ -298,6 +387,9 @@ static const struct subcommand probe_subcommands[] = {
 	{ "mechanism", "[NAME]",                       probe_mechanism },
 	{ "mode",      0,                              probe_mechanism },
 	{ "action",    "all|ID... record|sum|null",    probe_action },
+	{ "program",   "all|ID... SLOT|none",          probe_program },
+	{ "pass",      "all|ID... N",                  probe_count_limit },
+	{ "maxhits",   "all|ID... N",                  probe_count_limit },
 	{ "hooks",     "on|off",                       probe_hooks },
 	{ "check",     "on|off",                       probe_check },
 	{ "list",      "",                             probe_list },
@@ -319,28 +411,48 @@ COMMAND(probe) = {
 
 /* ---- trace ---- */
 
-/* trace flush: every record written so far is sent, then the STATS */
+/* trace flush: every record written so far is sent, then the STATS, the
+ * per-probe counts (PROBES) and the aggregations (AGGS) */
 static int trace_flush(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
 {
+	unsigned entries;
+	unsigned long dropped;
 	if (argc != 2)
 		return usage_of(s, argv, r);
 	buffer_flush();
 	buffer_send_stats();
+	gate_send_counts();
+	agg_send(&entries, &dropped);
 	return command_reply(r, WIRE_REPLY_OK, "flushed");
 }
 
-/* trace stats: a STATS frame per CPU */
+/* trace stats: a STATS frame per CPU, then the per-probe counts (PROBES) */
 static int trace_stats(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
 {
 	if (argc != 2)
 		return usage_of(s, argv, r);
 	buffer_send_stats();
+	gate_send_counts();
 	return command_reply(r, WIRE_REPLY_OK, "stats sent");
 }
 
-/* trace reset: zero every counter, with no probe enabled */
+/* trace aggregations: every CPU's aggregation entries (AGGS frames) */
+static int trace_aggregations(const struct subcommand *s, int argc, char **argv,
+			      struct command_reply *r)
+{
+	unsigned entries;
+	unsigned long dropped;
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	agg_send(&entries, &dropped);
+	return command_reply(r, WIRE_REPLY_OK, "aggregations: %u entries, %lu dropped",
+			     entries, dropped);
+}
+
+/* trace reset: zero every counter, the per-probe counts and the
+ * aggregations, with no probe enabled */
 static int trace_reset(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
 {
@@ -352,8 +464,8 @@ static int trace_reset(const struct subcommand *s, int argc, char **argv,
 	tracer_sync_cpus();
 	buffer_flush();
 	buffer_reset_counters();
-	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
-		tracer_probes[i].hits = 0;
+	gate_reset_counts();
+	agg_clear(-1);
 	return command_reply(r, WIRE_REPLY_OK, "counters reset");
 }
 
@@ -388,6 +500,7 @@ static int trace_buffer(const struct subcommand *s, int argc, char **argv,
 static const struct subcommand trace_subcommands[] = {
 	{ "flush",  "",        trace_flush },
 	{ "stats",  "",        trace_stats },
+	{ "aggregations", "",  trace_aggregations },
 	{ "reset",  "",        trace_reset },
 	{ "buffer", "[BYTES]", trace_buffer },
 };
@@ -403,4 +516,112 @@ static int cmd_trace(int argc, char **argv, const char *rest, struct command_rep
 COMMAND(trace) = {
 	"trace", "trace SUBCOMMAND ...: the trace buffers (`trace`: usage)",
 	cmd_trace,
+};
+
+/* ---- program ---- */
+
+/* program load SLOT OFFSET HEX: bytes into the slot's staging buffer */
+static int program_load_cmd(const struct subcommand *s, int argc, char **argv,
+			    struct command_reply *r)
+{
+	uint64_t slot, offset;
+	char why[128];
+	if (argc != 5 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &offset) ||
+	    slot >= WIRE_PROGRAMS || offset >= PROGRAM_MAX_BYTES)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program load SLOT "
+				     "OFFSET HEX, SLOT < %u, OFFSET < %zu", WIRE_PROGRAMS,
+				     PROGRAM_MAX_BYTES);
+	if (program_load((unsigned)slot, (unsigned long)offset, argv[4], why,
+			 sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "%s", why);
+	return command_reply(r, WIRE_REPLY_OK, "slot %u: %zu bytes at %llu, %u staged",
+			     (unsigned)slot, strlen(argv[4]) / 2,
+			     (unsigned long long)offset, program_staged((unsigned)slot));
+}
+
+/* program check SLOT BYTES: validate the staged bytes and install them */
+static int program_check_cmd(const struct subcommand *s, int argc, char **argv,
+			     struct command_reply *r)
+{
+	uint64_t slot, bytes;
+	char why[160];
+	if (argc != 4 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &bytes) ||
+	    slot >= WIRE_PROGRAMS)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program check SLOT "
+				     "BYTES, SLOT < %u", WIRE_PROGRAMS);
+	if ((unsigned long)bytes != bytes)
+		bytes = PROGRAM_MAX_BYTES + 1;  /* refused below as too long */
+	if (program_install((unsigned)slot, (unsigned long)bytes, why, sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	const struct wire_program *h = &programs[slot].head;
+	return command_reply(r, WIRE_REPLY_OK, "slot %u: %u instructions, %u "
+			     "aggregations, major %u minor %u", (unsigned)slot,
+			     h->ninsns, h->naggs, h->major, h->minor);
+}
+
+/* program clear [SLOT]: one slot, or every slot and the globals */
+static int program_clear_cmd(const struct subcommand *s, int argc, char **argv,
+			     struct command_reply *r)
+{
+	uint64_t slot = 0;
+	char why[128];
+	if (argc > 3 || (argc == 3 && (!parse_u64(argv[2], &slot) ||
+				       slot >= WIRE_PROGRAMS)))
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program clear "
+				     "[SLOT], SLOT < %u", WIRE_PROGRAMS);
+	if (program_clear(argc == 3 ? (int)slot : -1, why, sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	if (argc == 3)
+		return command_reply(r, WIRE_REPLY_OK, "slot %u cleared", (unsigned)slot);
+	return command_reply(r, WIRE_REPLY_OK, "every slot cleared, globals zeroed");
+}
+
+/* program list: a TEXT line per installed program, the count in the reply */
+static int program_list_cmd(const struct subcommand *s, int argc, char **argv,
+			    struct command_reply *r)
+{
+	unsigned n = 0;
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	for (unsigned slot = 0; slot < WIRE_PROGRAMS; slot++) {
+		const struct program *prog = &programs[slot];
+		char kinds[8 * WIRE_PROGRAM_MAX_AGGS + 8] = "", users[96] = "";
+		size_t k = 0, u = 0;
+		if (!prog->installed)
+			continue;
+		n++;
+		for (unsigned a = 0; a < prog->head.naggs; a++)
+			k += ksnprintf(kinds + k, k < sizeof kinds ? sizeof kinds - k : 0,
+				       "%s%s", a ? "," : "",
+				       program_agg_kind(prog->head.agg_kind[a]));
+		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
+			if (tracer_probes[i].state != PROBE_FREE &&
+			    probe_gates[i].program == prog)
+				u += ksnprintf(users + u, u < sizeof users ? sizeof users - u : 0,
+					       "%s%u", u ? "," : "", i);
+		kprintf("program %u insns=%u major=%u minor=%u aggs=%s probes=%s\n", slot,
+			prog->head.ninsns, prog->head.major, prog->head.minor,
+			k ? kinds : "none", u ? users : "none");
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%u programs installed", n);
+}
+
+static const struct subcommand program_subcommands[] = {
+	{ "load",  "SLOT OFFSET HEX", program_load_cmd },
+	{ "check", "SLOT BYTES",      program_check_cmd },
+	{ "clear", "[SLOT]",          program_clear_cmd },
+	{ "list",  "",                program_list_cmd },
+};
+
+static int cmd_program(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	return dispatch(program_subcommands,
+			sizeof program_subcommands / sizeof program_subcommands[0],
+			argc, argv, r);
+}
+
+COMMAND(program) = {
+	"program", "program SUBCOMMAND ...: load, check and list probe programs "
+	"(`program`: usage)", cmd_program,
 };

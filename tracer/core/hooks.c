@@ -14,6 +14,10 @@
  * the arguments or the return value portably, so those words are 0: the
  * records have the same size and count, which is what the bench compares.
  * A function with no probe at its address costs the hook a lookup only.
+ * A probe program attached to the probe runs at each of those calls,
+ * entry and exit alike, with no trapped context: reading a register, an
+ * argument or the return value ends it as a fault (counted in the probe's
+ * faults); the rest of the language works.
  *
  * This file is tracer code (never instrumented, never probeable).
  */
@@ -50,7 +54,7 @@ static void hook(void *fn, unsigned kind)
 		n = WIRE_RETURN_VALUE + 1;
 	}
 	irqflags_t f = arch_irq_save();
-	tracer_fire(p, kind, w, n);
+	tracer_fire(p, kind, w, n, 0);      /* no trapped context */
 	arch_irq_restore(f);
 }
 

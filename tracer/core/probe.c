@@ -16,9 +16,16 @@
  *
  * Refusals name their reason, e.g. "refused: 0x00101234 is code of the
  * tracer or trap path", and change nothing.
+ *
+ * The drain thread also changes the table: it disables spent probes
+ * (gate.c). So every call here that changes it holds the table's lock
+ * (tracer.h) for its duration — set and settle each whole, which is what
+ * keeps settle's guarantee when the two threads interleave: a store made
+ * by a set is followed by some settle whose first sync comes after it.
  */
 #include "tracer.h"
 #include "arch.h"
+#include "atomic.h"
 #include "buffer.h"
 #include "console.h"
 #include "cpu.h"
@@ -26,6 +33,7 @@
 #include "kstring.h"
 #include "mm.h"
 #include "notrace.h"
+#include "thread.h"
 #include "tracer_arch.h"
 #include "wire.h"
 
@@ -40,6 +48,37 @@ static unsigned probes_added, probes_enabled;
 static uint8_t **text_alias;         /* one writable alias per text page */
 
 #define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+/* The table's lock: the thread holding it (0: none) and how often. */
+static volatile unsigned long lock_owner;
+static unsigned lock_depth;
+
+bool tracer_trylock(void)
+{
+	unsigned long me = (unsigned long)(uintptr_t)thread_current();
+	if (lock_owner == me) {
+		lock_depth++;
+		return true;
+	}
+	if (atomic_cas(&lock_owner, 0, me) != 0)
+		return false;
+	lock_depth = 1;
+	return true;
+}
+
+void tracer_lock(void)
+{
+	while (!tracer_trylock())
+		thread_sleep(1);
+}
+
+void tracer_unlock(void)
+{
+	if (--lock_depth)
+		return;
+	compiler_barrier();
+	lock_owner = 0;
+}
 
 static unsigned hash_of(uintptr_t addr)
 {
@@ -118,6 +157,7 @@ void tracer_sync_cpus(void)
  * store changes nothing. */
 void tracer_settle(void)
 {
+	tracer_lock();
 	tracer_sync_cpus();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
@@ -130,6 +170,7 @@ void tracer_settle(void)
 			tarch_disarm(p);
 	}
 	tracer_sync_cpus();
+	tracer_unlock();
 }
 
 /* The kinds a probe is added as, with their command words (wire.h). */
@@ -174,7 +215,7 @@ const char *const tracer_action_names[TRACER_NACTIONS] = {
 	[TRACER_ACTION_NULL]   = "null",
 };
 
-int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
+static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size)
 {
 	if (id >= TRACER_MAX_PROBES || nargs > TRACER_MAX_ARGS ||
@@ -219,6 +260,8 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
 	p->hits = 0;
+	p->gated = 0;
+	probe_gates[id] = (struct probe_gate){ 0 };
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
 	unsigned i = hash_of(a);
@@ -229,7 +272,16 @@ int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	return 0;
 }
 
-int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
+int tracer_probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
+		     char *why, size_t why_size)
+{
+	tracer_lock();
+	int rc = probe_add(id, a, kind, nargs, why, why_size);
+	tracer_unlock();
+	return rc;
+}
+
+static int probe_set(unsigned id, bool enable, char *why, size_t why_size)
 {
 	if (id >= TRACER_MAX_PROBES || tracer_probes[id].state == PROBE_FREE) {
 		ksnprintf(why, why_size, "no probe %u", id);
@@ -260,6 +312,14 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
 	return 0;
 }
 
+int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
+{
+	tracer_lock();
+	int rc = probe_set(id, enable, why, why_size);
+	tracer_unlock();
+	return rc;
+}
+
 int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size)
 {
 	if (id >= TRACER_MAX_PROBES || tracer_probes[id].state == PROBE_FREE) {
@@ -278,10 +338,12 @@ int tracer_set_mechanism(const char *name)
 {
 	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
 		if (strcmp(name, tarch_mechanisms[m].name) == 0) {
-			if (probes_enabled)
-				return -2;
-			tracer_mechanism = m;
-			return 0;
+			tracer_lock();
+			int rc = probes_enabled ? -2 : 0;
+			if (!rc)
+				tracer_mechanism = m;
+			tracer_unlock();
+			return rc;
 		}
 	}
 	return -1;
@@ -290,6 +352,7 @@ int tracer_set_mechanism(const char *name)
 unsigned tracer_clear(void)
 {
 	char why[64];
+	tracer_lock();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state == PROBE_ENABLED)
 			tracer_probe_set(i, false, why, sizeof why);
@@ -302,6 +365,7 @@ unsigned tracer_clear(void)
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		tracer_probes[i].state = PROBE_FREE;
 	probes_added = 0;
+	tracer_unlock();
 	return n;
 }
 

@@ -16,7 +16,10 @@
  * The fire path (the arch's trap hook, trap.h) looks the probe up by
  * address (lock-free: entries are published before the trap is written and
  * removed only by clear), records into this CPU's buffer (buffer.c), and
- * emulates.
+ * emulates. A probe may instead run a probe program (program.h) on the
+ * trapped context, every `pass`th hit, for at most `maxhits` hits (gate.c,
+ * struct probe_gate); the fire path tests one field, `gated`, to know
+ * whether any of that applies.
  *
  * Everything here is arch-neutral; the arch supplies struct tarch_site and
  * the functions of tracer_arch.h.
@@ -34,6 +37,12 @@
 #define TRACER_MAX_ARGS   WIRE_MAX_ARGS
 
 enum probe_state { PROBE_FREE, PROBE_DISABLED, PROBE_ENABLED };
+
+struct program;
+/* A firing's trapped context as the arch's fire path knows it, opaque to
+ * the core: probe programs read registers, arguments and the return value
+ * through tracer_arch.h. NULL where there is none (hooks.c). */
+struct tarch_context;
 
 /* What a firing does besides being counted and emulated (`probe action`):
  * RECORD appends its record to the CPU's buffer (the default); SUM adds
@@ -55,13 +64,31 @@ struct probe {
 	uint8_t            mechanism; /* it was armed with: tarch_mechanisms[] index */
 	uint8_t            unsettled; /* stored to since tracer_settle() */
 	volatile uint8_t   action;    /* enum tracer_action */
+	/* Nonzero when its probe_gates[] row has a program or a maxhits:
+	 * the fire path's one test before it does the action (gate.c). */
+	volatile uint8_t   gated;
 	struct tarch_site  site;      /* the decoded original instruction */
 	/* Firings of this probe on all CPUs since it was added or the last
 	 * `trace reset` (tracer_fire; `probe list` and the debugger read it). */
 	volatile unsigned long hits;
 };
 
+/* What a gated probe does at a firing, and what came of it (gate.c;
+ * `probe program|pass|maxhits`), in a table beside tracer_probes[] so that
+ * a probe with none of it carries no more than `gated`: the program that
+ * runs instead of the action (NULL: none), on hits that are multiples of
+ * pass (0 and 1: every hit); hits past maxhits (0: no limit) do nothing
+ * but count in over. Of the hits: runs of the program, runs a fault
+ * ended, hits past maxhits. probe_gates[N] is probe N's. */
+struct probe_gate {
+	const struct program *volatile program;
+	volatile uint32_t      pass;
+	volatile unsigned long maxhits;
+	volatile unsigned long runs, faults, over;
+};
+
 extern struct probe tracer_probes[TRACER_MAX_PROBES];
+extern struct probe_gate probe_gates[TRACER_MAX_PROBES];
 
 /* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
  * if kind is not one a probe is added as; a word's kind, or -1; and every
@@ -75,22 +102,42 @@ size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
 /* Fire path: the probe at addr, or 0. Lock-free. */
 struct probe *tracer_lookup(uintptr_t addr);
 /* Fire path, interrupts masked: count a firing of p on this CPU and
- * do its action (append its record, by default); tracer_record appends a
- * further record (CHECK). */
+ * do its action (append its record, by default) or run its program on
+ * ctx; tracer_record appends a further record (CHECK, LOG). */
 void tracer_fire(const struct probe *p, unsigned kind,
-		 const unsigned long *words, unsigned nwords);
+		 const unsigned long *words, unsigned nwords,
+		 const struct tarch_context *ctx);
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
-/* Probe firings counted so far, all CPUs (self-tests compare it with the
+/* Probe firings counted so far, and records written for probes (DROPS
+ * records not counted), all CPUs (self-tests compare them with the
  * executions they expect). */
 uint64_t tracer_fired_count(void);
+uint64_t tracer_recorded_count(void);
+/* Read size bytes (1, 2, 4 or 8 where a word has 8) at addr into *value,
+ * or return false if reading faulted — through trap_try, so any address
+ * is safe to try, from the fire path too (peek.c). */
+bool tracer_read(uintptr_t addr, unsigned size, unsigned long *value);
+/* Copy up to n bytes from src to dst, stopping after a NUL if string;
+ * the bytes copied, or -1 with *fault the first address that could not
+ * be read (peek.c). */
+long tracer_copy(void *dst, uintptr_t src, unsigned long n, bool string,
+		 uintptr_t *fault);
 /* Check mode is on: the arch records a CHECK event for each emulation. */
 extern volatile bool tracer_check_mode;
 /* The run's mechanism (index into tarch_mechanisms[], mechanism.h). */
 extern volatile unsigned tracer_mechanism;
 
 /* The kernel's own interface (the commands below and in-guest tests). The
- * reason of a refusal goes to why. */
+ * reason of a refusal goes to why. Every call that changes the probe
+ * table takes the table's lock for its duration: changes come from the
+ * command loop's thread and from the drain thread, which disables spent
+ * probes (gate.c). It is recursive in a thread, never taken by the fire
+ * path, and its waiters sleep (holders make IPIs); tracer_trylock takes
+ * it only if that needs no wait. */
+void tracer_lock(void);
+bool tracer_trylock(void);
+void tracer_unlock(void);
 int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size);
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
@@ -99,6 +146,13 @@ int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
 void tracer_settle(void);
 /* Set probe id's action (enum tracer_action); any time, even enabled. */
 int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size);
+/* Probe id runs the program installed in slot (-1: none) / every pass-th
+ * hit / at most maxhits hits (0: no limit); any time, even enabled: a
+ * firing reads each once (gate.c). */
+int tracer_probe_program(unsigned id, int slot, char *why, size_t why_size);
+int tracer_probe_pass(unsigned id, uint32_t pass, char *why, size_t why_size);
+int tracer_probe_maxhits(unsigned id, unsigned long maxhits, char *why,
+			 size_t why_size);
 /* Pick the run's mechanism by its name: 0; -1 if there is no such
  * mechanism; -2 while probes are enabled. */
 int tracer_set_mechanism(const char *name);

@@ -14,6 +14,10 @@
  * the emulating ones (int3 and ud2's #UD on i386 — not illumos' LOCK
  * prefix, which QEMU's TCG executes anyway, fbt.c; ILLTRAP on sparc64) and
  * the lossy baselines of the seeds (single-step in situ, shell game).
+ *
+ * The fire path hands tracer_fire a struct tarch_context of its own
+ * making — what it knows of the trapped state — and the tarch_context_*
+ * functions read it back for probe programs.
  */
 #ifndef TRACER_ARCH_H
 #define TRACER_ARCH_H
@@ -42,6 +46,47 @@ bool tarch_can_arm(const struct probe *p, const char **why);
 void tarch_arm(struct probe *p);
 void tarch_disarm(struct probe *p);
 void tracer_sync_cpus(void);
+
+/* What a probe program reads of a firing's trapped context (program_run.c),
+ * ctx being what the arch's fire path passed to tracer_fire for p (never
+ * NULL here: with no context the program ends as on a fault before asking).
+ * reg is a TARCH_REGISTERS number (tarch/registers.h), below
+ * TARCH_NREGISTERS; the registers are those of the trapped context as the
+ * probed instruction was about to run it. arg n is argument n as the
+ * caller passed it, at an entry probe; retval the value the caller will
+ * see returned, at a return probe. Each returns false when the context has
+ * no such value — an argument away from an entry, a return value away
+ * from a return, a stack word that cannot be read — and the program then
+ * ends as on a fault. */
+bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned reg, unsigned long *value);
+bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned n, unsigned long *value);
+bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
+			  unsigned long *value);
+
+/* For the self-test of what programs read (tracer/core/
+ * selftest_program_context.c): tarch_context_call(TARCH_CONTEXT_X) runs
+ * the arch's code with probe sites (tracer/arch/<arch>/
+ * selftest_program_sites.S), setting registers to known values on the
+ * way, and returns tarch_context_answer. Each row of the table puts a
+ * probe of its kind at its site and a program that pushes one word with
+ * its instructions: the word must be `want` — or, for a row that faults,
+ * reading it must end the run as a fault. */
+#define TARCH_CONTEXT_X 41
+struct tarch_context_check {
+	const char          *what;
+	const void          *site;
+	uint8_t              kind;         /* WIRE_EVENT_ENTRY / RETURN */
+	bool                 faults;
+	uint8_t              nread;
+	struct wire_rpn_insn read[4];
+	unsigned long        want;
+};
+extern const struct tarch_context_check tarch_context_checks[];
+extern const unsigned tarch_ncontext_checks;
+extern const unsigned long tarch_context_answer;
+unsigned long tarch_context_call(unsigned long x);
 
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;

@@ -267,7 +267,8 @@ struct wire_expect {
  * 4 or 8 bytes; 8 only where a word has 8), label (b: the index of a later
  * instruction), local / global (b: the variable), size,n (b: size, a:
  * how many items), agg,n (b: the aggregation, a: keys, at most
- * WIRE_AGG_MAX_KEYS). Binary operators pop b then a and push a OP b;
+ * WIRE_AGG_MAX_KEYS; the first key popped, the top, is key[0] of the
+ * entry). Binary operators pop b then a and push a OP b;
  * comparisons push 1 or 0; the *U ones and shr compare and shift unsigned. */
 #define WIRE_RPN_OPS(X) \
 	X(PUSH,     0x01, 0, 1, "push",     "imm",    "push the constant") \
@@ -369,11 +370,16 @@ struct wire_rpn_insn {
 
 /* AGGS frame: struct wire_aggs, then `count` entries, each a struct
  * wire_agg followed by `nbuckets` struct wire_agg_bucket. One frame per
- * CPU per WIRE_MAX_PAYLOAD; the host merges the CPUs' entries. */
+ * CPU per WIRE_MAX_PAYLOAD (at least one per CPU, for its `dropped`); the
+ * host merges the CPUs' entries. An entry keeps at most
+ * WIRE_AGG_MAX_BUCKETS buckets, so that it fits a frame whole; a value
+ * for a further bucket counts as dropped. */
+#define WIRE_AGG_MAX_BUCKETS    124
 struct wire_aggs {
 	uint16_t cpu;
 	uint16_t count;
-	uint32_t dropped;         /* entries that found no room on this CPU */
+	uint32_t dropped;         /* updates that found no room on this CPU (the
+				     same figure in each of its frames) */
 };
 
 struct wire_agg {
@@ -426,6 +432,9 @@ _Static_assert(sizeof(struct wire_aggs) == 8, "wire_aggs has padding");
 _Static_assert(sizeof(struct wire_agg) == 56, "wire_agg has padding");
 _Static_assert(sizeof(struct wire_agg_bucket) == 16, "wire_agg_bucket has padding");
 _Static_assert(sizeof(struct wire_probe_counts) == 40, "wire_probe_counts has padding");
+_Static_assert(sizeof(struct wire_aggs) + sizeof(struct wire_agg) +
+	       WIRE_AGG_MAX_BUCKETS * sizeof(struct wire_agg_bucket) <= WIRE_MAX_PAYLOAD,
+	       "an aggregation entry with all its buckets fits one frame");
 
 #define WIRE_PROBE_CHECK(name, value, meaning) \
 	_Static_assert(WIRE_EVENT_##name == value, "probe kind " #name " is its event kind");

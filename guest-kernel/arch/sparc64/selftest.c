@@ -209,7 +209,8 @@ static void test_tlb_pressure(void)
 	report(made == CODE_PAGES && ran == CODE_PAGES,
 	       "st_patch_target runs through %u aliases, each its own ITLB page", ran);
 
-	const uintptr_t base = 2ul << 20;     /* identity-mapped RAM past the kernel */
+	/* Identity-mapped RAM past the kernel (and its boot stack's guard). */
+	const uintptr_t base = ((uintptr_t)__kernel_end + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	for (unsigned i = 0; i < DATA_PAGES; i++)
 		(void)*(volatile uint64_t *)(base + i * PAGE_SIZE);
 	report(locked_trap_table_entries() == 4,

@@ -44,6 +44,13 @@
  * Every stack read the emulation makes is checked against the mapped
  * range first: an instruction whose native execution would fault makes the
  * kernel stop with a message naming the probe, not read garbage.
+ *
+ * A probe program (program.h) reads the trapped state through the
+ * tarch_context the fire path hands tracer_fire: the frame's registers
+ * by registers.h's numbers, the arguments on the stack at an entry site
+ * (fault-safely: a program may run at a probe whatever the stack), eax as
+ * the return value at a return site. It runs before the emulation, which
+ * a program's fault does not touch.
  */
 #include "arch.h"
 #include "arch/trapframe.h"
@@ -55,6 +62,7 @@
 #include "emulate.h"
 #include "mechanisms.h"
 #include "mm.h"
+#include "registers.h"
 #include "spinlock.h"
 #include "thread.h"
 #include "trap.h"
@@ -246,8 +254,59 @@ static void regs_words(const struct i386_regs *r, unsigned long *w)
 	w[I386_CHECK_EFLAGS] = r->eflags;
 }
 
+/* What a probe program reads of the trapped state (tracer_arch.h): the
+ * frame's registers, esp the interrupted stack pointer, eip the probed
+ * site (whatever EIP the trap left in the frame). */
+struct tarch_context {
+	const struct trapframe *tf;
+};
+
+#define REGISTER_ENUM(name, number, text) TREG_##name = number,
+enum { TARCH_REGISTERS(REGISTER_ENUM) };
+#undef REGISTER_ENUM
+
+bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned reg, unsigned long *value)
+{
+	const struct trapframe *tf = ctx->tf;
+	switch (reg) {
+	case TREG_EAX:    *value = tf->eax; return true;
+	case TREG_ECX:    *value = tf->ecx; return true;
+	case TREG_EDX:    *value = tf->edx; return true;
+	case TREG_EBX:    *value = tf->ebx; return true;
+	case TREG_ESP:    *value = trapframe_sp(tf); return true;
+	case TREG_EBP:    *value = tf->ebp; return true;
+	case TREG_ESI:    *value = tf->esi; return true;
+	case TREG_EDI:    *value = tf->edi; return true;
+	case TREG_EIP:    *value = p->addr; return true;
+	case TREG_EFLAGS: *value = tf->eflags; return true;
+	}
+	return false;
+}
+
+/* At an entry site [esp] is the return address and the arguments follow
+ * (cdecl), as record_fire reads them — but fault-safely. */
+bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned n, unsigned long *value)
+{
+	if (p->kind != WIRE_EVENT_ENTRY)
+		return false;
+	return tracer_read(trapframe_sp(ctx->tf) + 4 + 4 * n, 4, value);
+}
+
+/* At every return site (pop %ebp, leave, ret) the value is in eax. */
+bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
+			  unsigned long *value)
+{
+	if (p->kind != WIRE_EVENT_RETURN)
+		return false;
+	*value = ctx->tf->eax;
+	return true;
+}
+
 static void record_fire(const struct probe *p, const struct trapframe *tf)
 {
+	const struct tarch_context ctx = { tf };
 	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
 	uint32_t sp = trapframe_sp(tf);
 	unsigned n;
@@ -269,7 +328,7 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 		w[WIRE_RETURN_VALUE_HIGH] = tf->edx;     /* a 64-bit value's high half */
 		n = p->nargs >= 2 ? WIRE_RETURN_VALUE_HIGH + 1 : WIRE_RETURN_VALUE + 1;
 	}
-	tracer_fire(p, p->kind, w, n);
+	tracer_fire(p, p->kind, w, n, &ctx);
 }
 
 static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)

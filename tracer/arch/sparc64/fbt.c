@@ -58,6 +58,12 @@
  * TSTATE, fcc0..3 from %fsr (read with PSTATE.PEF set for that moment).
  * This kernel runs on one CPU (sun4u), so the shell game's pending probe
  * is one variable and a store needs only a `flush` of the site.
+ *
+ * A probe program (program.h) reads the same trapped registers through the
+ * tarch_context the fire path hands tracer_fire, numbered as registers.h
+ * numbers them, before any emulation; %o0..%o5 are its arguments at an
+ * entry, and its return value is the one the record carries, or the
+ * register holding it when the delay slot cannot be evaluated.
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -67,6 +73,7 @@
 #include "emulate.h"
 #include "mechanisms.h"
 #include "mm.h"
+#include "registers.h"
 #include "thread.h"
 #include "trap.h"
 #include "tracer.h"
@@ -308,12 +315,72 @@ static void store_back(struct trapframe *tf, const struct sparc_regs *r,
 			*trapframe_reg(tf, n) = r->r[n];
 }
 
+/* What a probe program reads of the trapped state (tracer_arch.h): the
+ * registers as load_regs() found them before any emulation — %g/%o from
+ * the frame, %l/%i from the trapped window's save area — and the frame's
+ * %y. */
+struct tarch_context {
+	const struct trapframe  *tf;
+	const struct sparc_regs *r;
+};
+
+#define REGISTER_ENUM(name, number, text) TREG_##name = number,
+enum { TARCH_REGISTERS(REGISTER_ENUM) };
+#undef REGISTER_ENUM
+
+bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned reg, unsigned long *value)
+{
+	(void)p;
+	if (reg < 32) {
+		*value = ctx->r->r[reg];        /* r[0], %g0, is 0 */
+		return true;
+	}
+	switch (reg) {
+	case TREG_PC:  *value = ctx->r->pc; return true;
+	case TREG_NPC: *value = ctx->r->npc; return true;
+	case TREG_CCR: *value = ctx->r->ccr; return true;
+	case TREG_Y:   *value = ctx->tf->y; return true;
+	}
+	return false;
+}
+
+/* At a function's save the arguments are the trapped window's %o0..%o5. */
+bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned n, unsigned long *value)
+{
+	if (p->kind != WIRE_EVENT_ENTRY || n >= 6)
+		return false;
+	*value = ctx->r->r[8 + n];
+	return true;
+}
+
+/* The value the caller will see in %o0, as return_value() computes it from
+ * the delay slot; when it cannot (a slot it does not evaluate), the
+ * register the function left the value in before the slot: %i0 at ret
+ * and return, %o0 at retl. */
+bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
+			  unsigned long *value)
+{
+	uint64_t v;
+	if (p->kind != WIRE_EVENT_RETURN)
+		return false;
+	if (return_value(p, ctx->r, &v)) {
+		*value = v;
+		return true;
+	}
+	bool leaf = p->site.what == SPARC_SITE_CTI && p->site.cti.rs1 == SPARC_O7;
+	*value = ctx->r->r[leaf ? 8 : 24];
+	return true;
+}
+
 _Static_assert(WIRE_BRANCH_FLAGS < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
 	       "record_fire's array holds a BRANCH record too");
 
 static void record_fire(const struct probe *p, struct trapframe *tf,
 			const struct sparc_regs *r, const struct sparc_outcome *o)
 {
+	const struct tarch_context ctx = { tf, r };
 	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
 	unsigned n;
 	uint64_t v;
@@ -343,7 +410,7 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 		n = WIRE_BRANCH_FLAGS + 1;
 		break;
 	}
-	tracer_fire(p, p->kind, w, n);
+	tracer_fire(p, p->kind, w, n, &ctx);
 }
 
 static _Noreturn void fire_failed(const struct probe *p, const char *what,

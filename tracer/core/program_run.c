@@ -1,0 +1,233 @@
+/*
+ * program_run.c — the interpreter: one firing of a probe program.
+ *
+ * A switch over the operations on a stack of words, with locals zeroed
+ * per run and globals shared by every program and CPU (gset one store,
+ * gadd an atomic add). It checks nothing the validator did. What only the
+ * run can know ends it like `abort`, as a fault the caller counts: a read
+ * that faults (`load`, through peek.c's trap_try), a division by 0, a log
+ * past WIRE_PROGRAM_LOG_BYTES, a register, argument or return value the
+ * context lacks (none at all at the compiler hooks). In `logm`/`logs` a
+ * fault instead logs a FAULT token — the word size, then the first address
+ * not read — and the run goes on, as in DProbes. The log buffer is the LOG
+ * record being built: data from its DATA word on, in the guest's order.
+ */
+#include "program.h"
+#include "aggregate.h"
+#include "arch.h"
+#include "atomic.h"
+#include "cpu.h"
+#include "kstring.h"
+#include "thread.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+
+#define WORD_BYTES (sizeof(unsigned long))
+#define WORD_BITS  (8 * WORD_BYTES)
+
+volatile unsigned long program_globals[WIRE_PROGRAM_GLOBALS];
+
+/* The low `size` bytes of v at out, in the guest's byte order. */
+static void put_value(uint8_t *out, unsigned long v, unsigned size)
+{
+	uint8_t b8 = (uint8_t)v;
+	uint16_t b16 = (uint16_t)v;
+	uint32_t b32 = (uint32_t)v;
+	uint64_t b64 = v;
+	switch (size) {
+	case 1: memcpy(out, &b8, 1); break;
+	case 2: memcpy(out, &b16, 2); break;
+	case 4: memcpy(out, &b32, 4); break;
+	default: memcpy(out, &b64, 8); break;
+	}
+}
+
+/* A prefix: token byte, then the 16-bit length in the guest's order. */
+static void put_prefix(uint8_t *out, unsigned token, unsigned length)
+{
+	out[0] = (uint8_t)token;
+	put_value(out + 1, length, 2);
+}
+
+#define LOG_TOKEN(name, token, meaning) LOG_TOKEN_##name = token,
+enum { WIRE_LOG_TOKENS(LOG_TOKEN) };
+#undef LOG_TOKEN
+
+/* logm (string false) / logs (string true) of length bytes at addr into
+ * data + *used. False if the log buffer has no room for what it writes. */
+static bool log_memory(uint8_t *data, unsigned *used, uintptr_t addr,
+		       unsigned long length, bool string)
+{
+	unsigned room = WIRE_PROGRAM_LOG_BYTES - *used;
+	uint8_t *out = data + *used;
+	uintptr_t fault;
+
+	if (room < WIRE_LOG_PREFIX_BYTES || length > room - WIRE_LOG_PREFIX_BYTES)
+		return false;
+	long got = tracer_copy(out + WIRE_LOG_PREFIX_BYTES, addr, length, string,
+			       &fault);
+	if (got < 0) {
+		if (room - WIRE_LOG_PREFIX_BYTES < WORD_BYTES)
+			return false;
+		put_prefix(out, LOG_TOKEN_FAULT, WORD_BYTES);
+		put_value(out + WIRE_LOG_PREFIX_BYTES, fault, WORD_BYTES);
+		*used += WIRE_LOG_PREFIX_BYTES + WORD_BYTES;
+		return true;
+	}
+	if (string)        /* exactly length bytes: zeros after the NUL */
+		memset(out + WIRE_LOG_PREFIX_BYTES + got, 0, length - (unsigned long)got);
+	put_prefix(out, string ? LOG_TOKEN_STRING : LOG_TOKEN_DATA, (unsigned)length);
+	*used += WIRE_LOG_PREFIX_BYTES + (unsigned)length;
+	return true;
+}
+
+/* Zero the last word's unused bytes and fill in the record's head. */
+static void finish_log(struct program_log *log, const struct program *prog,
+		       const struct probe *p, unsigned used)
+{
+	uint8_t *data = (uint8_t *)&log->words[WIRE_LOG_DATA];
+	unsigned words = (used + WORD_BYTES - 1) / WORD_BYTES;
+	memset(data + used, 0, words * WORD_BYTES - used);
+	log->words[WIRE_LOG_PC] = p->addr;
+	log->words[WIRE_LOG_MAJOR] = prog->head.major;
+	log->words[WIRE_LOG_MINOR] = prog->head.minor;
+	log->words[WIRE_LOG_BYTES] = used;
+	log->nwords = WIRE_LOG_DATA + words;
+}
+
+enum program_end program_run(const struct program *prog, const struct probe *p,
+			     const struct tarch_context *ctx,
+			     struct program_log *log)
+{
+	unsigned long st[WIRE_PROGRAM_STACK];
+	unsigned long local[WIRE_PROGRAM_LOCALS] = { 0 };
+	unsigned long keys[WIRE_AGG_MAX_KEYS], a, b, v;
+	uint8_t *data = (uint8_t *)&log->words[WIRE_LOG_DATA];
+	unsigned sp = 0, used = 0;
+
+#define PUSH(x)  (st[sp++] = (x))
+#define POP()    (st[--sp])
+#define TOP      (st[sp - 1])
+#define BINARY(expr) do { b = POP(); a = TOP; TOP = (expr); } while (0)
+
+	for (unsigned pc = 0;; pc++) {
+		const struct wire_rpn_insn *i = &prog->insn[pc];
+		switch (i->op) {
+		case WIRE_RPN_PUSH:   PUSH((unsigned long)(long)i->imm); break;
+		case WIRE_RPN_PUSHHI:
+			TOP = (unsigned long)(((uint64_t)TOP << 32) | (uint32_t)i->imm);
+			break;
+		case WIRE_RPN_REG:
+			if (!ctx || !tarch_context_reg(ctx, p, i->a, &v))
+				return PROGRAM_FAULT;
+			PUSH(v);
+			break;
+		case WIRE_RPN_ARG:
+			if (!ctx || !tarch_context_arg(ctx, p, i->a, &v))
+				return PROGRAM_FAULT;
+			PUSH(v);
+			break;
+		case WIRE_RPN_RETVAL:
+			if (!ctx || !tarch_context_retval(ctx, p, &v))
+				return PROGRAM_FAULT;
+			PUSH(v);
+			break;
+		case WIRE_RPN_PROBE:  PUSH(p->id); break;
+		case WIRE_RPN_CPU:    PUSH(this_cpu()->id); break;
+		case WIRE_RPN_THREAD: PUSH(thread_current()->id); break;
+		case WIRE_RPN_TIME:   PUSH((unsigned long)arch_cycles()); break;
+		case WIRE_RPN_PC:     PUSH(p->addr); break;
+		case WIRE_RPN_LOAD:
+			if (!tracer_read(TOP, i->a, &v))
+				return PROGRAM_FAULT;
+			TOP = v;
+			break;
+		case WIRE_RPN_ADD:  BINARY(a + b); break;
+		case WIRE_RPN_SUB:  BINARY(a - b); break;
+		case WIRE_RPN_MUL:  BINARY(a * b); break;
+		case WIRE_RPN_DIVU:
+			if (!TOP)
+				return PROGRAM_FAULT;
+			BINARY(a / b);
+			break;
+		case WIRE_RPN_MODU:
+			if (!TOP)
+				return PROGRAM_FAULT;
+			BINARY(a % b);
+			break;
+		case WIRE_RPN_AND:  BINARY(a & b); break;
+		case WIRE_RPN_OR:   BINARY(a | b); break;
+		case WIRE_RPN_XOR:  BINARY(a ^ b); break;
+		case WIRE_RPN_SHL:  BINARY(a << (b % WORD_BITS)); break;
+		case WIRE_RPN_SHR:  BINARY(a >> (b % WORD_BITS)); break;
+		case WIRE_RPN_SAR:
+			BINARY((unsigned long)((long)a >> (b % WORD_BITS)));
+			break;
+		case WIRE_RPN_EQ:   BINARY(a == b); break;
+		case WIRE_RPN_NE:   BINARY(a != b); break;
+		case WIRE_RPN_LTU:  BINARY(a < b); break;
+		case WIRE_RPN_LEU:  BINARY(a <= b); break;
+		case WIRE_RPN_LT:   BINARY((long)a < (long)b); break;
+		case WIRE_RPN_LE:   BINARY((long)a <= (long)b); break;
+		case WIRE_RPN_NOT:  TOP = ~TOP; break;
+		case WIRE_RPN_NEG:  TOP = 0 - TOP; break;
+		case WIRE_RPN_DUP:  v = TOP; PUSH(v); break;
+		case WIRE_RPN_DROP: sp--; break;
+		case WIRE_RPN_SWAP:
+			v = TOP; TOP = st[sp - 2]; st[sp - 2] = v;
+			break;
+		case WIRE_RPN_OVER: v = st[sp - 2]; PUSH(v); break;
+		case WIRE_RPN_JMP:  pc = i->b - 1u; break;
+		case WIRE_RPN_JZ:
+			if (!POP())
+				pc = i->b - 1u;
+			break;
+		case WIRE_RPN_JNZ:
+			if (POP())
+				pc = i->b - 1u;
+			break;
+		case WIRE_RPN_LGET: PUSH(local[i->b]); break;
+		case WIRE_RPN_LSET: local[i->b] = POP(); break;
+		case WIRE_RPN_GGET: PUSH(program_globals[i->b]); break;
+		case WIRE_RPN_GSET: program_globals[i->b] = POP(); break;
+		case WIRE_RPN_GADD: atomic_fetch_add(&program_globals[i->b], POP()); break;
+		case WIRE_RPN_LOG:
+			if ((unsigned long)i->a * i->b > WIRE_PROGRAM_LOG_BYTES - used)
+				return PROGRAM_FAULT;
+			for (unsigned k = 0; k < i->a; k++, used += i->b)
+				put_value(data + used, POP(), i->b);
+			break;
+		case WIRE_RPN_LOGM:
+		case WIRE_RPN_LOGS:
+			a = POP();                      /* the address */
+			b = POP();                      /* the length */
+			if (!log_memory(data, &used, a, b, i->op == WIRE_RPN_LOGS))
+				return PROGRAM_FAULT;
+			break;
+		case WIRE_RPN_EXIT:
+			finish_log(log, prog, p, used);
+			return PROGRAM_EXIT;
+		case WIRE_RPN_ABORT:
+			return PROGRAM_ABORT;
+		case WIRE_RPN_COUNT:
+		case WIRE_RPN_SUM:
+		case WIRE_RPN_MIN:
+		case WIRE_RPN_MAX:
+		case WIRE_RPN_AVG:
+		case WIRE_RPN_QUANTIZE:
+			for (unsigned k = 0; k < i->a; k++)
+				keys[k] = POP();
+			v = i->op == WIRE_RPN_COUNT ? 0 : POP();
+			agg_update(prog->slot, i->b, prog->head.agg_kind[i->b], i->a,
+				   keys, v);
+			break;
+		default:
+			return PROGRAM_FAULT;           /* the validator let none in */
+		}
+	}
+#undef PUSH
+#undef POP
+#undef TOP
+#undef BINARY
+}
