@@ -7,7 +7,6 @@ and the aggregations one by one; this test is about the command layer:
 usage and refusal texts, counts, and a slot in use."""
 
 import re
-import struct
 
 from bench import arches
 from bench.trace.image import load_image

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from bench.program import aggregate, asm, templates
+from bench.program import aggregate, templates
 from bench.program.asm import AsmError, assemble
 from bench.wire.frames import WIRE
 

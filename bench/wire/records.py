@@ -1,9 +1,10 @@
 """Trace records, host side: EVENTS, STATS and EXPECT frames into a Capture.
 
 AGGS frames (a program's aggregations, one CPU's entries each) and PROBES
-frames (each probe's hits, program runs, faults) are kept as they are,
-decoded: Capture.aggs, Capture.agg_dropped, Capture.probe_counts;
-bench/program/aggregate.py merges the CPUs.
+frames (each probe's hits, program runs, faults) are kept decoded:
+Capture.aggs and Capture.agg_dropped from the latest snapshot of the
+tables (an earlier sending is replaced whole), Capture.probe_counts the
+latest per probe; bench/program/aggregate.py merges the CPUs.
 
 An EVENTS frame holds records of one CPU (struct wire_events, then each
 record: struct wire_event and `nwords` words of the guest's word size and
@@ -171,6 +172,7 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     ends: dict[int, tuple[int, int]] = {}
     aggs: list[dict] = []
     agg_dropped: dict[int, int] = {}
+    snapshot = -1
     probe_counts: dict[int, dict] = {}
     wfmt = {4: "I", 8: "Q"}[word_bytes]
     nbytes = nframes = 0
@@ -185,7 +187,11 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
             expects[name] = expects.get(name, 0) + e["calls"]
         elif fr.type == frames.T_AGGS:
             head = AGGS_HEAD.unpack(p, order)
-            agg_dropped[head["cpu"]] = head["dropped"]     # the latest counts
+            if head["snapshot"] > snapshot:        # a newer sending replaces all
+                snapshot, aggs, agg_dropped = head["snapshot"], [], {}
+            elif head["snapshot"] < snapshot:
+                continue
+            agg_dropped[head["cpu"]] = head["dropped"]
             off = AGGS_HEAD.size
             for _ in range(head["count"]):
                 if off + AGG.size > len(p):

@@ -254,10 +254,16 @@ uint32_t agg_dropped(unsigned cpu)
 static uint8_t frame[WIRE_MAX_PAYLOAD] __attribute__((aligned(8)));
 static struct wire_agg_bucket cells_out[WIRE_AGG_MAX_BUCKETS];
 
+/* Each sending of the tables is a snapshot of its own: the host keeps the
+ * latest whole and drops the earlier ones. Commands run one at a time, so
+ * the counter needs no lock. */
+static uint32_t snapshots;
+
 static void send_frame(unsigned cpu, unsigned count, uint32_t dropped, size_t used)
 {
 	struct wire_aggs head = {
 		.cpu = (uint16_t)cpu, .count = (uint16_t)count, .dropped = dropped,
+		.snapshot = snapshots,
 	};
 	memcpy(frame, &head, sizeof head);
 	link_send(WIRE_FRAME_AGGS, frame, used, 0, 0);
@@ -267,6 +273,7 @@ void agg_send(unsigned *entries, unsigned long *dropped)
 {
 	*entries = 0;
 	*dropped = 0;
+	snapshots++;
 	for (unsigned cpu = 0; cpu < cpu_count(); cpu++) {
 		struct agg_cpu *c = tables[cpu];
 		uint32_t lost = c->dropped;

@@ -374,12 +374,16 @@ struct wire_rpn_insn {
  * host merges the CPUs' entries. An entry keeps at most
  * WIRE_AGG_MAX_BUCKETS buckets, so that it fits a frame whole; a value
  * for a further bucket counts as dropped. */
-#define WIRE_AGG_MAX_BUCKETS    124
+#define WIRE_AGG_MAX_BUCKETS    123
 struct wire_aggs {
 	uint16_t cpu;
 	uint16_t count;
 	uint32_t dropped;         /* updates that found no room on this CPU (the
 				     same figure in each of its frames) */
+	uint32_t snapshot;        /* which sending of the tables (each `trace
+				     aggregations` or flush is one more); a
+				     later one replaces an earlier one whole */
+	uint32_t reserved;
 };
 
 struct wire_agg {
@@ -428,7 +432,7 @@ _Static_assert(sizeof(struct wire_program) == 16, "wire_program has padding");
 _Static_assert(sizeof(((struct wire_program *)0)->agg_kind) == WIRE_PROGRAM_MAX_AGGS,
 	       "agg_kind holds WIRE_PROGRAM_MAX_AGGS kinds");
 _Static_assert(sizeof(struct wire_rpn_insn) == 8, "wire_rpn_insn has padding");
-_Static_assert(sizeof(struct wire_aggs) == 8, "wire_aggs has padding");
+_Static_assert(sizeof(struct wire_aggs) == 16, "wire_aggs has padding");
 _Static_assert(sizeof(struct wire_agg) == 56, "wire_agg has padding");
 _Static_assert(sizeof(struct wire_agg_bucket) == 16, "wire_agg_bucket has padding");
 _Static_assert(sizeof(struct wire_probe_counts) == 40, "wire_probe_counts has padding");
