@@ -1,6 +1,7 @@
 """Probe programs through the guest's commands, on every arch: the bytes
-are laid out here from wire.h (read by bench/wire/cdefs.py, so no number
-is copied), loaded line by line with `program load`, checked, attached to
+come from the host's assembler (bench/program/asm.py), or, for what it
+would refuse, are laid out from wire.h's structs — loaded line by line with
+`program load`, checked, attached to
 fib's entry probe, and judged by the replies and `probe list`. The
 in-guest self-tests (area `programs`) test the validator, the interpreter
 and the aggregations one by one; this test is about the command layer:
@@ -9,6 +10,7 @@ usage and refusal texts, counts, and a slot in use."""
 import re
 
 from bench import arches
+from bench.program import asm
 from bench.trace.image import load_image
 from bench.wire import frames
 
@@ -19,27 +21,21 @@ HEAD = WIRE.structs["wire_program"]
 INSN = WIRE.structs["wire_rpn_insn"]
 
 
-def assemble(lines, order, aggs=()):
-    """wire_program + wire_rpn_insn bytes of `mnemonic operand,...` lines."""
-    out = []
-    for line in lines:
-        name, *args = line.replace(",", " ").split()
-        op = OPS[name]
-        operands, values = op.more[0], [int(a, 0) for a in args]
-        a = b = imm = 0
-        if operands == "imm":
-            imm = values[0]
-        elif operands in ("reg", "n", "size"):
-            a = values[0]
-        elif operands in ("label", "local", "global"):
-            b = values[0]
-        elif operands in ("size,n", "agg,n"):
-            b, a = values
-        out.append(INSN.pack(order, op=op.value, a=a, b=b, imm=imm))
+def insn(order, op, a=0, b=0, imm=0):
+    """One instruction's bytes, for programs the host's assembler would
+    refuse (the guest must refuse them too)."""
+    return INSN.pack(order, op=OPS[op].value, a=a, b=b, imm=imm)
+
+
+def raw(order, insns, aggs=()):
     kinds = [KINDS[k] for k in aggs] + [0] * (8 - len(aggs))
-    head = HEAD.pack(order, ninsns=len(out), major=3, minor=4, naggs=len(aggs),
-                     agg_kind=kinds)
-    return head + b"".join(out)
+    return HEAD.pack(order, ninsns=len(insns), major=3, minor=4, naggs=len(aggs),
+                     agg_kind=kinds) + b"".join(insns)
+
+
+def compiled(text, arch, order):
+    """A program as the host's assembler makes it (bench/program/asm.py)."""
+    return asm.assemble("major 3\nminor 4\n" + text, arch).image(order)
 
 
 def load(g, slot, blob, chunk=100):
@@ -64,13 +60,14 @@ def test_programs_through_the_commands(guest, arch):
     r = g.command("program")
     assert r.status_name == "BAD_ARGS" and "check SLOT BYTES" in r.message
     assert g.command("program load 0 0 0g").message == "'g' is not a hex digit"
-    r = load(g, 1, assemble(["push 1", "add", "exit"], order))
+    r = load(g, 1, raw(order, [insn(order, "push", imm=1), insn(order, "add"),
+                               insn(order, "exit")]))
     assert r.status_name == "FAILED" and r.message == \
         "refused: instruction 1 (add): stack underflow: pops 2, 1 on the stack"
     assert g.command("program check 1 24").message == \
         "refused: byte 0 was not loaded since the slot's last check"
 
-    counter = assemble(["arg 0", "count 0,1", "exit"], order, aggs=["count"])
+    counter = compiled("arg 0\ncount @args, 1\nexit", arch, order)
     r = load(g, 2, counter)
     assert r.ok and r.message == "slot 2: 3 instructions, 1 aggregations, major 3 minor 4"
     assert "program 2 insns=3 major=3 minor=4 aggs=count probes=none" in \
@@ -90,7 +87,7 @@ def test_programs_through_the_commands(guest, arch):
     assert g.command("trace aggregations").message == \
         "aggregations: 11 entries, 0 dropped"        # fib's arguments 0..10
 
-    faults = assemble(["push 0", f"load {word}", "drop", "exit"], order)
+    faults = compiled(f"push 0\nload {word}\ndrop\nexit", arch, order)
     assert load(g, 3, faults).ok
     assert g.command("probe program all 3").message == "1 probes: program 3"
     assert g.command("probe pass 1 3").message == "1 probes: pass 3"

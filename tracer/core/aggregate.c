@@ -251,6 +251,11 @@ uint32_t agg_dropped(unsigned cpu)
 	return tables[cpu]->dropped;
 }
 
+unsigned agg_entries(unsigned cpu)
+{
+	return tables[cpu]->nused;
+}
+
 static uint8_t frame[WIRE_MAX_PAYLOAD] __attribute__((aligned(8)));
 static struct wire_agg_bucket cells_out[WIRE_AGG_MAX_BUCKETS];
 

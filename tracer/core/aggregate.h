@@ -28,6 +28,8 @@ bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const unsigned long *ke
 	      unsigned nkeys, struct wire_agg *entry, struct wire_agg_bucket *buckets,
 	      unsigned max);
 uint32_t agg_dropped(unsigned cpu);
+/* Entries cpu's table holds, of AGG_CAPACITY (every slot's). */
+unsigned agg_entries(unsigned cpu);
 
 /* Send every CPU's entries as AGGS frames; *entries and *dropped get the
  * totals sent. */
