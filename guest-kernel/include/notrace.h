@@ -7,7 +7,9 @@
  * gather that code between __notrace_start and __notrace_end: whole objects
  * (the tracer but its self-tests, whose code they probe; the trap entry and
  * dispatch; the serial link the drain uses) by name, and single functions
- * marked NOTRACE from elsewhere. The tracer refuses any probe inside that
+ * marked NOTRACE from elsewhere (the arch's UART accessors among them: a
+ * probe there would fire for every byte the drain sends, each firing a
+ * record to send). The tracer refuses any probe inside that
  * range, and the host knows the range from the same two symbols.
  */
 #ifndef NOTRACE_H

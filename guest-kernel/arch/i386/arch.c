@@ -62,12 +62,12 @@ void arch_free_memory(uintptr_t *lo, uintptr_t *hi)
 	*hi = end;
 }
 
-uint8_t arch_uart_read(unsigned reg)
+NOTRACE uint8_t arch_uart_read(unsigned reg)
 {
 	return inb(COM1 + reg);
 }
 
-void arch_uart_write(unsigned reg, uint8_t value)
+NOTRACE void arch_uart_write(unsigned reg, uint8_t value)
 {
 	outb(COM1 + reg, value);
 }

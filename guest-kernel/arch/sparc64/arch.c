@@ -41,12 +41,12 @@ void arch_init(void)
 	mmu_init();
 }
 
-uint8_t arch_uart_read(unsigned reg)
+NOTRACE uint8_t arch_uart_read(unsigned reg)
 {
 	return lduba_phys(SUN4U_COM1 + reg);
 }
 
-void arch_uart_write(unsigned reg, uint8_t value)
+NOTRACE void arch_uart_write(unsigned reg, uint8_t value)
 {
 	stba_phys(SUN4U_COM1 + reg, value);
 }
