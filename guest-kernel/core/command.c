@@ -117,8 +117,13 @@ static int parse_workload(int argc, char **argv, const struct workload **wp,
 				     "no workload \"%s\" (see `workloads`)", argv[1]);
 
 	unsigned nparams = 0;
-	for (const struct workload_param *p = w->params; p && p->name; p++)
+	for (const struct workload_param *p = w->params; p && p->name; p++) {
+		if (nparams == WORKLOAD_MAX_PARAMS)
+			return command_reply(r, WIRE_REPLY_FAILED, "%s declares more "
+					     "than %u parameters (workload.h)", w->name,
+					     WORKLOAD_MAX_PARAMS);
 		values[nparams++] = p->def;
+	}
 
 	for (int i = 2; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');

@@ -13,7 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define WORKLOAD_MAX_PARAMS 8
+/* Parameters a workload declares at most (`run` refuses one with more). */
+#define WORKLOAD_MAX_PARAMS 12
 
 struct workload_param {
 	const char *name;
