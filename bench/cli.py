@@ -28,7 +28,7 @@ from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
 from .guest import build, libvirt, libvirtd
 from .guest.backend import open_guest, use_backend
 from .parser import build_parser
-from .paths import BUILD, REPO
+from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
 from .suite import junit, matrix, perf, selftest
 from .trace import sites, stress, verify
@@ -119,7 +119,7 @@ def cmd_run(args) -> int:
         program = asm.assemble(text, arch, args.program)
     if args.program or args.templates:
         formatter = templates.Formatter.load(args.templates or
-                                             REPO / "bench" / "programs" / "templates")
+                                             PROGRAMS / "templates")
     if args.workload:
         line = args.run or build.workload_name(args.workload)
         image = build.user_image(arch, args.workload)

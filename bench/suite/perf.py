@@ -6,17 +6,22 @@ from two loops of the same boot (then its median), never across boots.
 The boots:
 
   A  the image, one CPU: DProbes' five experiments (the dprobes workload:
-     base loop, null handler under the lossy baseline and under each
-     emulating mechanism, a small action, a record drained) with the bare
-     trap round trip; the serial drain against the raw channel (drainrate);
-     function-boundary tracing of fib and of calltree (1 thread) untraced
-     and under every mechanism of the arch.
+     base loop; null probes under the lossy baselines; under each
+     emulating mechanism the fire path with no program, then the paper's
+     handlers as probe programs — `abort`, `push` a register, `log` and
+     `exit` drained — and programs of 8 and 32 instructions, whence the
+     cost of one RPN instruction) with the bare trap round trip; the serial
+     drain against the raw channel (drainrate); function-boundary tracing
+     of fib and of calltree (1 thread) untraced and under every mechanism.
   B  the same workloads built with -finstrument-functions (build.py's
      instrumented image): hooks off, and hooks writing the same records.
   C  (i386) 4 CPUs: calltree on 8 threads under every mechanism; then the
      scaling of aggregate firings/s with calltree on 1, 2 and 4 threads
      (one a vCPU), probes emulated with the null action.
   D  (i386) 4 CPUs, instrumented: calltree on 8 threads.
+  E  2 CPUs (sparc64: 1): every kernel function the fbt provider accepts,
+     probed during calltree, counted by count.rpn in the guest against
+     recording every firing: firings/s, bytes on the wire, losses.
 
 The table (stdout) puts the targets beside the figures they judge, `met`
 or `MISSED`; results.json holds everything with the configuration (QEMU
@@ -37,7 +42,8 @@ from .. import arches
 from ..guest import build
 from ..guest.backend import open_guest
 from ..guest.qemu import Guest
-from ..paths import BUILD, REPO
+from ..paths import BUILD, PROGRAMS, REPO
+from ..program import aggregate, asm, load
 from ..trace.session import TraceError, open_session
 from ..trace.stress import LOSSLESS_FUNCS
 from ..trace.verify import verify
@@ -49,6 +55,7 @@ TARGETS = {
     "scaling_2_over_1": ("≥ 1.8", lambda v: v >= 1.8),
     "serial_payload_over_raw": ("≥ 0.9", lambda v: v >= 0.9),
     "missed_emulated": ("= 0", lambda v: v == 0),
+    "lost_counted": ("= 0", lambda v: v == 0),
 }
 
 
@@ -67,11 +74,40 @@ class Sizes:
     ct_iters: int = 300
     ct_threads_smp: int = 8
     scale_iters: int = 1500
+    kernel_iters: int = 20
 
     @classmethod
     def small(cls) -> "Sizes":
         return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
-                   fib_n=10, ct_iters=20, scale_iters=50)
+                   fib_n=10, ct_iters=20, scale_iters=50, kernel_iters=2)
+
+
+# The programs of the dprobes workload, by its parameter: DProbes'
+# handlers (bench/programs/dp_*.rpn) and two of 8 and 32 instructions.
+DP_PROGRAMS = ("abort", "push", "ops8", "ops32", "log")
+# Figure names of the dprobes workload's lines, by suffix: experiment, tail.
+DP_NAMES = {"pair": (2, "null_pair"), "null": (3, "null"), "abort": (3, "abort"),
+            "ops8": (3, "ops8"), "ops32": (3, "ops32"), "push": (4, "push"),
+            "log": (5, "log")}
+KERNEL_SPEC = "fbt:kernel:*:entry"
+
+
+def ops_program(n: int, arch: str) -> asm.Program:
+    """A program of n instructions (n even): `probe`, (n - 2) / 2 pairs of
+    `push 3` and `add`, `abort` — what it costs beyond `abort` alone is the
+    interpreter's dispatch of n - 1 instructions."""
+    body = ["probe"] + ["push 3", "add"] * ((n - 2) // 2) + ["abort"]
+    prog = asm.assemble("".join(f"    {op}\n" for op in body), arch, f"ops{n}")
+    assert len(prog.insns) == n
+    return prog
+
+
+def dp_programs(arch: str) -> dict[str, asm.Program]:
+    files = {"abort": "dp_null.rpn", "push": f"dp_push.{arch}.rpn", "log": "dp_log.rpn"}
+    progs = {k: asm.assemble((PROGRAMS / f).read_text(), arch, f)
+             for k, f in files.items()}
+    progs["ops8"], progs["ops32"] = ops_program(8, arch), ops_program(32, arch)
+    return {k: progs[k] for k in DP_PROGRAMS}
 
 
 def figure(values, unit: str, **extra) -> dict:
@@ -115,8 +151,14 @@ class Bench:
     def dprobes(self, g: Guest) -> None:
         per: dict[str, list[float]] = {}
         fired: dict[str, list[int]] = {}
+        progs = dp_programs(self.arch.name)
+        slots = []
+        for slot, (param, prog) in enumerate(progs.items(), start=1):
+            load.load(g, prog, slot)
+            slots.append(f"{param}={slot}")
         for i in range(self.reps):
-            r = g.command(f"run dprobes n={self.sizes.dp_n} base={self.sizes.dp_base}")
+            r = g.command(f"run dprobes n={self.sizes.dp_n} base={self.sizes.dp_base} "
+                          + " ".join(slots))
             got = {}
             for line in r.text:
                 w = line.split()
@@ -151,18 +193,17 @@ class Bench:
         for key, vals in per.items():
             if "." not in key:
                 continue
-            mechanism, action = key.split(".")
-            lossy = mechanism in self.arch.lossy
-            ref = base2 if action == "pair" else base
+            mechanism, what = key.split(".")
+            ref = base2 if what == "pair" else base
             # Firings per iteration: 1, or 2 on the pair loop (fewer when lossy).
             fpi = [f / self.sizes.dp_n for f in fired[key]]
             over[key] = [(v - b) / k if k else None for v, b, k in zip(vals, ref, fpi)]
-            exp = {"null": 3, "sum": 4, "record": 5}.get(action, 2 if lossy else 3)
-            name = f"dp{exp}_{mechanism}_{action if action != 'pair' else 'null_pair'}"
-            self.put(name, vals, "guest cycles per iteration",
+            exp, tail = DP_NAMES[what]
+            self.put(f"dp{exp}_{mechanism}_{tail}", vals, "guest cycles per iteration",
                      ns=figure([v * ns for v in vals], "ns per iteration"),
                      overhead=figure(over[key], "guest cycles per probe firing"),
-                     firings=figure(fired[key], "firings per loop"))
+                     firings=figure(fired[key], "firings per loop"),
+                     **({"program": progs[what].path} if what in progs else {}))
         emul = [m for m in self.arch.mechanisms if m not in self.arch.lossy
                 and f"{m}.null" in per]
         lossy = [m for m in self.arch.mechanisms if m in self.arch.lossy
@@ -172,6 +213,18 @@ class Bench:
                                                                     per["bare"])],
                      "ratio", target="emulated_over_bare",
                      what=f"{m} null-probe overhead / bare trap round trip")
+            if f"{m}.abort" in over:
+                self.put(f"ratio_{m}_abort_over_null",
+                         [a / b for a, b in zip(over[f"{m}.abort"], over[f"{m}.null"])],
+                         "ratio", what=f"{m}: a program of one abort / no program, "
+                         "overhead per firing")
+            if f"{m}.ops32" in over and f"{m}.abort" in over:
+                for n in (8, 32):
+                    self.put(f"rpn_{m}_insn{n}",
+                             [(a - b) / (n - 1) for a, b in zip(over[f"{m}.ops{n}"],
+                                                                over[f"{m}.abort"])],
+                             "guest cycles per RPN instruction",
+                             what=f"{m}: (program of {n} - program of 1) / {n - 1}")
             for lm in lossy:
                 if f"{m}.pair" not in over:
                     continue
@@ -305,6 +358,74 @@ class Bench:
                          f"{med['events']['median']:,.0f} records"
                          + (f", missed {med['missed']['median']}" if traced else ""))
 
+    # ---- the whole kernel ----
+
+    def kernel(self, g: Guest) -> None:
+        """Every function the fbt provider accepts, probed during calltree:
+        counted by count.rpn (aggregation frames only), then recording
+        every firing (the default action), per repetition, in one boot."""
+        s = open_session(g)
+        prog = asm.assemble((PROGRAMS / "count.rpn").read_text(), self.arch.name,
+                            "count.rpn")
+        s.setup(KERNEL_SPEC, self.arch.default_mechanism, strict=False, program=prog)
+        s.enable(True)
+        s.enable(False)
+        ids = [str(p.id) for p in s.probes]
+        cmd = f"run calltree threads=4 iters={self.sizes.kernel_iters}"
+        rows: dict[str, list[dict]] = {"count": [], "record": []}
+        for i in range(self.reps):
+            for variant in rows:
+                s.must("probe program all " + ("0" if variant == "count" else "none"))
+                s.must("trace reset")
+                mark = len(g.trace_frames)
+                for k in range(0, len(ids), 12):
+                    s.must("probe enable " + " ".join(ids[k:k + 12]))
+                r = s.cmd(cmd, timeout=600)
+                s.must("probe disable all")
+                s.must("trace flush", timeout=600)
+                if not r.ok or not r.results:
+                    raise TraceError(f"{cmd} with every kernel function probed failed: "
+                                     f"{r.message}")
+                cap = g.capture(mark)
+                fired = sum(st["fired"] for st in cap.stats.values())
+                row = {
+                    "fired": fired,
+                    "per_s": fired / (r.results[-1]["cycles"] / self.hz),
+                    "wire": sum(frames.HEADER_SIZE + len(f.payload) + frames.CRC_SIZE
+                                for f in g.trace_frames[mark:]
+                                if f.type in (frames.T_EVENTS, frames.T_AGGS,
+                                              frames.T_PROBES)),
+                    "dropped": sum(st["dropped"] for st in cap.stats.values()),
+                }
+                if variant == "count":
+                    counted = sum(aggregate.per_probe_counts(
+                        aggregate.merge(cap.aggs), {0: prog}).values())
+                    row["lost"] = fired - counted + sum(cap.agg_dropped.values())
+                else:
+                    row["lost"] = row["dropped"]
+                rows[variant].append(row)
+            c, d = rows["count"][-1], rows["record"][-1]
+            self.say(f"  kernel {i + 1}/{self.reps}: count.rpn {c['per_s'] / 1e3:,.0f}k "
+                     f"firings/s, {c['wire']:,} B; record {d['per_s'] / 1e3:,.0f}k "
+                     f"firings/s, {d['wire']:,} B, {d['dropped']:,} of {d['fired']:,} "
+                     "dropped")
+        for variant, vals in rows.items():
+            col = lambda k: [row[k] for row in vals]
+            what = ("counted by count.rpn" if variant == "count"
+                    else "every firing recorded")
+            self.figures[f"kernel_{variant}"] = {
+                "workload": cmd, "probes": len(ids), "smp": g.hello["ncpus"],
+                "what": what, "repetitions": len(vals),
+                "fired": figure(col("fired"), "firings"),
+                "firings_per_s": figure(col("per_s"), "firings/s (guest time)"),
+                "wire_bytes": figure(col("wire"), "bytes (EVENTS, AGGS, PROBES frames)"),
+                "bytes_per_firing": figure([w / f for w, f in zip(col("wire"), col("fired"))],
+                                           "bytes per firing"),
+                "dropped": figure(col("dropped"), "records"),
+                "lost": figure(col("lost"), "firings not counted or recorded",
+                               **({"target": "lost_counted"} if variant == "count" else {})),
+            }
+
     # ---- scaling ----
 
     def scaling(self, g: Guest) -> None:
@@ -375,6 +496,9 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
             b.fbt(g, _workloads(sizes, sizes.ct_threads_smp),
                   ["hooks_off", "finstrument"], hooks=True, tag="_smp4")
             g.exit(0)
+    with b.boot("E", smp=min(2, arch.max_smp)) as g:
+        b.kernel(g)
+        g.exit(0)
     return b
 
 
@@ -406,6 +530,21 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                  f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
     for name in sorted(k for k in F if k.startswith("ratio_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ".2f"), _judge(F[name])))
+    for name in sorted(k for k in F if k.startswith("rpn_")):
+        rows.append((f"  {F[name]['what']}", _spread(F[name], ",.1f") + " cyc/insn", ""))
+    for variant in ("count", "record"):
+        f = F.get(f"kernel_{variant}")
+        if not f:
+            continue
+        if variant == "count":
+            rows.append((f"whole kernel: {f['probes']} fbt entry probes, {f['workload']}, "
+                         f"{f['smp']} CPU(s)", "firings/s | wire B | B/firing | lost", ""))
+        lost = f["lost"]
+        rows.append((f"  {f['what']}",
+                     f"{f['firings_per_s']['median']:,.0f} | {f['wire_bytes']['median']:,.0f} | "
+                     f"{f['bytes_per_firing']['median']:,.2f} | {lost['median']:,.0f} of "
+                     f"{f['fired']['median']:,.0f}",
+                     f"lost {_judge(lost)}" if lost.get("target") else ""))
     fbt = [k for k in F if k.startswith("fbt_")]
     if fbt:
         rows.append(("function-boundary tracing (median of reps)", "ms guest | rec/s | "
@@ -443,7 +582,9 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
 
 
 def missed_targets(b: Bench) -> list[str]:
-    return [name for name, f in b.figures.items() if "MISSED" in _judge(f)]
+    return [f"{name}.{k}" if k else name for name, fig in b.figures.items()
+            for k, f in [("", fig), *fig.items()]
+            if isinstance(f, dict) and "MISSED" in _judge(f)]
 
 
 # ---- plots ----

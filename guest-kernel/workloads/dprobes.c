@@ -1,19 +1,28 @@
 /*
  * dprobes.c — DProbes' five experiments (seed 002, §4), every mechanism of
- * the arch, in one run.
+ * the arch, in one run, the handlers being real probe programs.
  *
  *   1  base:        bench_loop (benchloop.h), three one-cycle instructions
  *                   an iteration, unprobed;
- *   2  M.pair       null probes (action null) under a lossy mechanism
- *                   (single-step in situ, shell game), on bench_loop2;
- *   3  M.null       a probe whose handler does nothing on the loop's
- *                   probed instruction, under an emulating mechanism;
- *   4  M.sum        as 3, the handler adding one word to a per-CPU sum (a
- *                   small action, like DProbes' `push eax`);
- *   5  M.record     as 3, the handler writing its trace record, and the
- *                   drain thread sending it over the serial line: timed
- *                   from the loop's start until the last record is sent.
+ *   2  M.pair       null probes (action null, no program) under a lossy
+ *                   mechanism (single-step in situ, shell game), on
+ *                   bench_loop2;
+ *   3  M.abort      a probe on the loop's probed instruction, under an
+ *                   emulating mechanism, running a program of one `abort`;
+ *   4  M.push       as 3, the program pushing a register first;
+ *   5  M.log        as 3, the program logging a word and ending by `exit`,
+ *                   so every firing writes a LOG record, and the drain
+ *                   thread sending it over the serial line: timed from the
+ *                   loop's start until the last record is sent.
+ * Beside them, on the same probe: M.null, no program and action null —
+ * what the fire path costs with nothing to run, held against the bare
+ * trap; and M.ops8, M.ops32, programs of 8 and 32 instructions, which
+ * with the one of M.abort give the cost of an RPN instruction.
  * (M is a mechanism's name: `int3.null`, `shellgame.pair`.)
+ *
+ * The host compiles and loads the programs (bench/suite/perf.py) and
+ * passes their slots; an experiment whose slot is WIRE_PROGRAMS (the
+ * default) is left out, so `run dprobes` alone measures 1, 2 and M.null.
  *
  * The lossy baselines cannot be measured alone in that loop (the shell
  * game re-arms a probe when the next one fires), so every mechanism is
@@ -24,10 +33,10 @@
  * trap-less twin), the reference the emulating probes are held against.
  * Each figure goes out as a TEXT line `dp NAME CYCLES ITERATIONS FIRINGS`
  * (CYCLES of the arch counter, whose rate HELLO gives, for the whole
- * loop); a mechanism that cannot arm the site gives `dp NAME refused:
- * REASON`; the cycles are the fastest of `tries` runs of the loop, the
- * firings those of one run. The drain is held off during 1-4, so those
- * time the fire path.
+ * loop); a mechanism that cannot arm the site, or a slot the probe cannot
+ * run, gives `dp NAME refused: REASON`; the cycles are the fastest of
+ * `tries` runs of the loop, the firings those of one run. The drain is
+ * held off except in 5, so the others time the fire path.
  * The result value is n; ok when every emulated loop fired on every
  * iteration (a lossy one may fire fewer: the shell game misses by design).
  */
@@ -105,13 +114,30 @@ static uint64_t time_calls(uint64_t n, void (*fn)(void))
 	return best;
 }
 
-/* One probed loop with the given action; returns its firings. With
- * drained, the drain runs and the time includes sending every record. */
-static uint64_t probed(const char *mechanism, unsigned action, uint64_t n,
-		       bool drained)
+/* The programs of the experiments that run one: the slot parameter that
+ * names each (dprobes_params, from index SLOT_PARAM), and its name on the line. */
+static const struct {
+	const char *suffix;
+	bool        drained;
+} programs[] = {
+	{ ".abort", false }, { ".push", false }, { ".ops8", false },
+	{ ".ops32", false }, { ".log", true },
+};
+#define NPROGRAMS (sizeof programs / sizeof programs[0])
+#define SLOT_PARAM 4
+
+/* One probed loop, running the program in slot (-1: none, action null);
+ * returns its firings, or n if the probe cannot run the slot (the line
+ * says why; that is not a miss). With drained, the drain runs and the time
+ * includes sending every record. */
+static uint64_t probed(const char *mechanism, const char *suffix, int slot,
+		       uint64_t n, bool drained)
 {
 	char why[128];
-	tracer_probe_action(DP_PROBE, action, why, sizeof why);
+	if (tracer_probe_program(DP_PROBE, slot, why, sizeof why) != 0) {
+		kprintf("dp %s%s refused: %s\n", mechanism, suffix, why);
+		return n;
+	}
 	if (!drained)
 		tracer_drain_pause(true);
 	uint64_t fired = tracer_fired_count(), cycles = UINT64_MAX;
@@ -125,8 +151,8 @@ static uint64_t probed(const char *mechanism, unsigned action, uint64_t n,
 	}
 	fired = (tracer_fired_count() - fired) / tries;
 	tracer_drain_pause(false);
-	line(mechanism, action == TRACER_ACTION_NULL ? ".null" :
-	     action == TRACER_ACTION_SUM ? ".sum" : ".record", cycles, n, fired);
+	tracer_probe_program(DP_PROBE, -1, why, sizeof why);
+	line(mechanism, suffix, cycles, n, fired);
 	return fired;
 }
 
@@ -167,15 +193,20 @@ static void run_dprobes(const uint64_t *v, struct workload_result *res)
 			tracer_clear();
 			continue;
 		}
+		tracer_probe_action(DP_PROBE, TRACER_ACTION_NULL, why, sizeof why);
 		tracer_settle();
-		if (probed(name, TRACER_ACTION_NULL, n, false) != n ||
-		    probed(name, TRACER_ACTION_SUM, n, false) != n ||
-		    (v[4] && probed(name, TRACER_ACTION_RECORD, n, true) != n))
+		if (probed(name, ".null", -1, n, false) != n)
 			res->ok = false;
+		for (unsigned k = 0; k < NPROGRAMS; k++) {
+			uint64_t slot = v[SLOT_PARAM + k];
+			if (slot < WIRE_PROGRAMS &&
+			    probed(name, programs[k].suffix, (int)slot, n,
+				   programs[k].drained) != n)
+				res->ok = false;
+		}
 		tracer_clear();
 	}
 	tracer_set_mechanism(tarch_mechanisms[0].name);
-	kprintf("dp sum %llu\n", (unsigned long long)tracer_action_sum());
 }
 
 static const struct workload_param dprobes_params[] = {
@@ -183,7 +214,14 @@ static const struct workload_param dprobes_params[] = {
 	{ "base", 100, 1, 10000, "the unprobed loop runs n x base iterations" },
 	{ "tries", 3, 1, 100, "times each loop runs; the fastest counts" },
 	{ "mechanisms", 255, 0, 255, "mechanisms to measure, bit m = tarch_mechanisms[m]" },
-	{ "record", 1, 0, 1, "run experiment 5 (a profile of 1-4 leaves it out)" },
+	{ "abort", WIRE_PROGRAMS, 0, WIRE_PROGRAMS, "slot of experiment 3's program "
+	  "(abort alone); the default leaves the experiment out" },
+	{ "push", WIRE_PROGRAMS, 0, WIRE_PROGRAMS, "slot of experiment 4's (push a "
+	  "register, abort)" },
+	{ "ops8", WIRE_PROGRAMS, 0, WIRE_PROGRAMS, "slot of a program of 8 instructions" },
+	{ "ops32", WIRE_PROGRAMS, 0, WIRE_PROGRAMS, "slot of a program of 32 instructions" },
+	{ "log", WIRE_PROGRAMS, 0, WIRE_PROGRAMS, "slot of experiment 5's (log a word, "
+	  "exit), drained" },
 	{ 0, 0, 0, 0, 0 },
 };
 

@@ -52,7 +52,6 @@ struct tracer_cpu {
 	uint32_t           lost;
 	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
 	uint64_t           lost_first;     /* cycles at the first of them */
-	uint64_t           sum;        /* TRACER_ACTION_SUM */
 } __attribute__((aligned(64)));
 
 #define BITS_PER_WORD (8 * sizeof(unsigned long))
@@ -148,20 +147,9 @@ void tracer_fire(const struct probe *p, unsigned kind,
 	switch (p->action) {
 	case TRACER_ACTION_NULL:
 		return;
-	case TRACER_ACTION_SUM:
-		t->sum += words[0];
-		return;
 	default:
 		record_into(t, p, kind, words, nwords);
 	}
-}
-
-uint64_t tracer_action_sum(void)
-{
-	uint64_t n = 0;
-	for (unsigned c = 0; c < cpu_count(); c++)
-		n += tcpu[c].sum;
-	return n;
 }
 
 void tracer_flush(void)

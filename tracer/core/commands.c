@@ -230,7 +230,7 @@ static int probe_mechanism(const struct subcommand *s, int argc, char **argv,
 			     "mechanisms: %s", argv[2], names);
 }
 
-/* probe action all|ID... record|sum|null: checked whole before any change */
+/* probe action all|ID... record|null: checked whole before any change */
 static int probe_action(const struct subcommand *s, int argc, char **argv,
 			struct command_reply *r)
 {
@@ -386,7 +386,7 @@ static const struct subcommand probe_subcommands[] = {
 	{ "disable",   "all|ID...",                    probe_switch },
 	{ "mechanism", "[NAME]",                       probe_mechanism },
 	{ "mode",      0,                              probe_mechanism },
-	{ "action",    "all|ID... record|sum|null",    probe_action },
+	{ "action",    "all|ID... record|null",    probe_action },
 	{ "program",   "all|ID... SLOT|none",          probe_program },
 	{ "pass",      "all|ID... N",                  probe_count_limit },
 	{ "maxhits",   "all|ID... N",                  probe_count_limit },

@@ -211,7 +211,6 @@ size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
 
 const char *const tracer_action_names[TRACER_NACTIONS] = {
 	[TRACER_ACTION_RECORD] = "record",
-	[TRACER_ACTION_SUM]    = "sum",
 	[TRACER_ACTION_NULL]   = "null",
 };
 

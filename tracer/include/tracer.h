@@ -44,14 +44,12 @@ struct program;
  * through tracer_arch.h. NULL where there is none (hooks.c). */
 struct tarch_context;
 
-/* What a firing does besides being counted and emulated (`probe action`):
- * RECORD appends its record to the CPU's buffer (the default); SUM adds
- * the record's first word into a per-CPU sum, a handler of a few
- * instructions that writes no record; NULL does nothing at all. The
- * bench's null-handler and small-action experiments (DProbes' 2-4) use
- * the last two. */
-enum tracer_action { TRACER_ACTION_RECORD, TRACER_ACTION_SUM, TRACER_ACTION_NULL,
-		     TRACER_NACTIONS };
+/* What a firing without a program does besides being counted and
+ * emulated (`probe action`): RECORD appends its record to the CPU's buffer
+ * (the default); NULL does nothing more, the fire path's own cost that the
+ * bench holds against the bare trap. Anything else a firing does is a
+ * probe program's (program.h). */
+enum tracer_action { TRACER_ACTION_RECORD, TRACER_ACTION_NULL, TRACER_NACTIONS };
 extern const char *const tracer_action_names[TRACER_NACTIONS];
 
 struct probe {
@@ -171,8 +169,6 @@ void tracer_bare_none(void);
 void tracer_drain_pause(bool pause);
 /* Wait until every record written so far has been sent. */
 void tracer_flush(void);
-/* Sum of the SUM action's words, all CPUs (so the action is not dead code). */
-uint64_t tracer_action_sum(void);
 
 /* The -finstrument-functions baseline (hooks.c): while on, the compiler's
  * __cyg_profile_func_enter/exit calls in instrumented code write the ENTRY
