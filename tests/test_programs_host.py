@@ -3,11 +3,14 @@ bad program refused with file:line:col, the bytecode's layout, what the
 compiler knows of aggregation keys, the formatter's placeholders and fault
 tokens, and aggregations merged across CPUs and drawn as histograms."""
 
+import re
 import struct
 
 import pytest
 
-from bench.program import aggregate, templates
+from bench import arches
+from bench.paths import REPO
+from bench.program import aggregate, asm, templates
 from bench.program.asm import AsmError, assemble
 from bench.wire.frames import WIRE
 
@@ -179,3 +182,20 @@ def test_tables_print_keys_as_what_they_are():
     assert lines[1].split() == ["ct_mul", "2000"] and lines[2].split() == ["ct_add", "6000"]
     lines = aggregate.lines({}, {}, {}, 4, dropped=3)
     assert lines[-1].startswith("PROBLEM: 3 aggregation entries found no room")
+
+
+def test_readme_documents_every_instruction_and_register():
+    """README's Probe programs section is the language's reference: every
+    mnemonic of wire.h's table and every register name of each arch (a
+    numbered run like g0-g7 names its eight)."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Probe programs"):]
+    section = section[:section.index("\n## ", 1)]
+    words = set(re.findall(r"[a-z0-9]+", section))
+    for first, last in re.findall(r"\b([a-z]+)0-\1(\d)\b", section):
+        words |= {f"{first}{k}" for k in range(int(last) + 1)}
+    missing = [op for op in asm.OPS if op not in words]
+    for name in arches.available():
+        missing += [f"{name}: {r}" for r in asm._registers(arches.get(name))
+                    if r not in words]
+    assert not missing, f"README's Probe programs section does not name {missing}"
