@@ -26,6 +26,7 @@
  */
 #include "arch_sparc64.h"
 #include "mm.h"
+#include "notrace.h"
 #include "vmlayout.h"
 
 #define TTE_KERNEL (TTE_V | TTE_CP | TTE_CV | TTE_P)
@@ -53,14 +54,16 @@ static uint64_t ram_page_flags(uintptr_t va)
 	return TTE_KERNEL | TTE_W;
 }
 
-void mmu_demap(uintptr_t va)
+/* The trap path calls these three (a TLB miss; the registers of a trapped
+ * window): never probed (notrace.h). */
+NOTRACE void mmu_demap(uintptr_t va)
 {
 	uintptr_t page = (va & ~(PAGE_SIZE - 1)) | DEMAP_PAGE_NUCLEUS;
 	stxa_asi(0, page, ASI_DMMU_DEMAP);
 	stxa_asi(0, page, ASI_IMMU_DEMAP);
 }
 
-uint64_t mmu_lookup(uintptr_t va)
+NOTRACE uint64_t mmu_lookup(uintptr_t va)
 {
 	if (va >= (uintptr_t)PT_PAGES * PAGE_SIZE)
 		return 0;
@@ -100,7 +103,7 @@ void mmu_init(void)
 	flush_insn(mmu_init);
 }
 
-uintptr_t mm_virt_to_phys(const void *va)
+NOTRACE uintptr_t mm_virt_to_phys(const void *va)
 {
 	uint64_t tte = mmu_lookup((uintptr_t)va);
 	if (!tte)
