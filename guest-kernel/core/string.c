@@ -1,12 +1,30 @@
 /*
- * string.c — freestanding memory and string routines. Byte loops on
- * purpose: they are small, obviously right, and not on any hot path (the
- * tracer's fire path copies fixed-size records with structure assignment).
+ * string.c — freestanding memory and string routines.
+ *
+ * memcpy and memset are on hot paths whether we call them or not: gcc
+ * turns a structure assignment or initialisation of more than a few
+ * words into a call to them (sparc64's fire path copied its 33-register
+ * state that way, and the byte loop that was here cost more than the
+ * rest of the firing). So both move a word at a time when the pointers
+ * and the length allow, and bytes otherwise. The loops must not become
+ * calls to themselves: gcc recognises a copy or fill loop as memcpy or
+ * memset (loop distribution), hence the attribute. The rest are byte
+ * loops on purpose: small, obviously right, and on no hot path.
  */
 #include "kstring.h"
 
-void *memcpy(void *dst, const void *src, size_t n)
+#define WORD sizeof(unsigned long)
+#define NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
+
+NO_LIBCALL void *memcpy(void *dst, const void *src, size_t n)
 {
+	if ((((uintptr_t)dst | (uintptr_t)src | n) & (WORD - 1)) == 0) {
+		unsigned long *d = dst;
+		const unsigned long *s = src;
+		for (size_t i = 0; i < n / WORD; i++)
+			d[i] = s[i];
+		return dst;
+	}
 	unsigned char *d = dst;
 	const unsigned char *s = src;
 	while (n--)
@@ -14,7 +32,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 	return dst;
 }
 
-void *memmove(void *dst, const void *src, size_t n)
+NO_LIBCALL void *memmove(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
 	const unsigned char *s = src;
@@ -28,8 +46,16 @@ void *memmove(void *dst, const void *src, size_t n)
 	return dst;
 }
 
-void *memset(void *dst, int c, size_t n)
+NO_LIBCALL void *memset(void *dst, int c, size_t n)
 {
+	if ((((uintptr_t)dst | n) & (WORD - 1)) == 0) {
+		unsigned long v = (unsigned char)c;
+		v *= ~0ul / 0xff;               /* the byte in every byte */
+		unsigned long *w = dst;
+		for (size_t i = 0; i < n / WORD; i++)
+			w[i] = v;
+		return dst;
+	}
 	unsigned char *d = dst;
 	while (n--)
 		*d++ = (unsigned char)c;
