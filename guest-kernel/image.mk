@@ -51,6 +51,22 @@ ifneq ($(INSTRUMENT),)
 $(patsubst %,$(OUT)/obj/%.o,$(INSTRUMENT)): CFLAGS += -finstrument-functions
 endif
 
+# The code every probe firing runs — the tracer's own (not its self-tests,
+# whose code the self-tests probe) and the arch's trap path, FIRE_PATH_SRCS
+# of arch.mk — is built with arch.mk's FIRE_PATH_CFLAGS: on sparc64
+# -fomit-frame-pointer, which lets a leaf routine run in its caller's
+# register window instead of opening one with `save` (a save past the free
+# windows is a spill trap, the restore into a spilled window a fill trap).
+# None of it is ever probed, so no entry probe is lost. Not peek.c: what
+# runs under trap_try must open its own window, because arch_longjmp
+# refills trap_try's window from the %sp it saved, and a windowless leaf
+# that moved %sp before it faulted had trap_try's registers spilled
+# elsewhere (seen: a program's load from an unmapped page hung the guest).
+FIRE_PATH_OBJS := $(patsubst %,$(OUT)/obj/%.o,$(filter-out %/selftest_%, \
+	$(filter-out tracer/core/peek.c,$(wildcard tracer/core/*.c tracer/arch/$(ARCH)/*.c))) \
+	$(FIRE_PATH_SRCS))
+$(FIRE_PATH_OBJS): CFLAGS += $(FIRE_PATH_CFLAGS)
+
 all: $(IMAGES)
 
 # The two links, absolute so that any OUT works; made when missing (or

@@ -10,12 +10,16 @@
  * marked NOTRACE from elsewhere (the arch's UART accessors among them: a
  * probe there would fire for every byte the drain sends, each firing a
  * record to send). The tracer refuses any probe inside that
- * range, and the host knows the range from the same two symbols.
+ * range, and the host knows the range from the same two symbols. Such a
+ * function is built without a frame pointer: on sparc64 a leaf then needs
+ * no register window of its own, and the fire path no spill trap for it
+ * (image.mk builds the objects named above the same way).
  */
 #ifndef NOTRACE_H
 #define NOTRACE_H
 
-#define NOTRACE __attribute__((section(".text.notrace"), noinline))
+#define NOTRACE __attribute__((section(".text.notrace"), noinline, \
+				 optimize("omit-frame-pointer")))
 
 extern const char __notrace_start[], __notrace_end[];
 extern const char __workload_text_start[], __workload_text_end[];

@@ -18,7 +18,10 @@
  * next record that fits is preceded by a DROPS record (wire.h): how many
  * were lost, when the first was, and which threads lost one, so the host
  * knows where in the stream the gap is and whose records it holds. The
- * fire path pays one test of `lost` for it.
+ * fire path pays one test of `lost` for it. Writing a record is inlined
+ * into tracer_fire: on sparc64 each call level is a register window, and
+ * two more than the fire path's own five cost a spill trap each, and a
+ * fill trap on the way out.
  *
  * The drain thread copies records of one CPU into an EVENTS frame (up to
  * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
@@ -76,7 +79,8 @@ uint64_t tracer_recorded_count(void)
 static volatile bool draining_paused;
 
 /* Write one record at t's head; false (nothing written) if it does not fit. */
-static bool put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
+static inline __attribute__((always_inline)) bool
+put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 		const unsigned long *words, unsigned nwords)
 {
 	uint32_t len = sizeof(struct wire_event) + nwords * sizeof(unsigned long);
@@ -106,7 +110,8 @@ static bool put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t p
 	return true;
 }
 
-static void record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
+static inline __attribute__((always_inline)) void
+record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
 			const unsigned long *words, unsigned nwords)
 {
 	uint16_t me = (uint16_t)thread_current()->id;

@@ -9,7 +9,10 @@
  * the innermost try and irets to its landing pad; on sparc64 a data fault
  * at TL 0 after trap_entry, which enters trap_entry again and trap.c
  * resumes at the landing pad — and the pad longjmps back here, interrupts
- * still masked. Tries nest, so this works inside another try too.
+ * still masked. Tries nest, so this works inside another try too. This
+ * file keeps its frame pointers when the rest of the fire path does not
+ * (image.mk): on sparc64 a function run under trap_try must have a
+ * register window of its own.
  */
 #include "arch.h"
 #include "kstring.h"

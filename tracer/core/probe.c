@@ -37,10 +37,12 @@
 #include "tracer_arch.h"
 #include "wire.h"
 
-#define HASH_SLOTS (2 * TRACER_MAX_PROBES)   /* a power of two */
+#define HASH_SLOTS TRACER_HASH_SLOTS
+#define hash_slot tracer_hash_slot
+#define hash_of tracer_hash_of
 
 struct probe tracer_probes[TRACER_MAX_PROBES];
-static volatile uint16_t hash_slot[HASH_SLOTS];   /* probe index + 1; 0 empty */
+volatile uint16_t tracer_hash_slot[TRACER_HASH_SLOTS];
 volatile bool tracer_check_mode;
 volatile unsigned tracer_mechanism;
 static unsigned probes_added, probes_enabled;
@@ -78,26 +80,6 @@ void tracer_unlock(void)
 		return;
 	compiler_barrier();
 	lock_owner = 0;
-}
-
-static unsigned hash_of(uintptr_t addr)
-{
-	uint32_t h = (uint32_t)addr * 2654435761u;
-	return h & (HASH_SLOTS - 1);
-}
-
-struct probe *tracer_lookup(uintptr_t addr)
-{
-	for (unsigned i = hash_of(addr), n = 0; n < HASH_SLOTS;
-	     i = (i + 1) & (HASH_SLOTS - 1), n++) {
-		unsigned slot = hash_slot[i];
-		if (!slot)
-			return 0;
-		struct probe *p = &tracer_probes[slot - 1];
-		if (p->addr == addr)
-			return p;
-	}
-	return 0;
 }
 
 uint8_t *tracer_text_alias(uintptr_t addr)

@@ -97,14 +97,45 @@ int tracer_probe_kind(const char *word);
 size_t tracer_probe_kind_words(char *buf, size_t size, const char *sep,
 			       const char *last_sep);
 
-/* Fire path: the probe at addr, or 0. Lock-free. */
-struct probe *tracer_lookup(uintptr_t addr);
+/* Fire path: the probe at addr, or 0. Lock-free: an open-addressing
+ * index keyed by address, tracer_hash_slot[] holding probe index + 1 (0:
+ * empty), filled by tracer_probe_add and emptied only by tracer_clear
+ * (probe.c). Inline, so that a firing finds its probe without a call. */
+#define TRACER_HASH_SLOTS (2 * TRACER_MAX_PROBES)   /* a power of two */
+extern volatile uint16_t tracer_hash_slot[TRACER_HASH_SLOTS];
+
+static inline unsigned tracer_hash_of(uintptr_t addr)
+{
+	uint32_t h = (uint32_t)addr * 2654435761u;
+	return h & (TRACER_HASH_SLOTS - 1);
+}
+
+static inline struct probe *tracer_lookup(uintptr_t addr)
+{
+	for (unsigned i = tracer_hash_of(addr), n = 0; n < TRACER_HASH_SLOTS;
+	     i = (i + 1) & (TRACER_HASH_SLOTS - 1), n++) {
+		unsigned slot = tracer_hash_slot[i];
+		if (!slot)
+			return 0;
+		struct probe *p = &tracer_probes[slot - 1];
+		if (p->addr == addr)
+			return p;
+	}
+	return 0;
+}
 /* Fire path, interrupts masked: count a firing of p on this CPU and
  * do its action (append its record, by default) or run its program on
  * ctx; tracer_record appends a further record (CHECK, LOG). */
 void tracer_fire(const struct probe *p, unsigned kind,
 		 const unsigned long *words, unsigned nwords,
 		 const struct tarch_context *ctx);
+/* A firing of p is counted and nothing more (action null, no program,
+ * no pass or maximum): the arch's fire path need not gather its record's
+ * words, and passes tracer_fire none. */
+static inline bool tracer_counts_only(const struct probe *p)
+{
+	return !p->gated && p->action == TRACER_ACTION_NULL;
+}
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
 /* Probe firings counted so far, and records written for probes (DROPS

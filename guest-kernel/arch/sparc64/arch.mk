@@ -4,6 +4,9 @@
 # PSTATE.PEF stays clear, so a stray FP instruction traps (fp_disabled).
 CROSS        := sparc64-linux-gnu-
 ARCH_CFLAGS  := -m64 -mcpu=ultrasparc -mcmodel=medlow -mno-fpu -fno-pic -fno-pie
+# The fire path's own code runs leaf routines without a window (image.mk).
+FIRE_PATH_SRCS   := guest-kernel/arch/sparc64/trap.c
+FIRE_PATH_CFLAGS := -fomit-frame-pointer
 # Text, data and BSS share one LOAD segment (the PROM copies one range), so
 # ld would warn that it is RWX; the MMU, not the ELF, protects text here.
 ARCH_LDFLAGS := -no-pie -static -Wl,--build-id=none -Wl,--no-warn-rwx-segments

@@ -64,6 +64,7 @@
 #include "mm.h"
 #include "registers.h"
 #include "spinlock.h"
+#include "stamp.h"
 #include "thread.h"
 #include "trap.h"
 #include "tracer.h"
@@ -311,6 +312,10 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	uint32_t sp = trapframe_sp(tf);
 	unsigned n;
 
+	if (tracer_counts_only(p)) {
+		tracer_fire(p, p->kind, 0, 0, &ctx);
+		return;
+	}
 	if (p->kind == WIRE_EVENT_ENTRY) {
 		w[WIRE_ENTRY_PC] = p->addr;
 		w[WIRE_ENTRY_SP] = sp;
@@ -381,6 +386,7 @@ static void emulate(const struct probe *p, struct trapframe *tf)
 /* The #BP and #UD hook (trap.h): a probe's trap, or declined. */
 static int i386_probe_trap(struct trapframe *tf)
 {
+	tracer_stamp(TRACER_STAMP_ENTRY);
 	uint32_t site = tf->vector == VEC_BP ? tf->eip - 1 : tf->eip;
 	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3)
 		return TRAP_HANDLED;    /* the bare round trip: nothing to do */
@@ -389,7 +395,9 @@ static int i386_probe_trap(struct trapframe *tf)
 	 * int3 while it changes). */
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
+	tracer_stamp(TRACER_STAMP_LOOKUP);
 	record_fire(p, tf);
+	tracer_stamp(TRACER_STAMP_FIRE);
 
 	if (p->mechanism == MECHANISM_STEP) {
 		spin_lock(&step_lock);
@@ -401,6 +409,7 @@ static int i386_probe_trap(struct trapframe *tf)
 		return TRAP_HANDLED;
 	}
 	emulate(p, tf);
+	tracer_stamp(TRACER_STAMP_EMULATE);
 	return TRAP_HANDLED;
 }
 

@@ -74,6 +74,7 @@
 #include "mechanisms.h"
 #include "mm.h"
 #include "registers.h"
+#include "stamp.h"
 #include "thread.h"
 #include "trap.h"
 #include "tracer.h"
@@ -102,6 +103,23 @@ static struct thread *shell_thread;
  * in front of, id + 1. */
 static unsigned shell_slot;
 
+/* Whether a CTI reads a register of the trapped window's %l/%i (jmpl and
+ * the register branches read rs1, jmpl an rs2 too; %i7 makes `ret` one),
+ * or writes one (jmpl's rd). */
+static bool cti_reads_window(const struct sparc_cti *c)
+{
+	if (c->cls == SPARC_JMPL)
+		return c->rs1 >= 16 || (!c->imm && c->rs2 >= 16) || c->rd >= 16;
+	return c->cls == SPARC_BPR && c->rs1 >= 16;
+}
+
+/* Whether a delay-slot word return_value() may evaluate reads %l/%i. */
+static bool slot_reads_window(uint32_t slot)
+{
+	return ((slot >> 14) & 0x1f) >= 16 ||
+	       (!((slot >> 13) & 1) && (slot & 0x1f) >= 16);
+}
+
 static bool is_save_to_sp(uint32_t w)
 {
 	return w >> 30 == 2 && ((w >> 19) & 0x3f) == OP3_SAVE &&
@@ -118,7 +136,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		return -1;
 	}
 	uint32_t w = code[0];
-	*site = (struct tarch_site){ .insn = w };
+	*site = (struct tarch_site){ .insn = w, .window = true };
 	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(code[-1])) {
 		*why = "in the delay slot of a control transfer";
 		return -1;
@@ -147,14 +165,16 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	if (sparc_decode(w, &site->cti, why) != 0)
 		return -1;
 	site->what = SPARC_SITE_CTI;
+	const struct sparc_cti *c = &site->cti;
 	if (kind == WIRE_EVENT_RETURN) {
-		const struct sparc_cti *c = &site->cti;
 		if (c->cls != SPARC_JMPL || c->rd != 0 || !c->imm || c->simm13 != 8 ||
 		    (c->rs1 != SPARC_I7 && c->rs1 != SPARC_O7)) {
 			*why = "a return probe sits on ret, retl or return %i7+8";
 			return -1;
 		}
 	}
+	site->window = cti_reads_window(c) ||
+		       (kind == WIRE_EVENT_RETURN && slot_reads_window(site->slot));
 	return 0;
 }
 
@@ -201,8 +221,9 @@ static uint64_t read_fsr(void)
 }
 
 /* The trapped registers into r; false if the trapped window's save area
- * is unmapped (the kernel then stops with the trap). */
-static bool load_regs(struct trapframe *tf, struct sparc_regs *r)
+ * is unmapped (the kernel then stops with the trap). Without window,
+ * %l and %i are left out (and unset): the caller reads none of them. */
+static bool load_regs(struct trapframe *tf, struct sparc_regs *r, bool window)
 {
 	r->pc = tf->tpc;
 	r->npc = tf->tnpc;
@@ -211,6 +232,8 @@ static bool load_regs(struct trapframe *tf, struct sparc_regs *r)
 		r->r[n] = n ? tf->g[n] : 0;
 		r->r[n + 8] = tf->o[n];
 	}
+	if (!window)
+		return true;
 	const uint64_t *li = trapframe_reg_read(tf, 16);   /* %l0..%l7, %i0..%i7 */
 	if (!li)
 		return false;
@@ -307,14 +330,6 @@ static bool return_value(const struct probe *p, const struct sparc_regs *r,
 	return !restore && slot_value(slot, r, v);
 }
 
-static void store_back(struct trapframe *tf, const struct sparc_regs *r,
-		       uint32_t written)
-{
-	for (unsigned n = 1; n < 32; n++)
-		if (written >> n & 1)
-			*trapframe_reg(tf, n) = r->r[n];
-}
-
 /* What a probe program reads of the trapped state (tracer_arch.h): the
  * registers as load_regs() found them before any emulation — %g/%o from
  * the frame, %l/%i from the trapped window's save area — and the frame's
@@ -385,6 +400,10 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 	unsigned n;
 	uint64_t v;
 
+	if (tracer_counts_only(p)) {
+		tracer_fire(p, p->kind, 0, 0, &ctx);
+		return;
+	}
 	switch (p->kind) {
 	case WIRE_EVENT_ENTRY:
 		w[WIRE_ENTRY_PC] = tf->tpc;
@@ -471,7 +490,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
 	enum { O = SPARC64_CHECK_O0, L = SPARC64_CHECK_L0, I = SPARC64_CHECK_I0 };
 
-	if (!load_regs(tf, &a))
+	if (!load_regs(tf, &a, true))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	state_words(tf, &a, read_fsr(), after);
 	for (unsigned n = 0; n < 8; n++) {
@@ -493,6 +512,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
  * the retry; else declined. */
 static int sparc64_probe_trap(struct trapframe *tf)
 {
+	tracer_stamp(TRACER_STAMP_ENTRY);
 	uint32_t word = *(const volatile uint32_t *)tf->tpc;
 
 	if (word >> 22 != 0)
@@ -507,12 +527,17 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	struct probe *p = &tracer_probes[word];
 	if (p->state == PROBE_FREE || p->addr != tf->tpc)
 		return TRAP_DECLINED;
+	tracer_stamp(TRACER_STAMP_LOOKUP);
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
-	if (!load_regs(tf, &r))
-		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	const struct sparc_cti *c = &p->site.cti;
+	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
+	/* The %l/%i only when the site (tracer_site.h), a program or check
+	 * mode may read them. */
+	bool window = check || p->gated || p->site.window;
+	if (!load_regs(tf, &r, window))
+		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	if (p->site.what == SPARC_SITE_CTI &&
 	    (c->cls == SPARC_FBFCC || c->cls == SPARC_FBPFCC)) {
 		if (!(tf->tstate >> TSTATE_PSTATE_SHIFT & PSTATE_PEF))
@@ -521,7 +546,6 @@ static int sparc64_probe_trap(struct trapframe *tf)
 		r.fsr = read_fsr();
 	}
 	unsigned long chk[SPARC64_CHECK_WORDS];
-	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
 	if (check)
 		check_before(p, tf, &r, chk);
 
@@ -553,35 +577,44 @@ static int sparc64_probe_trap(struct trapframe *tf)
 		if (o.target & 3)
 			fire_failed(p, "return to a misaligned address", o.target);
 		record_fire(p, tf, &r, &o);
+		tracer_stamp(TRACER_STAMP_FIRE);
 		tf->restore2 = 1;
 		tf->tpc = tf->tnpc;
 		tf->tnpc = o.target;
+		tracer_stamp(TRACER_STAMP_EMULATE);
 		if (check)
 			check_after(p, tf, chk);
 		return TRAP_HANDLED;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
 		record_fire(p, tf, &r, &o);
+		tracer_stamp(TRACER_STAMP_FIRE);
 		tf->save_sp = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
 		tf->tpc = tf->tnpc;
 		tf->tnpc += 4;
+		tracer_stamp(TRACER_STAMP_EMULATE);
 		if (check)
 			check_after(p, tf, chk);
 		return TRAP_HANDLED;
 	}
 
-	struct sparc_regs before = r;
-	uint64_t fault;
+	/* A CTI writes the PC, the nPC and at most one register (call: %o7,
+	 * jmpl: rd), so r is emulated in place and put back as it was for the
+	 * record and the program, which see the state before; no copy of the
+	 * whole register file is made (gcc makes one a memcpy call). */
+	unsigned rd = c->cls == SPARC_CALL ? SPARC_O7 : c->cls == SPARC_JMPL ? c->rd : 0;
+	uint64_t pc = r.pc, npc = r.npc, old = r.r[rd], fault;
 	if (sparc_emulate(c, &r, &o, &fault) != 0)
 		fire_failed(p, "jmpl to a misaligned address", fault);
-	record_fire(p, tf, &before, &o);
-	uint32_t written = 0;
-	for (unsigned n = 1; n < 32; n++)
-		if (r.r[n] != before.r[n])
-			written |= 1u << n;
-	store_back(tf, &r, written);
-	tf->tpc = r.pc;
-	tf->tnpc = r.npc;
+	uint64_t new_pc = r.pc, new_npc = r.npc, value = r.r[rd];
+	r.pc = pc, r.npc = npc, r.r[rd] = old;
+	tracer_stamp(TRACER_STAMP_EMULATE);
+	record_fire(p, tf, &r, &o);
+	tracer_stamp(TRACER_STAMP_FIRE);
+	if (rd)
+		*trapframe_reg(tf, rd) = value;
+	tf->tpc = new_pc;
+	tf->tnpc = new_npc;
 	if (check)
 		check_after(p, tf, chk);
 	return TRAP_HANDLED;

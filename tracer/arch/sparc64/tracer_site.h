@@ -23,6 +23,10 @@ struct tarch_site {
 	uint32_t         insn;     /* the original word */
 	uint32_t         slot;     /* the word after it */
 	uint8_t          what;     /* enum sparc_site_what */
+	/* The fire path reads the trapped window's %l/%i (from its save
+	 * area, a walk of the page table away): the site is not a CTI, or
+	 * it or the return value in its delay slot names one of them. */
+	uint8_t          window;
 	struct sparc_cti cti;      /* CTI sites */
 };
 

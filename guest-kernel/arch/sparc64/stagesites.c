@@ -1,0 +1,36 @@
+/*
+ * stagesites.c — the sparc64 sites of the fire path's stage table
+ * (stagesites.h): `ba,pt %xcc` (a CTI on the condition codes, emulated
+ * from TSTATE's CCR, as the branch in DProbes' base loop) and `retl` (a
+ * return probe: its emulation sets PC/nPC from %o7, and its record
+ * carries the value the delay slot leaves in %o0). Leaf routines: no
+ * save, no register window.
+ */
+#include "stagesites.h"
+#include "wire.h"
+
+void stage_branch(void);
+void stage_retl(void);
+
+__asm__(
+	".text\n"
+	".align 4\n"
+	".global stage_branch, stage_retl\n"
+	".type stage_branch, #function\n"
+	"stage_branch:\n"
+	"	ba,pt %xcc, 1f\n"
+	"	 nop\n"
+	"1:	retl\n"
+	"	 nop\n"
+	".size stage_branch, . - stage_branch\n"
+	".type stage_retl, #function\n"
+	"stage_retl:\n"
+	"	retl\n"
+	"	 nop\n"
+	".size stage_retl, . - stage_retl\n");
+
+const struct stage_site stage_sites[] = {
+	{ "branch", stage_branch, WIRE_EVENT_BRANCH },
+	{ "retl", stage_retl, WIRE_EVENT_RETURN },
+};
+const unsigned stage_nsites = sizeof stage_sites / sizeof stage_sites[0];

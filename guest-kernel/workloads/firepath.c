@@ -1,0 +1,179 @@
+/*
+ * firepath.c — where a probe firing's cycles go, stage by stage (stamp.h).
+ *
+ * For each emulating mechanism, each of the arch's stage sites
+ * (stagesites.h) and each action (null, record), a probe on the site and n
+ * calls of its function, one at a time: the workload stamps START before
+ * a call and END after it, the fire path stamps the stages between, and
+ * each stage's figure is the median over the calls of its interval minus
+ * one stamp's own cost. The bare trap round trip (tracer_bare_trap, whose
+ * hook returns at once) is timed the same way, with entry and exit only.
+ * `call` is what the unprobed call costs between the two stamps (the call,
+ * the site instruction run natively, the return): entry and exit include
+ * the call and the return; `total` is the median START..END less the
+ * stamps the fire path took and less `call`: the firing's cost beyond
+ * running the instruction itself, as the stamps did not see it. Medians, not
+ * means: a timer tick lands in a few calls, not in the figure.
+ *
+ * Lines: `stage NAME STAGE CYCLES`, NAME being `bare` or
+ * MECHANISM.SITE.ACTION (e.g. int3.push.null), STAGE a stamp name or
+ * total, and `stage NAME stamps K`, the stamps the fire path took (the
+ * median: 1 for the bare trap, every one of the four for a probe);
+ * `stage call - CYCLES`, `stage stamp - CYCLES`; a site a
+ * mechanism cannot arm gives `stage NAME refused: REASON`. The drain is
+ * held off while a probe records; value = n, ok when every probed call
+ * fired once.
+ */
+#include "arch.h"
+#include "console.h"
+#include "cpu.h"
+#include "mechanism.h"
+#include "stagesites.h"
+#include "stamp.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+#include "workload.h"
+
+enum { FP_PROBE = 4095, FP_MAX = 4000 };
+
+static unsigned long spans[TRACER_NSTAMPS][FP_MAX];
+static unsigned taken[FP_MAX];          /* stamps the fire path took, by call */
+static unsigned long scratch[FP_MAX];
+
+static unsigned long median(const unsigned long *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		scratch[i] = v[i];
+	for (unsigned gap = n / 2; gap; gap /= 2)        /* shell sort */
+		for (unsigned i = gap; i < n; i++)
+			for (unsigned j = i; j >= gap && scratch[j - gap] > scratch[j]; j -= gap) {
+				unsigned long t = scratch[j];
+				scratch[j] = scratch[j - gap];
+				scratch[j - gap] = t;
+			}
+	return n ? scratch[n / 2] : 0;
+}
+
+/* One call of fn between START and END, its stages into spans[][i]:
+ * each stamp taken gets the interval since the one before it in time;
+ * stamps not taken, 0. */
+static void time_call(void (*fn)(void), unsigned i)
+{
+	for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_STAMP_END; k++)
+		tracer_stamps[k] = 0;
+	tracer_stamps[TRACER_STAMP_START] = (unsigned long)arch_cycles();
+	fn();
+	tracer_stamps[TRACER_STAMP_END] = (unsigned long)arch_cycles();
+
+	unsigned long start = tracer_stamps[TRACER_STAMP_START];
+	bool done[TRACER_NSTAMPS] = { [TRACER_STAMP_START] = true };
+	unsigned long prev = start;
+	spans[TRACER_STAMP_START][i] = tracer_stamps[TRACER_STAMP_END] - start;
+	for (;;) {                              /* the taken stamps in time order */
+		unsigned next = TRACER_NSTAMPS;
+		for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++)
+			if (!done[k] && tracer_stamps[k] &&
+			    (next == TRACER_NSTAMPS ||
+			     tracer_stamps[k] - start < tracer_stamps[next] - start))
+				next = k;
+		if (next == TRACER_NSTAMPS)
+			break;
+		done[next] = true;
+		spans[next][i] = tracer_stamps[next] - prev;
+		prev = tracer_stamps[next];
+	}
+	taken[i] = 0;
+	for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++) {
+		if (!done[k])
+			spans[k][i] = 0;
+		else if (k != TRACER_STAMP_END)
+			taken[i]++;
+	}
+}
+
+static void report(const char *name, unsigned n, unsigned long call,
+		   unsigned long stamp)
+{
+	for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++) {
+		unsigned long m = median(spans[k], n);
+		kprintf("stage %s %s %lu\n", name, tracer_stamp_names[k],
+			m > stamp ? m - stamp : 0);
+	}
+	for (unsigned i = 0; i < n; i++)        /* less the stamps themselves */
+		spans[TRACER_STAMP_START][i] -= taken[i] * stamp;
+	unsigned long t = median(spans[TRACER_STAMP_START], n);
+	kprintf("stage %s total %lu\n", name, t > call ? t - call : 0);
+	for (unsigned i = 0; i < n; i++)
+		scratch[i] = taken[i];
+	kprintf("stage %s stamps %lu\n", name, median(scratch, n));
+}
+
+static void run_firepath(const uint64_t *v, struct workload_result *res)
+{
+	unsigned n = (unsigned)v[0];
+	char why[128], name[64];
+
+	res->ok = true;
+	res->value = n;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t t0 = arch_cycles();
+		uint64_t t1 = arch_cycles();
+		scratch[i] = (unsigned long)(t1 - t0);
+	}
+	unsigned long stamp = median(scratch, n);
+	tracer_stamp_cpu = this_cpu()->id + 1;
+	for (unsigned i = 0; i < n; i++)
+		time_call(stage_sites[0].fn, i);
+	unsigned long call = median(spans[TRACER_STAMP_START], n);
+	kprintf("stage call - %lu\n", call > stamp ? call - stamp : 0);
+	kprintf("stage stamp - %lu\n", stamp);
+	for (unsigned i = 0; i < n; i++)
+		time_call(tracer_bare_trap, i);
+	report("bare", n, call, stamp);
+
+	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
+		const char *mech = tarch_mechanisms[m].name;
+		if (mechanism_lossy(m) || tracer_set_mechanism(mech) != 0)
+			continue;
+		for (unsigned s = 0; s < stage_nsites; s++) {
+			const struct stage_site *site = &stage_sites[s];
+			if (tracer_probe_add(FP_PROBE, (uintptr_t)site->fn, site->kind, 0,
+					     why, sizeof why) != 0 ||
+			    tracer_probe_set(FP_PROBE, true, why, sizeof why) != 0) {
+				kprintf("stage %s.%s refused: %s\n", mech, site->name, why);
+				tracer_clear();
+				continue;
+			}
+			tracer_settle();
+			for (unsigned a = 0; a < TRACER_NACTIONS; a++) {
+				tracer_probe_action(FP_PROBE, a, why, sizeof why);
+				tracer_drain_pause(true);
+				uint64_t fired = tracer_fired_count();
+				for (unsigned i = 0; i < n; i++)
+					time_call(site->fn, i);
+				fired = tracer_fired_count() - fired;
+				tracer_drain_pause(false);
+				if (fired != n)
+					res->ok = false;
+				ksnprintf(name, sizeof name, "%s.%s.%s", mech, site->name,
+					  tracer_action_names[a]);
+				report(name, n, call, stamp);
+			}
+			tracer_clear();
+		}
+	}
+	tracer_stamp_cpu = 0;
+	tracer_set_mechanism(tarch_mechanisms[0].name);
+}
+
+static const struct workload_param firepath_params[] = {
+	{ "n", 1000, 50, FP_MAX, "timed calls per site, mechanism and action" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(firepath) = {
+	"firepath", "the fire path's cost stage by stage, every emulating "
+	"mechanism, site and action, and the bare trap; value = n",
+	firepath_params, run_firepath,
+};
