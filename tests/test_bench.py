@@ -55,6 +55,7 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
              f"dp3_{m}_ops8", f"dp3_{m}_ops32", f"rpn_{m}_insn8", f"rpn_{m}_insn32",
              f"ratio_{m}_over_bare", f"ratio_{m}_abort_over_null",
              "kernel_count", "kernel_record"]
+    want += ["stages_bare", "stages_call"]
     want += [f"dp2_{m}_null_pair" for m in lossy]
     want += [f"ratio_{m}_over_{emul[0]}" for m in lossy]
     for wl in ("fib", "calltree"):
@@ -62,7 +63,8 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
                                             "finstrument")]
     if a.max_smp >= 4:
         want += ["scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu",
-                 "scaling_2_over_1"]
+                 "scaling_2_over_1", "scaling_bare_1_vcpu", "scaling_bare_2_over_1",
+                 "scaling_2_over_bare", "scaling_4_over_bare"]
         want += [f"fbt_calltree8_{m}_smp4" for m in ("untraced", *a.mechanisms,
                                                      "hooks_off", "finstrument")]
     missing = [w for w in want if w not in figs]
@@ -136,3 +138,27 @@ def test_probe_action_refusals_change_nothing(guest):
     assert r.status_name == "BAD_ARGS", r
     r = guest.command("probe action all null")
     assert r.ok and r.message.startswith("0 probes"), r
+
+
+def test_bench_stage_table_covers_every_stage(arch, built, bench_run):
+    """The fire path's stage table: the bare trap's hook stamps its entry
+    alone, a probe's fire path every stage (a stamp left out of a fire
+    path shows here), for each emulating mechanism and both actions on
+    every site it arms."""
+    built(arch)
+    rc, res, out, lines = bench_run(arch)
+    a = arches.get(arch)
+    figs = res["figures"]
+    assert figs["stages_bare"]["stamps"]["median"] == 1, figs["stages_bare"]
+    rows = {k: f for k, f in figs.items() if k.startswith("stages_")
+            and k not in ("stages_bare", "stages_call")}
+    emul = [m for m in a.mechanisms if m not in a.lossy]
+    assert any(k.startswith(f"stages_{emul[0]}_") for k in rows), sorted(figs)
+    for action in ("null", "record"):
+        assert any(k.endswith(f"_{action}") for k in rows), sorted(rows)
+    wrong = {k: f["stamps"]["median"] for k, f in rows.items() if f["stamps"]["median"] != 4}
+    assert not wrong, f"fire paths that did not stamp all four stages: {wrong}"
+    for k, f in rows.items():
+        for stage in ("entry", "exit", "total"):
+            assert f[stage]["median"] > 0, f"{k}: {stage} {f[stage]}"
+    assert any(k.startswith("ratio_stages_") for k in figs)

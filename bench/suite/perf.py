@@ -5,7 +5,9 @@ repetitions, their median and spread; a ratio is taken per repetition
 from two loops of the same boot (then its median), never across boots.
 The boots:
 
-  A  the image, one CPU: DProbes' five experiments (the dprobes workload:
+  A  the image, one CPU: the fire path's cost stage by stage (the
+     firepath workload: stamps at each stage, stamp.h); DProbes' five
+     experiments (the dprobes workload:
      base loop; null probes under the lossy baselines; under each
      emulating mechanism the fire path with no program, then the paper's
      handlers as probe programs — `abort`, `push` a register, `log` and
@@ -17,7 +19,10 @@ The boots:
      instrumented image): hooks off, and hooks writing the same records.
   C  (i386) 4 CPUs: calltree on 8 threads under every mechanism; then the
      scaling of aggregate firings/s with calltree on 1, 2 and 4 threads
-     (one a vCPU), probes emulated with the null action.
+     (one a vCPU), probes emulated with the null action, held against the
+     scaling of the bare trap itself on as many threads (baretraps): QEMU
+     raises every exception under its big lock, so trap-based firings
+     scale at most as the bare trap does.
   D  (i386) 4 CPUs, instrumented: calltree on 8 threads.
   E  2 CPUs (sparc64: 1): every kernel function the fbt provider accepts,
      probed during calltree, counted by count.rpn in the guest against
@@ -53,6 +58,7 @@ TARGETS = {
     "emulated_over_bare": ("≤ 1.15", lambda v: v <= 1.15),
     "baseline_over_emulated": ("≥ 3", lambda v: v >= 3),
     "scaling_2_over_1": ("≥ 1.8", lambda v: v >= 1.8),
+    "scaling_over_bare": ("≥ 0.95", lambda v: v >= 0.95),
     "serial_payload_over_raw": ("≥ 0.9", lambda v: v >= 0.9),
     "missed_emulated": ("= 0", lambda v: v == 0),
     "lost_counted": ("= 0", lambda v: v == 0),
@@ -75,11 +81,14 @@ class Sizes:
     ct_threads_smp: int = 8
     scale_iters: int = 1500
     kernel_iters: int = 20
+    stage_n: int = 2000
+    bare_traps: int = 100000
 
     @classmethod
     def small(cls) -> "Sizes":
         return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
-                   fib_n=10, ct_iters=20, scale_iters=50, kernel_iters=2)
+                   fib_n=10, ct_iters=20, scale_iters=50, kernel_iters=2,
+                   stage_n=200, bare_traps=2000)
 
 
 # The programs of the dprobes workload, by its parameter: DProbes'
@@ -246,6 +255,49 @@ class Bench:
         for name, vals in costs.items():
             self.put(f"cost_{name}", vals, "guest cycles per firing",
                      what="probecost: entry/return probes on two small functions")
+
+    # ---- the fire path, stage by stage ----
+
+    def firepath(self, g: Guest) -> None:
+        """The firepath workload: each stage's median cycles, for the bare
+        trap and every mechanism x site x action (stamp.h says where each
+        stage ends); a row's total against the bare trap's is its ratio."""
+        vals: dict[str, dict[str, list[int]]] = {}
+        for i in range(self.reps):
+            r = g.command(f"run firepath n={self.sizes.stage_n}")
+            if not r.ok:
+                raise TraceError(f"firepath failed: {r.message}: {r.text[-5:]}")
+            for line in r.text:
+                w = line.split()
+                if w[:1] != ["stage"] or len(w) < 4:
+                    continue
+                if w[2] == "refused:":
+                    if i == 0:
+                        self.notes.append(f"stage table: {w[1]} {' '.join(w[2:])}")
+                    continue
+                vals.setdefault(w[1], {}).setdefault(w[2], []).append(int(w[3]))
+        for name, stages in vals.items():
+            if name == "call":
+                continue
+            fig = {"unit": "guest cycles", "repetitions": self.reps,
+                   "what": "bare trap round trip" if name == "bare" else
+                   f"{name}: mechanism.site.action"}
+            for stage, v in stages.items():
+                fig[stage] = figure(v, "firings" if stage == "stamps" else "guest cycles")
+            self.figures[f"stages_{name.replace('.', '_')}"] = fig
+        self.put("stages_call", vals["call"]["-"], "guest cycles",
+                 what="the unprobed call between the stamps")
+        bare = vals["bare"]["total"]
+        for name, stages in vals.items():
+            if name in ("bare", "call") or not name.endswith(".null"):
+                continue
+            self.put(f"ratio_stages_{name.replace('.', '_')}_over_bare",
+                     [t / b if b else None for t, b in zip(stages["total"], bare)],
+                     "ratio", what=f"{name[:-5]}: null-probe total / bare trap, "
+                     "stage table")
+        self.say("  stages: " + ", ".join(
+            f"{n} {statistics.median(v['total']):,.0f}" for n, v in vals.items()
+            if "total" in v))
 
     # ---- serial drain ----
 
@@ -457,11 +509,30 @@ class Bench:
             ratios.append(got[2] / got[1])
             self.say(f"  scaling {i + 1}/{self.reps}: " + ", ".join(
                 f"{n} vCPU {v / 1e3:,.0f}k firings/s" for n, v in got.items()))
+        # The bare trap on as many threads, same boot: QEMU serialises
+        # exceptions, and this is the most a trap-based probe can scale.
+        bare: dict[int, list[float]] = {1: [], 2: [], 4: []}
+        for i in range(self.reps):
+            for n in bare:
+                r = g.command(f"run baretraps threads={n} traps={self.sizes.bare_traps}",
+                              timeout=600)
+                if not r.ok or not r.results:
+                    raise TraceError(f"baretraps threads={n} failed: {r.message}")
+                bare[n].append(r.results[-1]["value"] / (r.results[-1]["cycles"] / self.hz))
         for n, vals in rates.items():
             self.put(f"scaling_{n}_vcpu", vals, "firings/s",
                      what=f"calltree on {n} threads, {mechanism}, action null, 4-CPU boot")
+            self.put(f"scaling_bare_{n}_vcpu", bare[n], "traps/s",
+                     what=f"bare trap round trips on {n} threads, 4-CPU boot")
         self.put("scaling_2_over_1", ratios, "ratio", target="scaling_2_over_1")
         self.put("scaling_4_over_1", [a / b for a, b in zip(rates[4], rates[1])], "ratio")
+        for n in (2, 4):
+            self.put(f"scaling_bare_{n}_over_1", [a / b for a, b in zip(bare[n], bare[1])],
+                     "ratio")
+            self.put(f"scaling_{n}_over_bare", [(a / b) / (c / d) for a, b, c, d in
+                                                 zip(rates[n], rates[1], bare[n], bare[1])],
+                     "ratio", target="scaling_over_bare",
+                     what=f"probe firings/s {n}/1 vCPU ÷ bare traps/s {n}/1 vCPU")
 
 
 def _workloads(sz: Sizes, threads: int = 1):
@@ -479,6 +550,7 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
         # at tick granularity.
         g.command("timer 1000")
         b.dprobes(g)
+        b.firepath(g)
         b.probecost(g)
         b.drain(g)
         g.command("timer 100")
@@ -530,6 +602,15 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                  f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
     for name in sorted(k for k in F if k.startswith("ratio_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ".2f"), _judge(F[name])))
+    stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]
+    if stages:
+        cols = ["entry", "lookup", "fire", "emulate", "exit", "total"]
+        rows.append((f"fire path by stage (guest cycles, median; call "
+                     f"{F['stages_call']['median']:,.0f} is in entry and exit)",
+                     " | ".join(cols), ""))
+        for k in stages:
+            rows.append((f"  {k[7:]}", " | ".join(f"{F[k][c]['median']:,.0f}" for c in cols),
+                         ""))
     for name in sorted(k for k in F if k.startswith("rpn_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ",.1f") + " cyc/insn", ""))
     for variant in ("count", "record"):
@@ -573,6 +654,12 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
         if name in F:
             rows.append((f"firings/s {name[8]} vCPUs / 1 vCPU", _spread(F[name], ".2f"),
                          _judge(F[name])))
+    for n in (2, 4):
+        if f"scaling_bare_{n}_over_1" in F:
+            rows.append((f"bare traps/s {n} vCPUs / 1 vCPU (QEMU's exception lock)",
+                         _spread(F[f"scaling_bare_{n}_over_1"], ".2f"), ""))
+            f = F[f"scaling_{n}_over_bare"]
+            rows.append((f"  {f['what']}", _spread(f, ".2f"), _judge(f)))
     rows.append(("serial raw channel", f"{F['serial_raw']['median'] / 1e3:,.0f} kB/s", ""))
     rows.append(("serial drain payload", f"{F['serial_payload']['median'] / 1e3:,.0f} kB/s",
                  ""))
