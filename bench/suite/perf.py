@@ -277,7 +277,7 @@ class Bench:
                     continue
                 vals.setdefault(w[1], {}).setdefault(w[2], []).append(int(w[3]))
         for name, stages in vals.items():
-            if name == "call":
+            if name in ("call", "stamp"):
                 continue
             fig = {"unit": "guest cycles", "repetitions": self.reps,
                    "what": "bare trap round trip" if name == "bare" else
@@ -287,9 +287,11 @@ class Bench:
             self.figures[f"stages_{name.replace('.', '_')}"] = fig
         self.put("stages_call", vals["call"]["-"], "guest cycles",
                  what="the unprobed call between the stamps")
+        self.put("stages_stamp", vals["stamp"]["-"], "guest cycles",
+                 what="one stamp's own cost, taken off each stage")
         bare = vals["bare"]["total"]
         for name, stages in vals.items():
-            if name in ("bare", "call") or not name.endswith(".null"):
+            if not name.endswith(".null"):
                 continue
             self.put(f"ratio_stages_{name.replace('.', '_')}_over_bare",
                      [t / b if b else None for t, b in zip(stages["total"], bare)],
@@ -602,7 +604,7 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                  f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
     for name in sorted(k for k in F if k.startswith("ratio_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ".2f"), _judge(F[name])))
-    stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]
+    stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]  # rows
     if stages:
         cols = ["entry", "lookup", "fire", "emulate", "exit", "total"]
         rows.append((f"fire path by stage (guest cycles, median; call "
