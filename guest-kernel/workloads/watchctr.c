@@ -1,0 +1,85 @@
+/*
+ * watchctr.c — the watchpoints' ground truth: threads share one counter.
+ *
+ * Each of `threads` threads writes the counter `writes` times and reads it
+ * `reads` times, interleaved. A write is one store of the next value
+ * (kept in a shadow word nobody watches), a read one load, each inside a
+ * spinlock, so that a watch which traps after the access (i386's debug
+ * registers) reads back the very value the access wrote or read: every
+ * value 1..threads*writes is written exactly once. A watch `w` on
+ * watchctr_counter must then fire threads*writes times with exactly
+ * those values, `rw` threads*(writes+reads) times, `r` threads*reads
+ * times; the value is the sum of every value written and read, which
+ * the host compares with the recorded values' sum. Nothing but the
+ * threads touches the counter: a run goes on from the last run's value
+ * (base), so the values written are base+1 .. base+threads*writes, and
+ * the run checks that the shadow ends at base+threads*writes.
+ */
+#include "spinlock.h"
+#include "thread.h"
+#include "workload.h"
+
+/* The watched word, alone in its cache line. */
+volatile uint32_t watchctr_counter __attribute__((aligned(64)));
+static uint32_t shadow __attribute__((aligned(64)));
+static spinlock_t lock = SPINLOCK_INIT("watchctr");
+
+struct counter_thread {
+	uint64_t writes, reads;
+	uint64_t sum;          /* of the values it wrote and read */
+};
+
+static void counter_thread(void *arg)
+{
+	struct counter_thread *t = arg;
+	uint64_t n = t->writes > t->reads ? t->writes : t->reads;
+	for (uint64_t i = 0; i < n; i++) {
+		if (i < t->writes) {
+			irqflags_t f = spin_lock_irqsave(&lock);
+			uint32_t v = ++shadow;
+			watchctr_counter = v;
+			spin_unlock_irqrestore(&lock, f);
+			t->sum += v;
+		}
+		if (i < t->reads) {
+			irqflags_t f = spin_lock_irqsave(&lock);
+			uint32_t v = watchctr_counter;
+			spin_unlock_irqrestore(&lock, f);
+			t->sum += v;
+		}
+	}
+}
+
+static void run_watchctr(const uint64_t *v, struct workload_result *res)
+{
+	static struct counter_thread threads[16];
+	unsigned n = (unsigned)v[0];
+
+	/* Only the threads touch the counter: a run continues from the last
+	 * run's value, read from the shadow. */
+	irqflags_t f = spin_lock_irqsave(&lock);
+	uint32_t base = shadow;
+	spin_unlock_irqrestore(&lock, f);
+	for (unsigned i = 0; i < n; i++)
+		threads[i] = (struct counter_thread){ v[1], v[2], 0 };
+	unsigned ran = thread_run_all("watchctr", n, counter_thread, threads,
+				      sizeof threads[0], THREAD_ANY_CPU);
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < n; i++)
+		sum += threads[i].sum;
+	res->ok = ran == n && shadow == base + n * v[1];
+	res->value = sum;
+}
+
+static const struct workload_param watchctr_params[] = {
+	{ "threads", 8, 1, 16, "threads sharing the counter" },
+	{ "writes", 1000, 0, 1000000, "writes per thread" },
+	{ "reads", 1000, 0, 1000000, "reads per thread" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(watchctr) = {
+	"watchctr", "threads write and read one shared counter (watchpoint ground "
+	"truth); value = the sum of every value written and read",
+	watchctr_params, run_watchctr,
+};
