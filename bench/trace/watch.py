@@ -142,14 +142,13 @@ def arm(guest, watches: list[Watch]) -> None:
     UsageError with the guest's reason."""
     added: list[Watch] = []
     for w in watches:
-        r = guest.command(f"watch add {w.id} {w.kind} {w.addr:#x} {w.length}")
+        r = guest.command(f"watch add {w.id} {w.kind} {w.addr:#x} {w.length}"
+                          + (" null" if w.null else ""))
         if not r.ok:
             for a in added:
                 guest.command(f"watch remove {a.id}")
             raise UsageError(f"--watch {w.name!r}: the guest refused: {r.message}")
         added.append(w)
-        if w.null:
-            _must(guest, f"probe action {w.id} null")
         m = _COUNTS.search(r.message)
         w.tx_rx = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 

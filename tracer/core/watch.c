@@ -112,7 +112,7 @@ static bool range_ok(unsigned type, uintptr_t addr, unsigned len, char *why,
 }
 
 static int watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
-		     char *why, size_t why_size)
+		     unsigned action, char *why, size_t why_size)
 {
 	const char *reason = "?";
 	if (id >= TRACER_MAX_PROBES) {
@@ -160,7 +160,7 @@ static int watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
 	p->id = id;
 	p->kind = WIRE_EVENT_WATCH;
 	p->nargs = (uint8_t)len;
-	p->action = TRACER_ACTION_RECORD;
+	p->action = (uint8_t)action;
 	p->hits = 0;
 	p->gated = 0;
 	probe_gates[id] = (struct probe_gate){ 0 };
@@ -173,10 +173,10 @@ static int watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
 }
 
 int tracer_watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
-		     char *why, size_t why_size)
+		     unsigned action, char *why, size_t why_size)
 {
 	tracer_lock();
-	int rc = watch_add(id, type, addr, len, why, why_size);
+	int rc = watch_add(id, type, addr, len, action, why, why_size);
 	tracer_unlock();
 	return rc;
 }
@@ -241,23 +241,36 @@ static void type_list(char *buf, size_t size)
 				  i ? "|" : "", type_words[i].word);
 }
 
-/* watch add ID TYPE ADDR LEN | watch remove ID | watch list | watch clear */
+/* An action's word (tracer_action_names), or -1. */
+static int action_of(const char *word)
+{
+	for (unsigned a = 0; a < TRACER_NACTIONS; a++)
+		if (strcmp(word, tracer_action_names[a]) == 0)
+			return (int)a;
+	return -1;
+}
+
+/* watch add ID TYPE ADDR LEN [ACTION] (armed with that action from its
+ * first firing: an I/O watch on the serial line must not record, or each
+ * record it sends fires it again) | watch remove ID | watch list | watch clear */
 static int cmd_watch(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	char why[160], types[48];
 	uint64_t id, addr, len;
 	(void)rest;
 	type_list(types, sizeof types);
-	if (argc == 6 && strcmp(argv[1], "add") == 0) {
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "add") == 0) {
 		int type = tracer_watch_type(argv[3]);
+		int action = argc == 7 ? action_of(argv[6]) : TRACER_ACTION_RECORD;
 		if (!parse_u64(argv[2], &id) || !parse_u64(argv[4], &addr) ||
 		    !parse_u64(argv[5], &len) || type < 0 || id >= TRACER_MAX_PROBES ||
-		    len == 0 || len > 64 || (uint64_t)(uintptr_t)addr != addr)
+		    len == 0 || len > 64 || (uint64_t)(uintptr_t)addr != addr ||
+		    action < 0)
 			return command_reply(r, WIRE_REPLY_BAD_ARGS,
-					     "usage: watch add ID %s ADDR LEN, ID < %u, "
-					     "0 < LEN <= 64", types, TRACER_MAX_PROBES);
+					     "usage: watch add ID %s ADDR LEN [record|null], "
+					     "ID < %u, 0 < LEN <= 64", types, TRACER_MAX_PROBES);
 		if (tracer_watch_add((unsigned)id, (unsigned)type, (uintptr_t)addr,
-				     (unsigned)len, why, sizeof why) != 0)
+				     (unsigned)len, (unsigned)action, why, sizeof why) != 0)
 			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
 		/* The serial line's counts with the watch armed (an I/O watch on
 		 * its data port counts these bytes; the command thread is the
@@ -295,7 +308,8 @@ static int cmd_watch(int argc, char **argv, const char *rest, struct command_rep
 		return command_reply(r, WIRE_REPLY_OK, "%u watches removed",
 				     tracer_watch_clear());
 	return command_reply(r, WIRE_REPLY_BAD_ARGS,
-			     "usage: watch add ID %s ADDR LEN | remove ID | list | clear",
+			     "usage: watch add ID %s ADDR LEN [record|null] | remove ID | list | "
+			     "clear",
 			     types);
 }
 

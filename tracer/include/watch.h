@@ -28,8 +28,9 @@
 int tracer_watch_type(const char *word);
 const char *tracer_watch_type_word(unsigned type);
 
+/* action: enum tracer_action, in force from the first firing. */
 int tracer_watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
-		     char *why, size_t why_size);
+		     unsigned action, char *why, size_t why_size);
 int tracer_watch_remove(unsigned id, char *why, size_t why_size);
 /* Remove every watch; returns how many there were (tracer_clear). */
 unsigned tracer_watch_clear(void);
