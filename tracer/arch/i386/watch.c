@@ -15,8 +15,10 @@
  * The fire path is a #DB hook, registered before the single-step
  * baseline's. DR6's B0-B3 say which slots matched (masked with those
  * armed); the hook clears them — the CPU never does — records one WATCH
- * record per matched slot, and declines if DR6.BS is also set, so that a
- * single step that touched a watch goes on to the step hook. Data and
+ * record per matched slot, and declines if the trap is also a single
+ * step (DR6.BS with TF set in the frame: BS itself stays set from any
+ * earlier step, since the CPU never clears DR6), so that a single step
+ * that touched a watch goes on to the step hook. Data and
  * I/O watches are traps: the access is done, EIP is the next
  * instruction, and the value recorded is the one in memory (or eax)
  * now. An execute watch is a fault before the instruction runs: the hook
@@ -29,6 +31,7 @@
  */
 #include "arch/trapframe.h"
 #include "arch/vectors.h"
+#include "arch/x86.h"
 #include "context.h"
 #include "console.h"
 #include "cpu.h"
@@ -197,7 +200,10 @@ static int i386_watch_trap(struct trapframe *tf)
 	uint32_t hit = dr6 & DR6_B_MASK;
 	if (!hit)
 		return TRAP_DECLINED;
-	write_dr6(dr6 & ~DR6_B_MASK);
+	/* The CPU never clears DR6: a BS left by an earlier single step
+	 * (the step baseline's) is stale unless this trap is a step too. */
+	bool step = (dr6 & DR6_BS) && (tf->eflags & EFLAGS_TF);
+	write_dr6(dr6 & ~(DR6_B_MASK | (step ? 0 : DR6_BS)));
 	const struct tarch_context ctx = { tf };
 	bool ours = false;
 	for (unsigned slot = 0; slot < 4; slot++) {
@@ -217,7 +223,7 @@ static int i386_watch_trap(struct trapframe *tf)
 			tf->eflags |= EFLAGS_RF;
 		ours = true;
 	}
-	if (dr6 & DR6_BS)
+	if (step)
 		return TRAP_DECLINED;          /* the single step's too: its hook */
 	return ours ? TRAP_HANDLED : TRAP_DECLINED;
 }
