@@ -180,9 +180,10 @@ ARCHES: dict[str, Arch] = {
         fire_path="sparc64_probe_trap",
         # illtrap <const22 = probe id>
         probe_trap={"emulate": "{id:08x}", "shellgame": "{id:08x}"},
-        watch_missing="sparc64 has no watchpoints yet: QEMU's sun4u raises no "
-                      "watchpoint trap, and the D-TLB-miss emulation that would "
-                      "stand in is not built",
+        # Trap and emulate on the watched 8 KiB page (tracer/arch/sparc64/watch.c).
+        watch_types=("w", "r", "rw"),
+        watch_lengths=(1, 2, 4, 8),
+        watch_slots=4,
         max_memory_mb=256,
     ),
 }

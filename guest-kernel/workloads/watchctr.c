@@ -19,10 +19,15 @@
 #include "thread.h"
 #include "workload.h"
 
-/* The watched word, alone in its cache line. */
-volatile uint32_t watchctr_counter __attribute__((aligned(64)));
-static uint32_t shadow __attribute__((aligned(64)));
-static spinlock_t lock = SPINLOCK_INIT("watchctr");
+/* The watched word, its shadow and their lock, each in its own cache line
+ * but all three in one 256-byte block of a section of their own, so on
+ * one page: where a watch works by page (sparc64), the lock's atomics and
+ * the shadow's loads and stores are accesses to the watched page outside
+ * the watched range, which must be emulated without firing. */
+#define WATCHCTR_DATA __attribute__((section(".data.watchctr"), aligned(64)))
+volatile uint32_t watchctr_counter WATCHCTR_DATA __attribute__((aligned(256)));
+static uint32_t shadow WATCHCTR_DATA;
+static spinlock_t lock WATCHCTR_DATA = SPINLOCK_INIT("watchctr");
 
 struct counter_thread {
 	uint64_t writes, reads;

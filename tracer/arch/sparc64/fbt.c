@@ -69,6 +69,7 @@
 #include "arch/sparc64.h"
 #include "arch/trapframe.h"
 #include "check.h"
+#include "context.h"
 #include "console.h"
 #include "emulate.h"
 #include "mechanisms.h"
@@ -201,8 +202,8 @@ static uint64_t read_fsr(void)
 }
 
 /* The trapped registers into r; false if the trapped window's save area
- * is unmapped (the kernel then stops with the trap). */
-static bool load_regs(struct trapframe *tf, struct sparc_regs *r)
+ * is unmapped (the kernel then stops with the trap). watch.c's too. */
+bool sparc64_load_regs(struct trapframe *tf, struct sparc_regs *r)
 {
 	r->pc = tf->tpc;
 	r->npc = tf->tnpc;
@@ -315,14 +316,6 @@ static void store_back(struct trapframe *tf, const struct sparc_regs *r,
 			*trapframe_reg(tf, n) = r->r[n];
 }
 
-/* What a probe program reads of the trapped state (tracer_arch.h): the
- * registers as load_regs() found them before any emulation — %g/%o from
- * the frame, %l/%i from the trapped window's save area — and the frame's
- * %y. */
-struct tarch_context {
-	const struct trapframe  *tf;
-	const struct sparc_regs *r;
-};
 
 #define REGISTER_ENUM(name, number, text) TREG_##name = number,
 enum { TARCH_REGISTERS(REGISTER_ENUM) };
@@ -471,7 +464,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
 	enum { O = SPARC64_CHECK_O0, L = SPARC64_CHECK_L0, I = SPARC64_CHECK_I0 };
 
-	if (!load_regs(tf, &a))
+	if (!sparc64_load_regs(tf, &a))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	state_words(tf, &a, read_fsr(), after);
 	for (unsigned n = 0; n < 8; n++) {
@@ -510,7 +503,7 @@ static int sparc64_probe_trap(struct trapframe *tf)
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
-	if (!load_regs(tf, &r))
+	if (!sparc64_load_regs(tf, &r))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	const struct sparc_cti *c = &p->site.cti;
 	if (p->site.what == SPARC_SITE_CTI &&
@@ -603,6 +596,7 @@ void tarch_init(void)
 {
 	shell_slot = thread_slot_claim();
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
+	sparc64_watch_init();
 	trap_hook_add(TT_INTERRUPT_LEVEL_14, sparc64_probe_interrupted);
 	trap_hook_add(TT_INTERRUPT_VECTOR, sparc64_probe_interrupted);
 }

@@ -1,35 +1,373 @@
 /*
- * watch.c — sparc64 watches: none yet, refused with the reason.
+ * watch.c — sparc64 watches, by trap and emulate on the watched page.
  *
- * QEMU's sun4u ignores the UltraSPARC VA/PA watchpoint enables (LSU
- * control register, ASI 0x45): no watchpoint trap ever arrives. Watches
- * here are to be built by trap and emulate — the watched page kept out of
- * the D-TLB, the miss handler firing the watch and emulating the load or
- * store — which this tree does not do yet; until then every `watch add`
- * is refused, nothing is armed, and the host refuses `--watch` on this
- * arch before booting (bench/arches.py).
+ * QEMU's sun4u ignores the UltraSPARC VA/PA watchpoint enables (the LSU
+ * control register): no watchpoint trap ever comes. So a watch hides its
+ * 8 KiB page from the MMU (mmu_page_hide: out of the page table and both
+ * TLBs). The next data access to the page misses; the miss handler finds
+ * no TTE and loads a no-fault-only one, so the retried access raises
+ * data_access_exception (trap_table.S), and so does every later one while
+ * that TTE stays. This hook takes the trap at TL 0, decodes the
+ * instruction at TPC and *emulates* it through a second mapping of the
+ * page (mm_alias_writable, made before the page is hidden): the ld/st
+ * family of every size, signed and unsigned, ldstub, swap, casa and casxa,
+ * and their ASI forms with ASI_P (0x80) or ASI_N (0x04), through an
+ * immediate ASI or %asi. Then TPC moves past it. No single step: the
+ * instruction never runs natively, so no thread ever runs unwatched, and
+ * with one CPU, interrupts masked in the hook, the emulated ldstub, swap
+ * and cas are atomic. An access inside a watched range fires the watch
+ * (reads fire r and rw, stores w and rw, ldstub/swap/a cas that stores
+ * both); an access elsewhere on the page is emulated without firing —
+ * each costs a trap, the price of sharing a page with watched data. Any
+ * other instruction on the page (ldd, std, FP loads: the kernel is built
+ * -mno-fpu, and gcc uses none of them on 64-bit data) stops the kernel
+ * with its name and PC. PC in the WATCH record is the access itself.
+ *
+ * Removing the last watch of a page puts its TTE back and demaps the
+ * no-fault-only one: the page is mapped normally again. The page may not
+ * hold what the trap path touches (notrace.h's data and bss): a TL > 0
+ * access there would fault inside the miss handlers.
+ *
+ * Check mode: each emulation also writes a CHECK record of the state
+ * before and after (check.h's SPARC64_WCHECK_WORDS), which the host
+ * re-executes in unicorn (bench/check/sparc64_watch.py).
  */
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
+#include "check.h"
+#include "console.h"
+#include "context.h"
+#include "mm.h"
+#include "notrace.h"
+#include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
+#include "wire.h"
 
-const unsigned tarch_watch_slots = 0;
+#define TT_DATA_ACCESS_EXCEPTION 0x30
+#define ASI_N   0x04
+#define ASI_P   0x80
+
+const unsigned tarch_watch_slots = 4;
+
+struct wslot {
+	uint32_t probe;            /* id + 1; 0: free */
+	uint8_t  type, len;
+	uintptr_t addr, page;
+	uint64_t tte;              /* the page's TTE, put back at the end */
+	volatile uint8_t *alias;   /* the page through a second mapping */
+};
+
+static struct wslot slots[4];
+
+static uintptr_t page_of(uintptr_t a)
+{
+	return a & ~(PAGE_SIZE - 1);
+}
+
+static bool page_overlaps(uintptr_t page, const char *lo, const char *hi)
+{
+	return page < page_of((uintptr_t)hi + PAGE_SIZE - 1) &&
+	       (uintptr_t)lo < page + PAGE_SIZE && lo != hi;
+}
 
 bool tarch_watch_check(unsigned type, uintptr_t addr, unsigned len,
 		       const char **why)
 {
-	(void)type; (void)addr; (void)len;
-	*why = "sparc64 has no watchpoints yet: QEMU's sun4u raises no watchpoint "
-	       "trap, and the D-TLB-miss emulation that would stand in is not built";
-	return false;
+	if (type == WIRE_WATCH_EXEC || type == WIRE_WATCH_IO) {
+		*why = "sparc64 watches data accesses (r, w, rw): it has no I/O space, "
+		       "and execute watches are probes' work here";
+		return false;
+	}
+	if (len != 1 && len != 2 && len != 4 && len != 8) {
+		*why = "a watch covers 1, 2, 4 or 8 bytes";
+		return false;
+	}
+	if (addr & (len - 1)) {
+		*why = "the address must be aligned to the length";
+		return false;
+	}
+	uintptr_t page = page_of(addr);
+	if (page_overlaps(page, __notrace_data_start, __notrace_data_end) ||
+	    page_overlaps(page, __notrace_bss_start, __notrace_bss_end)) {
+		*why = "its 8 KiB page holds data of the trap path or the tracer, which "
+		       "must never fault";
+		return false;
+	}
+	return true;
+}
+
+static struct wslot *same_page(uintptr_t page, const struct wslot *not)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (slots[i].probe && &slots[i] != not && slots[i].page == page)
+			return &slots[i];
+	return 0;
 }
 
 void tarch_watch_arm(unsigned slot, const struct probe *p, unsigned type,
 		     unsigned len)
 {
-	(void)slot; (void)p; (void)type; (void)len;
+	struct wslot *s = &slots[slot];
+	uintptr_t page = page_of(p->addr);
+	struct wslot *other = same_page(page, s);
+	s->type = (uint8_t)type;
+	s->len = (uint8_t)len;
+	s->addr = p->addr;
+	s->page = page;
+	if (other) {
+		s->tte = other->tte;
+		s->alias = other->alias;
+	} else {
+		uint8_t *a = mm_alias_writable((const void *)page);
+		if (!a)
+			panic("watch %u: no alias of the page 0x%lx", p->id,
+			      (unsigned long)page);
+		s->alias = a;
+	}
+	irqflags_t f = arch_irq_save();
+	s->probe = p->id + 1;
+	if (!other)
+		s->tte = mmu_page_hide(page);
+	arch_irq_restore(f);
 }
 
 void tarch_watch_disarm(unsigned slot)
 {
-	(void)slot;
+	struct wslot *s = &slots[slot];
+	irqflags_t f = arch_irq_save();
+	s->probe = 0;
+	struct wslot *other = same_page(s->page, s);
+	if (!other)
+		mmu_page_restore(s->page, s->tte);
+	arch_irq_restore(f);
+	if (!other)
+		mm_alias_release((void *)s->alias);
+	*s = (struct wslot){ 0 };
+}
+
+/* ---- decode and emulate ---- */
+
+#define OP(w)      ((w) >> 30)
+#define OP3(w)     (((w) >> 19) & 0x3f)
+#define RD(w)      (((w) >> 25) & 0x1f)
+#define RS1(w)     (((w) >> 14) & 0x1f)
+#define IBIT(w)    (((w) >> 13) & 1)
+#define RS2(w)     ((w) & 0x1f)
+#define IMM_ASI(w) (((w) >> 5) & 0xff)
+#define SIMM13(w)  ((uint64_t)((int64_t)((uint64_t)(w) << 51) >> 51))
+
+enum access { LOAD, STORE, LDSTUB, SWAP, CAS };
+
+struct mem_op {
+	enum access what;
+	uint8_t size;
+	bool sign;
+};
+
+/* op3 & 0x2f (the ASI forms are op3 | 0x10) of the plain forms. */
+static bool classify(uint32_t w, struct mem_op *m, const char **why)
+{
+	unsigned op3 = OP3(w);
+	if (OP(w) != 3) {
+		*why = "not a load or store";
+		return false;
+	}
+	if (op3 == 0x3c || op3 == 0x3e) {
+		*m = (struct mem_op){ CAS, op3 == 0x3c ? 4 : 8, false };
+		return true;
+	}
+	if (op3 >= 0x20) {
+		*why = "a floating-point or prefetch access";
+		return false;
+	}
+	switch (op3 & 0x0f) {
+	case 0x0: *m = (struct mem_op){ LOAD, 4, false }; return true;   /* lduw */
+	case 0x1: *m = (struct mem_op){ LOAD, 1, false }; return true;   /* ldub */
+	case 0x2: *m = (struct mem_op){ LOAD, 2, false }; return true;   /* lduh */
+	case 0x4: *m = (struct mem_op){ STORE, 4, false }; return true;  /* stw */
+	case 0x5: *m = (struct mem_op){ STORE, 1, false }; return true;  /* stb */
+	case 0x6: *m = (struct mem_op){ STORE, 2, false }; return true;  /* sth */
+	case 0x8: *m = (struct mem_op){ LOAD, 4, true }; return true;    /* ldsw */
+	case 0x9: *m = (struct mem_op){ LOAD, 1, true }; return true;    /* ldsb */
+	case 0xa: *m = (struct mem_op){ LOAD, 2, true }; return true;    /* ldsh */
+	case 0xb: *m = (struct mem_op){ LOAD, 8, false }; return true;   /* ldx */
+	case 0xd: *m = (struct mem_op){ LDSTUB, 1, false }; return true;
+	case 0xe: *m = (struct mem_op){ STORE, 8, false }; return true;  /* stx */
+	case 0xf: *m = (struct mem_op){ SWAP, 4, false }; return true;
+	}
+	*why = "ldd, std or an undefined load/store";
+	return false;
+}
+
+static bool is_asi_form(uint32_t w)
+{
+	unsigned op3 = OP3(w);
+	return (op3 >= 0x10 && op3 < 0x20) || op3 == 0x3c || op3 == 0x3e;
+}
+
+static uint64_t reg(struct trapframe *tf, unsigned n)
+{
+	if (!n)
+		return 0;
+	const uint64_t *v = trapframe_reg_read(tf, n);
+	if (!v)
+		panic("watch: the trapped window's registers are unreadable");
+	return *v;
+}
+
+static void set_reg(struct trapframe *tf, unsigned n, uint64_t v)
+{
+	if (!n)
+		return;
+	uint64_t *slot = trapframe_reg(tf, n);
+	if (!slot)
+		panic("watch: the trapped window's registers are unwritable");
+	*slot = v;
+}
+
+static uint64_t mem_read(volatile uint8_t *a, unsigned size)
+{
+	switch (size) {
+	case 1:  return *a;
+	case 2:  return *(volatile uint16_t *)a;
+	case 4:  return *(volatile uint32_t *)a;
+	default: return *(volatile uint64_t *)a;
+	}
+}
+
+static void mem_write(volatile uint8_t *a, unsigned size, uint64_t v)
+{
+	switch (size) {
+	case 1:  *a = (uint8_t)v; break;
+	case 2:  *(volatile uint16_t *)a = (uint16_t)v; break;
+	case 4:  *(volatile uint32_t *)a = (uint32_t)v; break;
+	default: *(volatile uint64_t *)a = v; break;
+	}
+}
+
+static uint64_t sign_extend(uint64_t v, unsigned size)
+{
+	unsigned shift = 64 - 8 * size;
+	return (uint64_t)((int64_t)(v << shift) >> shift);
+}
+
+static _Noreturn void cannot(uint32_t w, uintptr_t pc, uintptr_t page, const char *why)
+{
+	panic("watch: the instruction 0x%08x at 0x%lx touches the watched page 0x%lx "
+	      "and is not emulated: %s", w, (unsigned long)pc, (unsigned long)page, why);
+}
+
+static void fire(const struct wslot *s, struct trapframe *tf,
+		 const struct tarch_context *ctx, uint64_t value)
+{
+	unsigned long words[WIRE_WATCH_NWORDS];
+	words[WIRE_WATCH_W_PC] = tf->tpc;
+	words[WIRE_WATCH_W_ADDR] = s->addr;
+	words[WIRE_WATCH_W_VALUE] = value;
+	words[WIRE_WATCH_W_SIZE] = s->len;
+	words[WIRE_WATCH_W_TYPE] = s->type;
+	tracer_fire(&tracer_probes[s->probe - 1], WIRE_EVENT_WATCH, words,
+		    WIRE_WATCH_NWORDS, ctx);
+}
+
+/* The data_access_exception hook (top of the file). */
+static int sparc64_watch_trap(struct trapframe *tf)
+{
+	uint64_t sfar = ldxa_asi(MMU_SFAR, ASI_DMMU);
+	uintptr_t page = page_of(sfar);
+	struct wslot *any = 0;
+	for (unsigned i = 0; i < 4 && !any; i++)
+		if (slots[i].probe && slots[i].page == page)
+			any = &slots[i];
+	if (!any)
+		return TRAP_DECLINED;          /* not ours: the kernel's fault */
+	stxa_asi(0, MMU_SFSR, ASI_DMMU);
+
+	uint32_t w = *(const uint32_t *)tf->tpc;
+	struct mem_op m;
+	const char *why = "?";
+	if (!classify(w, &m, &why))
+		cannot(w, tf->tpc, page, why);
+	if (is_asi_form(w)) {
+		unsigned asi = IBIT(w) ? (unsigned)(tf->tstate >> 24) & 0xff : IMM_ASI(w);
+		if (asi != ASI_P && asi != ASI_N)
+			cannot(w, tf->tpc, page, "an ASI other than ASI_P or ASI_N");
+	}
+	uint64_t ea = reg(tf, RS1(w));
+	if (m.what != CAS)
+		ea += IBIT(w) ? SIMM13(w) : reg(tf, RS2(w));
+	if (page_of(ea) != page || (ea & (m.size - 1)))
+		cannot(w, tf->tpc, page, "its address is not in the page, or misaligned");
+
+	struct sparc_regs r;
+	if (!sparc64_load_regs(tf, &r))
+		panic("watch: the trapped window's registers are unreadable");
+	const struct tarch_context ctx = { tf, &r };
+	volatile uint8_t *a = any->alias + (ea - page);
+	uint64_t before = mem_read(a, m.size), rd_before = reg(tf, RD(w));
+	bool reads = true, writes = true;
+	switch (m.what) {
+	case LOAD:
+		set_reg(tf, RD(w), m.sign ? sign_extend(before, m.size) : before);
+		writes = false;
+		break;
+	case STORE:
+		mem_write(a, m.size, rd_before);
+		reads = false;
+		break;
+	case LDSTUB:
+		mem_write(a, 1, 0xff);
+		set_reg(tf, RD(w), before);
+		break;
+	case SWAP:
+		mem_write(a, 4, rd_before);
+		set_reg(tf, RD(w), before);
+		break;
+	case CAS: {
+		uint64_t cmp = reg(tf, RS2(w));
+		if (m.size == 4)
+			cmp &= 0xffffffffu;
+		writes = before == cmp;
+		if (writes)
+			mem_write(a, m.size, rd_before);
+		set_reg(tf, RD(w), before);
+		break;
+	}
+	}
+	uint64_t after = mem_read(a, m.size);
+	if (tracer_check_mode) {
+		unsigned long c[SPARC64_WCHECK_WORDS];
+		c[SPARC64_WCHECK_INSN] = w;
+		c[SPARC64_WCHECK_EA] = ea;
+		c[SPARC64_WCHECK_RS1] = r.r[RS1(w)];
+		c[SPARC64_WCHECK_RS2] = r.r[RS2(w)];
+		c[SPARC64_WCHECK_RD_BEFORE] = rd_before;
+		c[SPARC64_WCHECK_MEM_BEFORE] = before;
+		c[SPARC64_WCHECK_RD_AFTER] = reg(tf, RD(w));
+		c[SPARC64_WCHECK_MEM_AFTER] = after;
+		c[SPARC64_WCHECK_ASI] = (tf->tstate >> 24) & 0xff;
+		tracer_record(&tracer_probes[any->probe - 1], WIRE_EVENT_CHECK, c,
+			      SPARC64_WCHECK_WORDS);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		const struct wslot *s = &slots[i];
+		if (!s->probe || s->page != page || ea >= s->addr + s->len ||
+		    s->addr >= ea + m.size)
+			continue;
+		bool hit = (s->type == WIRE_WATCH_RW && (reads || writes)) ||
+			   (s->type == WIRE_WATCH_READ && reads) ||
+			   (s->type == WIRE_WATCH_WRITE && writes);
+		if (hit)        /* what the watched bytes hold now: read or written */
+			fire(s, tf, &ctx, mem_read(s->alias + (s->addr - page), s->len));
+	}
+	tf->tpc = tf->tnpc;
+	tf->tnpc += 4;
+	return TRAP_HANDLED;
+}
+
+void sparc64_watch_init(void)
+{
+	trap_hook_add(TT_DATA_ACCESS_EXCEPTION, sparc64_watch_trap);
 }
