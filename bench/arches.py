@@ -94,6 +94,9 @@ class Arch:
     watch_slots: int = 0
     console_port: int | None = None
     watch_missing: str = ""
+    # The module that re-executes watched accesses (run --watch --check),
+    # or "" where the hardware makes the access and nothing is emulated.
+    watch_checker: str = ""
 
     @property
     def build_dir(self) -> Path:
@@ -184,6 +187,7 @@ ARCHES: dict[str, Arch] = {
         watch_types=("w", "r", "rw"),
         watch_lengths=(1, 2, 4, 8),
         watch_slots=4,
+        watch_checker="bench.check.sparc64_watch",
         max_memory_mb=256,
     ),
 }

@@ -202,7 +202,11 @@ def cmd_run(args) -> int:
 
 def _run_watch(args, arch) -> int:
     """run --watch: watches, not probes (bench/trace/watch.py)."""
-    for flag, given in (("--probes", args.probes != PROBES_DEFAULT), ("--check", args.check),
+    if args.check and not arch.watch_checker:
+        raise UsageError(f"--watch --check: {arch.name}'s watches emulate nothing "
+                         "(the hardware makes the access), so there is nothing to "
+                         "re-execute")
+    for flag, given in (("--probes", args.probes != PROBES_DEFAULT),
                         ("--stub-check", args.stub_check), ("--ctf", args.ctf),
                         ("--plot", args.plot), ("--pass", args.pass_count)):
         if given:
@@ -230,6 +234,7 @@ def _run_watch(args, arch) -> int:
         if args.buffer:
             g.command(f"trace buffer {args.buffer}", timeout=60)
         g.command("trace reset")
+        g.command(f"probe check {'on' if args.check else 'off'}")
         watch.arm(g, planned)
         ids = [w.id for w in planned]
         if program is not None:
@@ -266,6 +271,15 @@ def _run_watch(args, arch) -> int:
         problems.append(f"{dropped} records dropped (a bigger --buffer?)")
     if g.link_errors:
         problems.append(f"the serial link lost or damaged frames: {g.link_errors}")
+    if args.check:
+        crep = importlib.import_module(arch.watch_checker).verify(
+            cap.checks, {w.id for w in planned})
+        print(crep.summary())
+        for m in crep.mismatches[:20]:
+            print(f"  MISMATCH {m}")
+        if crep.mismatches or not crep.checked:
+            problems.append("check mode: " + ("mismatches" if crep.mismatches
+                                              else "nothing re-executed"))
     for p in problems:
         print(f"PROBLEM: {p}")
     print(f"watch: fired={v.fired} expected={v.expected} values_ok={v.values_ok}")

@@ -23,6 +23,11 @@
  * -mno-fpu, and gcc uses none of them on 64-bit data) stops the kernel
  * with its name and PC. PC in the WATCH record is the access itself.
  *
+ * An access made while the hook itself fires or records (the fire path
+ * reading something the page shares) is emulated and neither fires nor
+ * is checked, or the firing would trap again inside its own record; the
+ * data the fire path is known to read (notrace.h) is refused anyway.
+ *
  * Removing the last watch of a page puts its TTE back and demaps the
  * no-fault-only one: the page is mapped normally again. The page may not
  * hold what the trap path touches (notrace.h's data and bss): a TL > 0
@@ -60,6 +65,8 @@ struct wslot {
 };
 
 static struct wslot slots[4];
+/* The hook is firing or recording (one CPU; interrupts masked in it). */
+static bool recording;
 
 static uintptr_t page_of(uintptr_t a)
 {
@@ -337,7 +344,12 @@ static int sparc64_watch_trap(struct trapframe *tf)
 	}
 	}
 	uint64_t after = mem_read(a, m.size);
-	if (tracer_check_mode) {
+	/* An access made while this hook records (the fire path's own, on
+	 * data the page shares) is emulated and nothing more: recording it
+	 * would come back here for ever. */
+	bool own = recording;
+	recording = true;
+	if (tracer_check_mode && !own) {
 		unsigned long c[SPARC64_WCHECK_WORDS];
 		c[SPARC64_WCHECK_INSN] = w;
 		c[SPARC64_WCHECK_EA] = ea;
@@ -353,7 +365,7 @@ static int sparc64_watch_trap(struct trapframe *tf)
 	}
 	for (unsigned i = 0; i < 4; i++) {
 		const struct wslot *s = &slots[i];
-		if (!s->probe || s->page != page || ea >= s->addr + s->len ||
+		if (own || !s->probe || s->page != page || ea >= s->addr + s->len ||
 		    s->addr >= ea + m.size)
 			continue;
 		bool hit = (s->type == WIRE_WATCH_RW && (reads || writes)) ||
@@ -362,6 +374,7 @@ static int sparc64_watch_trap(struct trapframe *tf)
 		if (hit)        /* what the watched bytes hold now: read or written */
 			fire(s, tf, &ctx, mem_read(s->alias + (s->addr - page), s->len));
 	}
+	recording = own;
 	tf->tpc = tf->tnpc;
 	tf->tnpc += 4;
 	return TRAP_HANDLED;
