@@ -118,7 +118,10 @@ class Model:
         fmt = {1: ">B", 2: ">H", 4: ">I", 8: ">Q"}[sz]
         self.uc.mem_write(ea, struct.pack(fmt, w[W["MEM_BEFORE"]]))
         rs1, rs2, rd = word >> 14 & 31, word & 31, word >> 25 & 31
-        for r, v in ((rs1, w[W["RS1"]]), (rs2, w[W["RS2"]]), (rd, w[W["RD_BEFORE"]])):
+        imm = bool(word >> 13 & 1) and op3(word) < 0x3c     # casa's rs2 is a register
+        regs = [(rs1, w[W["RS1"]])] + ([] if imm else [(rs2, w[W["RS2"]])]) + \
+            [(rd, w[W["RD_BEFORE"]])]
+        for r, v in regs:
             if r:
                 self.uc.reg_write(_REGS[r], v)
         at, n = self._code_at(word, w[W["ASI"]] if uses_asi_register(word) else None)
