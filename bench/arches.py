@@ -87,13 +87,12 @@ class Arch:
     fire_path: str = ""
     probe_trap: dict = field(default_factory=dict)
     # Watchpoints (bench/trace/watch.py): the types `--watch` takes here,
-    # the lengths, the console's data port (an I/O watch on it counts the
-    # serial line's bytes), and why there are none, if there are none.
+    # the lengths, the slots, and the console's data port (an I/O watch on
+    # it counts the serial line's bytes).
     watch_types: tuple[str, ...] = ()
     watch_lengths: tuple[int, ...] = ()
     watch_slots: int = 0
     console_port: int | None = None
-    watch_missing: str = ""
     # The module that re-executes watched accesses (run --watch --check),
     # or "" where the hardware makes the access and nothing is emulated.
     watch_checker: str = ""

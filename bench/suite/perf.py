@@ -13,7 +13,7 @@ The boots:
      cost of one RPN instruction) with the bare trap round trip; the serial
      drain against the raw channel (drainrate); function-boundary tracing
      of fib and of calltree (1 thread) untraced and under every mechanism;
-     (i386) the cost of a watch firing: watchctr on one thread, its
+     the cost of a watch firing: watchctr on one thread, its
      counter unwatched and under a `w` watch with the null action, set
      against experiment 3's null probe (the same boot, per repetition).
   B  the same workloads built with -finstrument-functions (build.py's
@@ -263,7 +263,7 @@ class Bench:
         with its counter watched (`w`, null action) less the same run
         unwatched, over the writes; and that / experiment 3's null probe."""
         if not self.arch.watch_types:
-            self.notes.append(f"no watch cost: {self.arch.watch_missing}")
+            self.notes.append(f"no watch cost: {self.arch.name} has no watchpoints")
             return
         img = load_image(self.arch.elf())
         addr, size = img.objects["watchctr_counter"]

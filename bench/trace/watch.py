@@ -3,7 +3,7 @@
 SPEC is a comma list of KIND:TARGET[+OFF][/LEN] — `w:watchctr_counter`,
 `rw:0x1f5cc0/4`, `x:fib`, `io:0x3f8/1`. KIND is a word of wire.h's
 WIRE_WATCH_TYPES the arch watches (bench/arches.py: i386 x, w, rw, io;
-sparc64 none yet); TARGET a symbol of the ELF (data for r/w/rw, a function
+sparc64 w, r, rw); TARGET a symbol of the ELF (data for r/w/rw, a function
 for x) or a number; LEN defaults to the symbol's size (x: 1). Everything
 the host can see is refused before booting with the reason — an unknown
 symbol, a kind or length the arch lacks, a misaligned address, two watches
@@ -67,8 +67,8 @@ def _number(s: str) -> int:
 
 def plan(spec: str, image, arch, first_id: int = 0) -> list[Watch]:
     """The watches of spec, resolved and checked; UsageError otherwise."""
-    if arch.watch_missing:
-        raise UsageError(f"--watch: {arch.watch_missing}")
+    if not arch.watch_types:
+        raise UsageError(f"--watch: {arch.name} has no watchpoints")
     items = [s.strip() for s in spec.split(",") if s.strip()]
     if not items:
         raise UsageError("--watch: an empty spec")
