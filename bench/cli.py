@@ -248,7 +248,7 @@ def _run_watch(args, arch) -> int:
         cap = g.capture()
         g.exit(0)
     value = next((res["value"] for res in r.results), None)
-    v = watch.verdict(cap, planned, img, line, value)
+    v = watch.verdict(cap, planned, img, line, value, program=program is not None)
     for ln in watch.trace_lines(planned, img, args.limit):
         print(ln)
     if cap.aggs:

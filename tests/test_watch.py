@@ -146,6 +146,19 @@ def test_watchctr_rw_on_4_cpus_is_exact(built, capsys):
     assert (rc, fired, expected, ok) == (0, 8 * 250, 8 * 250, "yes"), out[-2000:]
 
 
+def test_a_program_at_a_watch_counts_its_firings(built, capsys):
+    """count.rpn at a w watch: the aggregation counts every write, no
+    WATCH record is sent, and the verdict holds the hits to the writes."""
+    built("i386")
+    rc, fired, expected, ok, out = _run(capsys, "--smp", "2", "--watch",
+                                        "w:watchctr_counter", "--run",
+                                        "watchctr threads=4 writes=100 reads=0",
+                                        "--program", "bench/programs/count.rpn")
+    assert (rc, fired, expected, ok) == (0, 400, 400, "unchecked"), out[-2000:]
+    assert re.search(r"^  w:watchctr_counter +400$", out, re.M), out[-2000:]
+    assert " watch 0 w " not in out, "a program writes no WATCH record"
+
+
 def test_io_watch_counts_every_byte_of_the_serial_line(built, capsys):
     built("i386")
     rc, fired, expected, ok, out = _run(capsys, "--smp", "4", "--watch", "io:0x3f8/1",
