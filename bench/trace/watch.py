@@ -1,30 +1,15 @@
 """Watchpoint probes from the host: `run --watch SPEC`.
 
-SPEC is a comma list of KIND:TARGET[+OFF][/LEN] — `w:watchctr_counter`,
-`rw:0x1f5cc0/4`, `x:fib`, `io:0x3f8/1`. KIND is a word of wire.h's
-WIRE_WATCH_TYPES the arch watches (bench/arches.py: i386 x, w, rw, io;
-sparc64 w, r, rw); TARGET a symbol of the ELF (data for r/w/rw, a function
-for x) or a number; LEN defaults to the symbol's size (x: 1). Everything
-the host can see is refused before booting with the reason — an unknown
-symbol, a kind or length the arch lacks, a misaligned address, two watches
-that overlap, more watches than the arch's slots — and what only the guest
-knows (the trap path's own data, the stacks) is refused by `watch add`,
-after which every watch already added is removed: nothing stays armed.
-
-The run: `watch add` for each, the workload, `watch remove` (its reply
-says the hits), `trace flush`. Verdict, `watch: fired=N expected=N
-values_ok=yes|no|unchecked`:
-  - watchctr's counter: w fires threads*writes times, rw
-    threads*(writes+reads), r threads*reads; the w values are exactly
-    base+1..base+threads*writes, once each; rw's include each of them,
-    never go down in a thread's order and sum to the workload's value
-    (the sum of every value it wrote and read).
-  - an I/O watch on the console's data port counts the bytes the serial
-    line moved while it was armed (the guest's tx and rx counts at add and
-    remove); it runs with the null action, since recording would send a
-    record for every byte and so feed itself.
-  - any other watch: the records received equal the guest's hits (no
-    firing lost between the fire path and the host).
+SPEC is a comma list of KIND:TARGET[+OFF][/LEN] (`w:watchctr_counter`,
+`rw:0x1f5cc0/4`, `x:fib`, `io:0x3f8/1`): KIND a word of wire.h's
+WIRE_WATCH_TYPES the arch watches (bench/arches.py), TARGET a symbol of
+the ELF or a number, LEN by default the symbol's size. plan() refuses what
+the host can see before booting; arm() adds them with `watch add`, and a
+refusal of the guest removes those added, so nothing stays armed. The
+run ends with `watch: fired=N expected=N values_ok=yes|no|unchecked`,
+each watch held to the ground truth it has (verdict()): watchctr's own
+counts and values, the serial line's bytes for the console's port, or
+else the guest's hits. With --program a watch's firings are its hits.
 """
 
 from __future__ import annotations
@@ -193,6 +178,20 @@ class Verdict:
         return self.fired == self.expected and self.values_ok != "no"
 
 
+# The ground truths (verdict):
+#  - watchctr's counter: w fires threads*writes times, rw
+#    threads*(writes+reads), r threads*reads. Every write stores the next
+#    value in a spinlock, so a trap-after watch reads back the value
+#    written: under w the values are base+1..base+threads*writes, once each
+#    (base: where the last run left the counter); under rw each of them
+#    appears, none lies outside [base, base+threads*writes], no thread's go
+#    down, and they sum to the workload's value (the sum of all it wrote
+#    and read).
+#  - an I/O watch on the console's data port counts the bytes the serial
+#    line moved while it was armed (the guest's tx and rx counts at add and
+#    remove); it runs with the null action: recording would send a record
+#    for every byte, whose bytes fire it again.
+#  - any other watch: the records that came equal the guest's hits.
 def verdict(cap, watches: list[Watch], image, workload: str,
             result_value: int | None, program: bool = False) -> Verdict:
     """Match the records with each watch's ground truth (top of the file).

@@ -1,19 +1,13 @@
 /*
  * watchctr.c — the watchpoints' ground truth: threads share one counter.
  *
- * Each of `threads` threads writes the counter `writes` times and reads it
- * `reads` times, interleaved. A write is one store of the next value
- * (kept in a shadow word nobody watches), a read one load, each inside a
- * spinlock, so that a watch which traps after the access (i386's debug
- * registers) reads back the very value the access wrote or read: every
- * value 1..threads*writes is written exactly once. A watch `w` on
- * watchctr_counter must then fire threads*writes times with exactly
- * those values, `rw` threads*(writes+reads) times, `r` threads*reads
- * times; the value is the sum of every value written and read, which
- * the host compares with the recorded values' sum. Nothing but the
- * threads touches the counter: a run goes on from the last run's value
- * (base), so the values written are base+1 .. base+threads*writes, and
- * the run checks that the shadow ends at base+threads*writes.
+ * Each of `threads` threads writes the counter `writes` times (one store
+ * of the next value, kept in an unwatched shadow) and reads it `reads`
+ * times, each inside a spinlock, so a watch that traps after the access
+ * reads back the very value written or read: the values written are
+ * base+1 .. base+threads*writes, once each, base being where the last run
+ * left it (nothing else touches the counter). The value is the sum of
+ * every value written and read; the run checks the shadow's end.
  */
 #include "spinlock.h"
 #include "thread.h"

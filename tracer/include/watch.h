@@ -2,19 +2,13 @@
  * watch.h — watchpoint probes: DProbes' watch type and address range.
  *
  * A watch is a probe of tracer_probes[] (kind WIRE_EVENT_WATCH) whose
- * address is watched data, an I/O port or an instruction rather than a
- * trap site: it has hits, a program, pass and maximum counts like any
- * probe (gate.c), and fires through tracer_fire with a WATCH record
- * (wire.h WIRE_WATCH_WORDS). It is armed when added and gone when
- * removed; `probe enable|disable` leave it alone. The arch holds the
- * watches in slots (tracer_arch.h: i386's debug registers) on every CPU.
- *
- * Adding refuses, with the reason and nothing armed: an id in use, a type
- * or length the arch cannot watch, a range that overlaps another watch,
- * data outside the kernel's .data/.bss (the stacks, the page pool, the
- * trace buffers) or inside what the trap path and the tracer touch
- * (notrace.h), code outside the probeable text, and a watch past the
- * arch's slots.
+ * address is data, a port or an instruction: hits, programs and maximum
+ * counts as for any probe (gate.c), firing through tracer_fire with a
+ * WATCH record (wire.h). It is armed from `watch add` to `watch remove`;
+ * `probe enable|disable` leave it alone. Adding refuses, with the reason
+ * and nothing armed: an id in use, what the arch cannot watch, an overlap,
+ * data outside .data/.bss or inside the trap path's (notrace.h), code
+ * outside the probeable text, and a watch past the arch's slots.
  */
 #ifndef WATCH_H
 #define WATCH_H

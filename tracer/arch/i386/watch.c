@@ -1,33 +1,16 @@
 /*
  * watch.c — i386 watches in the debug registers DR0-DR3, on every CPU.
  *
- * Slot i is DRi: its address, and in DR7 its enable bit L_i and its R/W
- * and LEN fields (x 00 with LEN 1, w 01, io 10 with CR4.DE, rw 11; LEN
- * 1, 2 or 4 bytes, the address aligned to it). Reads alone are not an
- * IA-32 type: `r` is refused. Arming writes the new DR0-3/DR7 image into
- * a table, loads it here with interrupts masked, and makes every other
- * CPU load it in its IPI handler (smp_call_others), so when arm or
- * disarm returns every CPU watches exactly the table. Every CPU runs the
- * same debug registers whatever thread it runs, so a switch changes
- * nothing. All CPUs are online before the tracer's init (init.h), so no
- * CPU comes up later with stale registers.
- *
- * The fire path is a #DB hook, registered before the single-step
- * baseline's. DR6's B0-B3 say which slots matched (masked with those
- * armed); the hook clears them — the CPU never does — records one WATCH
- * record per matched slot, and declines if the trap is also a single
- * step (DR6.BS with TF set in the frame: BS itself stays set from any
- * earlier step, since the CPU never clears DR6), so that a single step
- * that touched a watch goes on to the step hook. Data and
- * I/O watches are traps: the access is done, EIP is the next
- * instruction, and the value recorded is the one in memory (or eax)
- * now. An execute watch is a fault before the instruction runs: the hook
- * sets EFLAGS.RF in the frame so that the iret resumes the instruction
- * without matching again (QEMU 7.2 checks RF before raising a code
- * breakpoint and clears it after one instruction), so each access fires
- * once. An instruction that both executes at a watched address and has
- * a probe there fires the watch (#DB, fault) first, then the probe
- * (#BP/#UD).
+ * Slot i is DRi, with its enable bit and R/W and LEN fields in DR7 (x 00,
+ * w 01, io 10 with CR4.DE, rw 11; 1, 2 or 4 bytes, aligned; `r` alone is
+ * no IA-32 type). Arming or disarming loads the new DR0-3/DR7 here and, by
+ * IPI, on every other CPU before it returns; every thread runs under the
+ * same registers, and every CPU is online before the tracer's init, so
+ * none comes up without them. The fire path is a #DB hook registered
+ * before the step baseline's: one WATCH record per slot DR6 names. Data
+ * and I/O watches trap after the access (EIP is the next instruction);
+ * an execute watch faults before it, and fires before a probe on the
+ * same instruction.
  */
 #include "arch/trapframe.h"
 #include "arch/vectors.h"
@@ -193,7 +176,13 @@ static unsigned long value_of(unsigned slot, const struct trapframe *tf)
 	}
 }
 
-/* The #DB hook (top of the file). */
+/* DR6's B0-B3 name the slots that matched; the CPU never clears them, so
+ * the hook does. A #DB is also a single step only with TF set in the
+ * frame (a DR6.BS left by an earlier step is stale): then the hook
+ * declines after recording, and the step hook has it. An execute watch
+ * sets EFLAGS.RF in the frame, so the iret runs the instruction without
+ * matching again (QEMU 7.2 checks RF before a code breakpoint and clears
+ * it after one instruction): each access fires once, none is skipped. */
 static int i386_watch_trap(struct trapframe *tf)
 {
 	uint32_t dr6 = read_dr6();

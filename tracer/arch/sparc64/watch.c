@@ -1,41 +1,16 @@
 /*
  * watch.c — sparc64 watches, by trap and emulate on the watched page.
  *
- * QEMU's sun4u ignores the UltraSPARC VA/PA watchpoint enables (the LSU
- * control register): no watchpoint trap ever comes. So a watch hides its
- * 8 KiB page from the MMU (mmu_page_hide: out of the page table and both
- * TLBs). The next data access to the page misses; the miss handler finds
- * no TTE and loads a no-fault-only one, so the retried access raises
- * data_access_exception (trap_table.S), and so does every later one while
- * that TTE stays. This hook takes the trap at TL 0, decodes the
- * instruction at TPC and *emulates* it through a second mapping of the
- * page (mm_alias_writable, made before the page is hidden): the ld/st
- * family of every size, signed and unsigned, ldstub, swap, casa and casxa,
- * and their ASI forms with ASI_P (0x80) or ASI_N (0x04), through an
- * immediate ASI or %asi. Then TPC moves past it. No single step: the
- * instruction never runs natively, so no thread ever runs unwatched, and
- * with one CPU, interrupts masked in the hook, the emulated ldstub, swap
- * and cas are atomic. An access inside a watched range fires the watch
- * (reads fire r and rw, stores w and rw, ldstub/swap/a cas that stores
- * both); an access elsewhere on the page is emulated without firing —
- * each costs a trap, the price of sharing a page with watched data. Any
- * other instruction on the page (ldd, std, FP loads: the kernel is built
- * -mno-fpu, and gcc uses none of them on 64-bit data) stops the kernel
- * with its name and PC. PC in the WATCH record is the access itself.
- *
- * An access made while the hook itself fires or records (the fire path
- * reading something the page shares) is emulated and neither fires nor
- * is checked, or the firing would trap again inside its own record; the
- * data the fire path is known to read (notrace.h) is refused anyway.
- *
- * Removing the last watch of a page puts its TTE back and demaps the
- * no-fault-only one: the page is mapped normally again. The page may not
- * hold what the trap path touches (notrace.h's data and bss): a TL > 0
- * access there would fault inside the miss handlers.
- *
- * Check mode: each emulation also writes a CHECK record of the state
- * before and after (check.h's SPARC64_WCHECK_WORDS), which the host
- * re-executes in unicorn (bench/check/sparc64_watch.py).
+ * QEMU's sun4u never raises a watchpoint trap, so a watch hides its 8 KiB
+ * page from the MMU (mmu_page_hide); every data access to it then takes
+ * the miss handler's no-fault-only TTE and raises data_access_exception.
+ * This hook emulates the instruction at TPC through a second mapping of
+ * the page and moves TPC past it — no single step, so no thread ever runs
+ * unwatched — and fires the watches whose range the access touches; an
+ * access elsewhere on the page is emulated without firing. Removing the
+ * last watch of a page maps it normally again. In check mode every
+ * emulated access writes a CHECK record (check.h's SPARC64_WCHECK) that
+ * the host re-executes in unicorn (bench/check/sparc64_watch.py).
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -64,6 +39,9 @@ struct wslot {
 	volatile uint8_t *alias;   /* the page through a second mapping */
 };
 
+/* The page may not hold what the trap path touches (notrace.h's data and
+ * bss, page-aligned apart by the linker script): a TL > 0 access there
+ * would fault inside the miss handlers. */
 static struct wslot slots[4];
 /* The hook is firing or recording (one CPU; interrupts masked in it). */
 static bool recording;
@@ -279,7 +257,16 @@ static void fire(const struct wslot *s, struct trapframe *tf,
 		    WIRE_WATCH_NWORDS, ctx);
 }
 
-/* The data_access_exception hook (top of the file). */
+/* Emulated: the ld/st family of every size, signed and unsigned,
+ * ldstub, swap, casa and casxa, and their ASI forms with ASI_P or ASI_N
+ * (an immediate ASI or %asi); with one CPU and interrupts masked here
+ * the atomics are atomic. Anything else on the page (ldd, std, an FP
+ * access: the kernel is built -mno-fpu) stops the kernel with its word
+ * and PC. Loads fire r and rw, stores w and rw, ldstub, swap and a cas
+ * that stores all three; the record's PC is the access itself. An access
+ * made while the hook records (the fire path's own, on data the page
+ * shares) is emulated and nothing more, or it would come back here for
+ * ever. */
 static int sparc64_watch_trap(struct trapframe *tf)
 {
 	uint64_t sfar = ldxa_asi(MMU_SFAR, ASI_DMMU);
