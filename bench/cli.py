@@ -262,7 +262,7 @@ def _run_watch(args, arch) -> int:
     for ln in v.lines:
         print(ln)
     dropped = sum(s["dropped"] for s in cap.stats.values())
-    problems = []
+    problems = list(v.stopped)
     if not r.ok:
         problems.append(f"the workload failed: {r.status_name}: {r.message}")
     if not fl.ok:

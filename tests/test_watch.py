@@ -287,6 +287,22 @@ def test_sparc64_guest_refusals_and_removal(built):
         assert not cap.checks and not [e for e in cap.events if e.probe == 1]
 
 
+def test_sparc64_an_instruction_not_emulated_stops_the_watch(built, capsys):
+    """An ldd on the watched page (tests/workloads/ldd_sparc64.c): the
+    watch fires for the stores before it, then stops — the page mapped
+    again, the ldd run natively, the kernel running on — and the run
+    fails with where and why."""
+    built("sparc64")
+    rc, fired, expected, ok, out = _run(
+        capsys, "--workload", "tests/workloads/ldd_sparc64.c", "--watch",
+        "w:ldd_area/8", "--run", "lddtouch n=10", arch="sparc64")
+    assert rc == 1 and fired == expected == 10, out[-2000:]
+    assert re.search(r"PROBLEM: watch 0 w:ldd_area/8 was refused while armed: "
+                     r"stopped at 0x[0-9a-f]+ \(0x[0-9a-f]{8}\): ldd, std", out), \
+        out[-2000:]
+    assert "result lddtouch = 1009 (ok)" in out
+
+
 def test_unicorn_catches_a_wrong_emulation():
     """A CHECK record of stw whose memory after is not rd, and of ldsh whose
     rd is not sign-extended, are each reported by field; the right ones

@@ -42,6 +42,7 @@ class Watch:
     tx_rx: tuple[int, int] = (0, 0)
     hits: int = 0
     bytes_moved: int | None = None
+    stopped: str | None = None       # the arch stopped it: why
     values: list[int] = field(default_factory=list)
     records: list = field(default_factory=list)
 
@@ -143,6 +144,8 @@ def disarm(guest, watches: list[Watch]) -> None:
         r = _must(guest, f"watch remove {w.id}")
         m = re.search(r"hits=(\d+)", r.message)
         w.hits = int(m.group(1)) if m else 0
+        st = re.search(r", (stopped at .*)$", r.message)
+        w.stopped = st.group(1) if st else None
         c = _COUNTS.search(r.message)
         if c:
             w.bytes_moved = (int(c.group(1)) - w.tx_rx[0]) + (int(c.group(2)) - w.tx_rx[1])
@@ -172,10 +175,12 @@ class Verdict:
     expected: int
     values_ok: str                  # yes, no, unchecked
     lines: list[str]
+    stopped: list[str] = field(default_factory=list)   # watches the arch stopped
 
     @property
     def ok(self) -> bool:
-        return self.fired == self.expected and self.values_ok != "no"
+        return self.fired == self.expected and self.values_ok != "no" and \
+            not self.stopped
 
 
 # The ground truths (verdict):
@@ -208,6 +213,7 @@ def verdict(cap, watches: list[Watch], image, workload: str,
                               params.get("reads", 1000))
     fired = expected = 0
     checked = bad = False
+    stopped: list[str] = []
     lines = []
     for w in watches:
         counted = w.null or program
@@ -231,6 +237,8 @@ def verdict(cap, watches: list[Watch], image, workload: str,
                 source += f"; the threads' records interleave {switches} times"
         else:
             want, source = w.hits, "the guest's hits"
+        if w.stopped:
+            stopped.append(f"watch {w.id} {w.name} was refused while armed: {w.stopped}")
         if w.hits != got and not counted:
             why.append(f"the guest counted {w.hits} hits, {got} records came")
             bad = True
@@ -239,7 +247,7 @@ def verdict(cap, watches: list[Watch], image, workload: str,
         lines.append(f"watch {w.id} {w.name} at {w.addr:#x}/{w.length}: fired={got} "
                      f"expected={want} ({source})" + ("; " + "; ".join(why) if why else ""))
     values_ok = "no" if bad else "yes" if checked else "unchecked"
-    return Verdict(fired, expected, values_ok, lines)
+    return Verdict(fired, expected, values_ok, lines, stopped)
 
 
 def _counter_values(w: Watch, values: list[int], written: int,

@@ -241,6 +241,20 @@ static void type_list(char *buf, size_t size)
 				  i ? "|" : "", type_words[i].word);
 }
 
+/* ", stopped at PC (WORD): why" for a watch the arch stopped, else "". */
+static void stopped_note(unsigned id, char *buf, size_t size)
+{
+	uintptr_t pc = 0;
+	uint32_t word = 0;
+	int slot = slot_of(id);
+	const char *why = slot >= 0 ? tarch_watch_stopped((unsigned)slot, &pc, &word) : 0;
+	if (why)
+		ksnprintf(buf, size, ", stopped at 0x%lx (0x%08x): %s",
+			  (unsigned long)pc, (unsigned)word, why);
+	else
+		buf[0] = 0;
+}
+
 /* An action's word (tracer_action_names), or -1. */
 static int action_of(const char *word)
 {
@@ -285,11 +299,13 @@ static int cmd_watch(int argc, char **argv, const char *rest, struct command_rep
 			return command_reply(r, WIRE_REPLY_BAD_ARGS,
 					     "usage: watch remove ID");
 		unsigned long tx = serial_tx_bytes(), rx = serial_rx_bytes();
+		char stopped[128];
+		stopped_note((unsigned)id, stopped, sizeof stopped);
 		if (tracer_watch_remove((unsigned)id, why, sizeof why) != 0)
 			return command_reply(r, WIRE_REPLY_FAILED, "%s", why);
 		return command_reply(r, WIRE_REPLY_OK, "watch %u removed, hits=%lu "
-				     "tx=%lu rx=%lu", (unsigned)id,
-				     tracer_probes[id].hits, tx, rx);
+				     "tx=%lu rx=%lu%s", (unsigned)id,
+				     tracer_probes[id].hits, tx, rx, stopped);
 	}
 	if (argc == 2 && strcmp(argv[1], "list") == 0) {
 		for (unsigned i = 0; i < TRACER_MAX_WATCHES; i++) {
@@ -297,9 +313,11 @@ static int cmd_watch(int argc, char **argv, const char *rest, struct command_rep
 			if (!w->probe)
 				continue;
 			const struct probe *p = &tracer_probes[w->probe - 1];
-			kprintf("watch %u slot %u %s 0x%lx/%u hits=%lu\n", p->id, i,
+			char stopped[128];
+			stopped_note(p->id, stopped, sizeof stopped);
+			kprintf("watch %u slot %u %s 0x%lx/%u hits=%lu%s\n", p->id, i,
 				tracer_watch_type_word(w->type), (unsigned long)p->addr,
-				w->len, p->hits);
+				w->len, p->hits, stopped);
 		}
 		return command_reply(r, WIRE_REPLY_OK, "%u watches, %u slots",
 				     nwatches, tarch_watch_slots);

@@ -104,6 +104,9 @@ bool tarch_watch_check(unsigned type, uintptr_t addr, unsigned len,
 void tarch_watch_arm(unsigned slot, const struct probe *p, unsigned type,
 		     unsigned len);
 void tarch_watch_disarm(unsigned slot);
+/* Why slot stopped watching while armed (an access the arch could not
+ * handle: its pc and instruction word), or NULL if it watches. */
+const char *tarch_watch_stopped(unsigned slot, uintptr_t *pc, uint32_t *word);
 
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;

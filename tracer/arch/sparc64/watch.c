@@ -37,6 +37,9 @@ struct wslot {
 	uintptr_t addr, page;
 	uint64_t tte;              /* the page's TTE, put back at the end */
 	volatile uint8_t *alias;   /* the page through a second mapping */
+	const char *stopped;       /* why it stopped watching, or 0 (cannot) */
+	uintptr_t stopped_pc;
+	uint32_t stopped_word;
 };
 
 /* The page may not hold what the trap path touches (notrace.h's data and
@@ -83,6 +86,14 @@ bool tarch_watch_check(unsigned type, uintptr_t addr, unsigned len,
 	return true;
 }
 
+static uint64_t any_tte(uintptr_t page)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (slots[i].probe && slots[i].page == page)
+			return slots[i].tte;
+	return 0;
+}
+
 static struct wslot *same_page(uintptr_t page, const struct wslot *not)
 {
 	for (unsigned i = 0; i < 4; i++)
@@ -104,6 +115,9 @@ void tarch_watch_arm(unsigned slot, const struct probe *p, unsigned type,
 	if (other) {
 		s->tte = other->tte;
 		s->alias = other->alias;
+		s->stopped = other->stopped;        /* the page is not hidden now */
+		s->stopped_pc = other->stopped_pc;
+		s->stopped_word = other->stopped_word;
 	} else {
 		uint8_t *a = mm_alias_writable((const void *)page);
 		if (!a)
@@ -238,10 +252,30 @@ static uint64_t sign_extend(uint64_t v, unsigned size)
 	return (uint64_t)((int64_t)(v << shift) >> shift);
 }
 
-static _Noreturn void cannot(uint32_t w, uintptr_t pc, uintptr_t page, const char *why)
+/* An instruction the hook does not emulate touched a watched page: the
+ * watches of that page stop — the page is mapped again and the
+ * instruction re-runs natively — and say why (tarch_watch_stopped), so
+ * the kernel runs on and the host reports the watch refused. */
+static int cannot(struct trapframe *tf, uint32_t w, uintptr_t page, const char *why)
 {
-	panic("watch: the instruction 0x%08x at 0x%lx touches the watched page 0x%lx "
-	      "and is not emulated: %s", w, (unsigned long)pc, (unsigned long)page, why);
+	for (unsigned i = 0; i < 4; i++) {
+		struct wslot *s = &slots[i];
+		if (!s->probe || s->page != page)
+			continue;
+		s->stopped = why;
+		s->stopped_pc = tf->tpc;
+		s->stopped_word = w;
+	}
+	mmu_page_restore(page, any_tte(page));
+	return TRAP_HANDLED;            /* TPC unchanged: it runs again, mapped */
+}
+
+const char *tarch_watch_stopped(unsigned slot, uintptr_t *pc, uint32_t *word)
+{
+	const struct wslot *s = &slots[slot];
+	*pc = s->stopped_pc;
+	*word = s->stopped_word;
+	return s->stopped;
 }
 
 static void fire(const struct wslot *s, struct trapframe *tf,
@@ -261,8 +295,8 @@ static void fire(const struct wslot *s, struct trapframe *tf,
  * ldstub, swap, casa and casxa, and their ASI forms with ASI_P or ASI_N
  * (an immediate ASI or %asi); with one CPU and interrupts masked here
  * the atomics are atomic. Anything else on the page (ldd, std, an FP
- * access: the kernel is built -mno-fpu) stops the kernel with its word
- * and PC. Loads fire r and rw, stores w and rw, ldstub, swap and a cas
+ * access: the kernel is built -mno-fpu) stops the page's watches
+ * (cannot). Loads fire r and rw, stores w and rw, ldstub, swap and a cas
  * that stores all three; the record's PC is the access itself. An access
  * made while the hook records (the fire path's own, on data the page
  * shares) is emulated and nothing more, or it would come back here for
@@ -273,7 +307,7 @@ static int sparc64_watch_trap(struct trapframe *tf)
 	uintptr_t page = page_of(sfar);
 	struct wslot *any = 0;
 	for (unsigned i = 0; i < 4 && !any; i++)
-		if (slots[i].probe && slots[i].page == page)
+		if (slots[i].probe && slots[i].page == page && !slots[i].stopped)
 			any = &slots[i];
 	if (!any)
 		return TRAP_DECLINED;          /* not ours: the kernel's fault */
@@ -283,17 +317,17 @@ static int sparc64_watch_trap(struct trapframe *tf)
 	struct mem_op m;
 	const char *why = "?";
 	if (!classify(w, &m, &why))
-		cannot(w, tf->tpc, page, why);
+		return cannot(tf, w, page, why);
 	if (is_asi_form(w)) {
 		unsigned asi = IBIT(w) ? (unsigned)(tf->tstate >> 24) & 0xff : IMM_ASI(w);
 		if (asi != ASI_P && asi != ASI_N)
-			cannot(w, tf->tpc, page, "an ASI other than ASI_P or ASI_N");
+			return cannot(tf, w, page, "an ASI other than ASI_P or ASI_N");
 	}
 	uint64_t ea = reg(tf, RS1(w));
 	if (m.what != CAS)
 		ea += IBIT(w) ? SIMM13(w) : reg(tf, RS2(w));
 	if (page_of(ea) != page || (ea & (m.size - 1)))
-		cannot(w, tf->tpc, page, "its address is not in the page, or misaligned");
+		return cannot(tf, w, page, "its address is not in the page, or misaligned");
 
 	struct sparc_regs r;
 	if (!sparc64_load_regs(tf, &r))
