@@ -205,14 +205,19 @@ def test_commands_refuse_and_remove_leaves_nothing(built):
         assert g.command("trace flush").ok
         since = len(g.trace_frames)
         assert g.command("run watchctr threads=2 writes=10 reads=0").ok
+        # an execute watch and a probe on fib's first instruction: the watch
+        # (#DB, a fault) fires first, then the probe (#BP), each once a call
         r = g.command(f"watch add 7 x {fib:#x} 1")
         assert r.ok, r.message
+        assert g.command(f"probe add 8 {fib:#x} entry 1").ok
+        assert g.command("probe enable 8").ok
         assert g.command("run fib n=5").ok
         assert "hits=15" in g.command("watch remove 7").message
         assert g.command("trace flush").ok
         cap = g.capture(since)
         assert [e for e in cap.events if e.kind == watch.K_WATCH and e.probe < 4] == []
-        assert len([e for e in cap.events if e.probe == 7]) == 15
+        order = [e.probe for e in cap.events if e.probe in (7, 8)]
+        assert order == [7, 8] * 15, order
 
 
 def test_live_add_and_remove_while_threads_write(built):
