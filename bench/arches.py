@@ -86,6 +86,16 @@ class Arch:
     gdb_registers: tuple = ("", ())
     fire_path: str = ""
     probe_trap: dict = field(default_factory=dict)
+    # Watchpoints (bench/trace/watch.py): the types `--watch` takes here,
+    # the lengths, the slots, and the console's data port (an I/O watch on
+    # it counts the serial line's bytes).
+    watch_types: tuple[str, ...] = ()
+    watch_lengths: tuple[int, ...] = ()
+    watch_slots: int = 0
+    console_port: int | None = None
+    # The module that re-executes watched accesses (run --watch --check),
+    # or "" where the hardware makes the access and nothing is emulated.
+    watch_checker: str = ""
 
     @property
     def build_dir(self) -> Path:
@@ -135,6 +145,10 @@ ARCHES: dict[str, Arch] = {
                               "eip", "eflags", "cs", "ss", "ds", "es", "fs", "gs")),
         fire_path="i386_probe_trap",
         probe_trap={"int3": "cc", "ud": "0f0b", "step": "cc"},
+        watch_types=("x", "w", "rw", "io"),        # DR7 types 00, 01, 11, 10
+        watch_lengths=(1, 2, 4),
+        watch_slots=4,                             # DR0-DR3
+        console_port=0x3f8,
         # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
         max_memory_mb=256,
     ),
@@ -168,6 +182,11 @@ ARCHES: dict[str, Arch] = {
         fire_path="sparc64_probe_trap",
         # illtrap <const22 = probe id>
         probe_trap={"emulate": "{id:08x}", "shellgame": "{id:08x}"},
+        # Trap and emulate on the watched 8 KiB page (tracer/arch/sparc64/watch.c).
+        watch_types=("w", "r", "rw"),
+        watch_lengths=(1, 2, 4, 8),
+        watch_slots=4,
+        watch_checker="bench.check.sparc64_watch",
         max_memory_mb=256,
     ),
 }

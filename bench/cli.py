@@ -27,11 +27,13 @@ from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                      BenchError, GuestExited, UsageError)
 from .guest import build, libvirt, libvirtd
 from .guest.backend import open_guest, use_backend
-from .parser import build_parser
+from .parser import PROBES_DEFAULT, build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
 from .suite import junit, matrix, perf, selftest
-from .trace import sites, stress, verify
+from .trace import sites, stress, verify, watch
+from .trace.image import load_image
+from .program import load as program_load
 from .trace.format import format_trace, nesting_error_lines, summary_lines
 from .trace.session import open_session
 
@@ -109,6 +111,8 @@ def _probe_args(args, arch, all_mechanisms: bool = False) -> None:
 def cmd_run(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
+    if args.watch is not None:
+        return _run_watch(args, arch)
     sites.parse_spec(args.probes)          # a bad spec: refused before booting
     program = formatter = None
     if args.program:                       # a bad program: refused before booting
@@ -194,6 +198,92 @@ def cmd_run(args) -> int:
     print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
           f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
     return status if rep.ok else EXIT_FAILED
+
+
+def _run_watch(args, arch) -> int:
+    """run --watch: watches, not probes (bench/trace/watch.py)."""
+    if args.check and not arch.watch_checker:
+        raise UsageError(f"--watch --check: {arch.name}'s watches emulate nothing "
+                         "(the hardware makes the access), so there is nothing to "
+                         "re-execute")
+    for flag, given in (("--probes", args.probes != PROBES_DEFAULT),
+                        ("--stub-check", args.stub_check), ("--ctf", args.ctf),
+                        ("--plot", args.plot), ("--pass", args.pass_count)):
+        if given:
+            raise UsageError(f"--watch does not combine with {flag} yet")
+    program = None
+    if args.program:
+        try:
+            text = open(args.program, encoding="utf-8").read()
+        except OSError as e:
+            raise UsageError(f"cannot read the program {args.program}: {e}") from None
+        program = asm.assemble(text, arch, args.program)
+    if args.workload:
+        line = args.run or build.workload_name(args.workload)
+        image = build.user_image(arch, args.workload)
+        elf = image.parent / arch.symbols
+    else:
+        build.ensure_image(arch)
+        image, elf = None, arch.elf()
+        line = args.run or "watchctr threads=8 writes=1000 reads=1000"
+    img = load_image(elf)
+    planned = watch.plan(args.watch, img, arch)     # bad input: nothing boots
+    with open_guest(arch, label="watch", smp=args.smp, image=image,
+                    elf=elf if args.workload else None,
+                    command_timeout=args.timeout) as g:
+        if args.buffer:
+            g.command(f"trace buffer {args.buffer}", timeout=60)
+        g.command("trace reset")
+        g.command(f"probe check {'on' if args.check else 'off'}")
+        watch.arm(g, planned)
+        ids = [w.id for w in planned]
+        if program is not None:
+            g.command("program clear")
+            program_load.load(g, program, 0)
+            program_load.attach(g, 0, ids)
+        program_load.limits(g, ids, None, args.maxhits)
+        r = g.command(f"run {line}")
+        watch.disarm(g, planned)
+        fl = g.command("trace flush", timeout=600)
+        cap = g.capture()
+        g.exit(0)
+    value = next((res["value"] for res in r.results), None)
+    v = watch.verdict(cap, planned, img, line, value, program=program is not None)
+    for ln in watch.trace_lines(planned, img, args.limit):
+        print(ln)
+    if cap.aggs:
+        for ln in aggregate.lines(aggregate.merge(cap.aggs), {0: program} if program
+                                  else {}, {w.id: w.name for w in planned},
+                                  arch.word_bytes):
+            print(ln)
+    for res in r.results:
+        print(f"result {res['name']} = {res['value']} "
+              f"({'ok' if res['status'] == 0 else 'WRONG'})")
+    for ln in v.lines:
+        print(ln)
+    dropped = sum(s["dropped"] for s in cap.stats.values())
+    problems = list(v.stopped)
+    if not r.ok:
+        problems.append(f"the workload failed: {r.status_name}: {r.message}")
+    if not fl.ok:
+        problems.append(f"trace flush failed: {fl.message}")
+    if dropped and program is None:
+        problems.append(f"{dropped} records dropped (a bigger --buffer?)")
+    if g.link_errors:
+        problems.append(f"the serial link lost or damaged frames: {g.link_errors}")
+    if args.check:
+        crep = importlib.import_module(arch.watch_checker).verify(
+            cap.checks, {w.id for w in planned})
+        print(crep.summary())
+        for m in crep.mismatches[:20]:
+            print(f"  MISMATCH {m}")
+        if crep.mismatches or not crep.checked:
+            problems.append("check mode: " + ("mismatches" if crep.mismatches
+                                              else "nothing re-executed"))
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    print(f"watch: fired={v.fired} expected={v.expected} values_ok={v.values_ok}")
+    return EXIT_OK if v.ok and not problems else EXIT_FAILED
 
 
 def _exports(args, cap, probes, image, hello, environment) -> None:

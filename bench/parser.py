@@ -26,6 +26,9 @@ exit status: 0 passed, 1 something ran and failed, 2 bad usage (nothing
 ran), 130 interrupted (bench/errors.py EXIT_STATUSES)."""
 
 
+PROBES_DEFAULT = "fbt:*:entry,fbt:*:return"
+
+
 def _mechanism_help() -> str:
     return "; ".join(f"{', '.join(a.mechanisms)} ({a.name})"
                      for a in arches.ARCHES.values())
@@ -84,9 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "the image (default: the built-in workloads)")
     s.add_argument("--run", help="the run command's arguments, e.g. 'fib n=12' "
                    "(default: the file's workload, or 'fib n=10')")
-    s.add_argument("--probes", default="fbt:*:entry,fbt:*:return",
+    s.add_argument("--probes", default=PROBES_DEFAULT,
                    help="fbt:FUNCTION:entry|return or branch:FUNCTION (sparc64), "
                    "comma-separated; globs match workload functions")
+    s.add_argument("--watch", metavar="SPEC", help="watchpoints instead of probes: "
+                   "KIND:SYMBOL[+OFF][/LEN] or KIND:ADDR/LEN, comma-separated, KIND "
+                   "x|w|r|rw|io as the arch has them (i386: x, w, rw, io); ends with "
+                   "`watch: fired=N expected=N values_ok=...` (README: Watchpoints)")
     _add_mechanism(s, "the probe mechanism, default the arch's first")
     s.add_argument("--check", action="store_true", help="verify every emulation "
                    "in unicorn")

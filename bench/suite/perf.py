@@ -14,7 +14,10 @@ The boots:
      `exit` drained — and programs of 8 and 32 instructions, whence the
      cost of one RPN instruction) with the bare trap round trip; the serial
      drain against the raw channel (drainrate); function-boundary tracing
-     of fib and of calltree (1 thread) untraced and under every mechanism.
+     of fib and of calltree (1 thread) untraced and under every mechanism;
+     the cost of a watch firing: watchctr on one thread, its
+     counter unwatched and under a `w` watch with the null action, set
+     against experiment 3's null probe (the same boot, per repetition).
   B  the same workloads built with -finstrument-functions (build.py's
      instrumented image): hooks off, and hooks writing the same records.
   C  (i386) 4 CPUs: calltree on 8 threads under every mechanism; then the
@@ -49,6 +52,7 @@ from ..guest.backend import open_guest
 from ..guest.qemu import Guest
 from ..paths import BUILD, PROGRAMS, REPO
 from ..program import aggregate, asm, load
+from ..trace.image import load_image
 from ..trace.session import TraceError, open_session
 from ..trace.stress import LOSSLESS_FUNCS
 from ..trace.verify import verify
@@ -135,6 +139,9 @@ class Bench:
         self.boots: list[dict] = []
         self.notes: list[str] = []
         self.hz = 0
+        # Experiment 3's null-probe overhead per firing, per repetition
+        # (dprobes), for the watch cost's ratio.
+        self.null_probe: tuple[str, list] | None = None
 
     def put(self, name: str, values, unit: str, **extra) -> None:
         self.figures[name] = figure(values, unit, **extra)
@@ -217,6 +224,8 @@ class Bench:
                 and f"{m}.null" in per]
         lossy = [m for m in self.arch.mechanisms if m in self.arch.lossy
                  and f"{m}.pair" in per]
+        if emul:
+            self.null_probe = (emul[0], over[f"{emul[0]}.null"])
         for m in emul:
             self.put(f"ratio_{m}_over_bare", [o / t for o, t in zip(over[f"{m}.null"],
                                                                     per["bare"])],
@@ -300,6 +309,42 @@ class Bench:
         self.say("  stages: " + ", ".join(
             f"{n} {statistics.median(v['total']):,.0f}" for n, v in vals.items()
             if "total" in v))
+
+    # ---- watchpoints ----
+
+    def watchcost(self, g: Guest) -> None:
+        """Guest cycles per watch firing: watchctr (1 thread, writes only)
+        with its counter watched (`w`, null action) less the same run
+        unwatched, over the writes; and that / experiment 3's null probe."""
+        if not self.arch.watch_types:
+            self.notes.append(f"no watch cost: {self.arch.name} has no watchpoints")
+            return
+        img = load_image(self.arch.elf())
+        addr, size = img.objects["watchctr_counter"]
+        n = self.sizes.dp_n * 5
+        run = f"run watchctr threads=1 writes={n} reads=0"
+        per = []
+        for i in range(self.reps):
+            r0 = g.command(run)
+            w = g.command(f"watch add 4000 w {addr:#x} {size} null")
+            r1 = g.command(run)
+            rm = g.command("watch remove 4000")
+            if not (r0.ok and w.ok and r1.ok and rm.ok) or f"hits={n} " not in rm.message:
+                raise TraceError(f"watch cost: {r0.message} / {w.message} / "
+                                 f"{r1.message} / {rm.message}")
+            c0, c1 = r0.results[0]["cycles"], r1.results[0]["cycles"]
+            per.append((c1 - c0) / n)
+            self.say(f"  watch {i + 1}/{self.reps}: {per[-1]:,.0f} cycles per firing")
+        ns = 1e9 / self.hz
+        self.put("watch_w_null", per, "guest cycles per watch firing",
+                 ns=figure([v * ns for v in per], "ns per firing"),
+                 what=f"a w watch firing, null action (watchctr threads=1 writes={n})")
+        if self.null_probe:
+            m, probe = self.null_probe
+            self.put("ratio_watch_over_probe", [w / p if p else None
+                                                for w, p in zip(per, probe)],
+                     "ratio", what=f"watch firing / {m} null-probe firing "
+                     "(overhead per firing, same boot)")
 
     # ---- serial drain ----
 
@@ -554,6 +599,7 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
         b.dprobes(g)
         b.firepath(g)
         b.probecost(g)
+        b.watchcost(g)
         b.drain(g)
         g.command("timer 100")
         b.fbt(g, _workloads(sizes), mechanisms)
@@ -615,6 +661,10 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                          ""))
     for name in sorted(k for k in F if k.startswith("rpn_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ",.1f") + " cyc/insn", ""))
+    if "watch_w_null" in F:
+        f = F["watch_w_null"]
+        rows.append((f"  {f['what']}", f"+{f['median']:,.0f} cyc, "
+                     f"{f['ns']['median']:,.0f} ns", ""))
     for variant in ("count", "record"):
         f = F.get(f"kernel_{variant}")
         if not f:

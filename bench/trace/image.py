@@ -70,6 +70,7 @@ class Image:
     text_addr: int
     arch: arches.Arch
     word_bytes: int = 4          # the ELF's class: 4 (i386) or 8 (sparc64)
+    objects: dict = field(default_factory=dict)   # data symbol: (addr, size)
 
     @cached_property
     def by_start(self) -> dict[int, Function]:
@@ -115,6 +116,8 @@ def _load_image(path: str, mtime: float) -> Image:
         symbols = {s.name: s["st_value"] for s in symtab.iter_symbols() if s.name}
         sizes = {s.name: s["st_size"] for s in symtab.iter_symbols()
                  if s.name and s["st_info"]["type"] == "STT_FUNC"}
+        objects = {s.name: (s["st_value"], s["st_size"]) for s in symtab.iter_symbols()
+                   if s.name and s["st_info"]["type"] == "STT_OBJECT"}
         text = elf.get_section_by_name(".text")
         text_bytes, text_addr = text.data(), text["sh_addr"]
         word_bytes = elf.elfclass // 8
@@ -147,7 +150,7 @@ def _load_image(path: str, mtime: float) -> Image:
         if cur and addr < cur.addr + cur.size:
             cur.insns.append(Insn(addr, raw, text_.strip()))
     return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, arch,
-                 word_bytes)
+                 word_bytes, objects)
 
 
 def load_image(elf: Path) -> Image:

@@ -37,6 +37,9 @@ enum {
 static volatile unsigned char rx_ring[RX_RING];
 static volatile unsigned rx_head, rx_tail;   /* head: writer, tail: reader */
 static volatile unsigned long rx_overruns;
+/* Bytes written to THR and read from RBR since boot (serial.h): writers
+ * hold the link lock, the reader is the UART's interrupt. */
+static volatile unsigned long tx_bytes, rx_bytes;
 static struct waitq rx_waiters = WAITQ_INIT("uart rx");
 
 void serial_init(void)
@@ -61,6 +64,7 @@ void serial_write(const void *buf, size_t len)
 		while (!(arch_uart_read(UART_LSR) & LSR_THRE))
 			;
 		arch_uart_write(UART_THR, *p++);
+		tx_bytes++;
 	}
 }
 
@@ -69,6 +73,7 @@ void uart_interrupt(void)
 	bool got = false;
 	while (arch_uart_read(UART_LSR) & LSR_DR) {
 		unsigned char c = arch_uart_read(UART_RBR);
+		rx_bytes++;
 		if (rx_head - rx_tail == RX_RING) {
 			rx_overruns++;
 			continue;
@@ -103,6 +108,16 @@ int serial_getc(void)
 	}
 	arch_irq_restore(flags);
 	return c;
+}
+
+unsigned long serial_tx_bytes(void)
+{
+	return tx_bytes;
+}
+
+unsigned long serial_rx_bytes(void)
+{
+	return rx_bytes;
 }
 
 unsigned long serial_rx_overruns(void)

@@ -22,6 +22,12 @@
 				 optimize("omit-frame-pointer")))
 
 extern const char __notrace_start[], __notrace_end[];
+/* The data of the same objects, with the arch's, the firmware's, the
+ * per-CPU table's and the scheduler's (the boot thread, which the fire
+ * path reads as the current thread): what a trap path may read or write,
+ * so no watchpoint may cover it (tracer/core/watch.c). */
+extern const char __notrace_data_start[], __notrace_data_end[];
+extern const char __notrace_bss_start[], __notrace_bss_end[];
 extern const char __workload_text_start[], __workload_text_end[];
 
 #endif

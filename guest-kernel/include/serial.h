@@ -17,6 +17,10 @@ int serial_getc(void);
 void serial_wait_input(void);
 /* Bytes lost because the receive ring was full. */
 unsigned long serial_rx_overruns(void);
+/* Bytes written to the data register (THR) and read from it (RBR) since
+ * boot: what an I/O watch on the data port must count. */
+unsigned long serial_tx_bytes(void);
+unsigned long serial_rx_bytes(void);
 /* 16550 internal loopback: returns true if n bytes written came back
  * unchanged. Interrupts for the UART are masked meanwhile. */
 bool serial_loopback_test(unsigned n);

@@ -164,7 +164,8 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 		uint64_t before = arch_cycles();
 		for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 			struct probe *p = &tracer_probes[i];
-			if (p->state == PROBE_FREE || (p->state == PROBE_ENABLED) == enable)
+			if (p->state == PROBE_FREE || (p->state == PROBE_ENABLED) == enable ||
+			    p->kind == WIRE_EVENT_WATCH)      /* `watch` owns those */
 				continue;
 			if (tracer_probe_set(i, enable, refused ? other : why,
 					     sizeof why) == 0)
@@ -351,8 +352,8 @@ static int probe_list(const struct subcommand *s, int argc, char **argv,
 		return usage_of(s, argv, r);
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		const struct probe *p = &tracer_probes[i];
-		if (p->state == PROBE_FREE)
-			continue;
+		if (p->state == PROBE_FREE || p->kind == WIRE_EVENT_WATCH)
+			continue;               /* `watch list` shows watches */
 		const struct probe_gate *g = &probe_gates[i];
 		char program[16] = "none";
 		if (g->program)

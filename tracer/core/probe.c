@@ -24,6 +24,7 @@
  * by a set is followed by some settle whose first sync comes after it.
  */
 #include "tracer.h"
+#include "watch.h"
 #include "arch.h"
 #include "atomic.h"
 #include "buffer.h"
@@ -269,6 +270,11 @@ static int probe_set(unsigned id, bool enable, char *why, size_t why_size)
 		return -1;
 	}
 	struct probe *p = &tracer_probes[id];
+	if (p->kind == WIRE_EVENT_WATCH) {
+		ksnprintf(why, why_size, "probe %u is a watch: it is armed while it "
+			  "exists (watch remove %u)", id, id);
+		return -1;
+	}
 	if (enable && p->state == PROBE_DISABLED) {
 		const char *reason = "?";
 		p->mechanism = (uint8_t)tracer_mechanism;
@@ -334,6 +340,7 @@ unsigned tracer_clear(void)
 {
 	char why[64];
 	tracer_lock();
+	tracer_watch_clear();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state == PROBE_ENABLED)
 			tracer_probe_set(i, false, why, sizeof why);

@@ -88,6 +88,26 @@ extern const unsigned tarch_ncontext_checks;
 extern const unsigned long tarch_context_answer;
 unsigned long tarch_context_call(unsigned long x);
 
+/* Watchpoints (tracer/core/watch.c checks what is arch-neutral: the id,
+ * the type's word, overlaps, the trap path's own memory). The arch holds
+ * tarch_watch_slots watches at once (0: it watches nothing) and says
+ * whether it can watch type (WIRE_WATCH_TYPES) over len bytes at addr —
+ * lengths, alignment, which types — with the reason if not.
+ * tarch_watch_arm puts watch p (p->kind WIRE_EVENT_WATCH, p->addr, len
+ * and type as checked) in slot on every CPU before it returns, and
+ * tarch_watch_disarm takes it off every CPU; both from thread context, the
+ * tracer's lock held. From then on the arch's fire path calls tracer_fire
+ * with a WIRE_WATCH_WORDS record for each watched access. */
+extern const unsigned tarch_watch_slots;
+bool tarch_watch_check(unsigned type, uintptr_t addr, unsigned len,
+		       const char **why);
+void tarch_watch_arm(unsigned slot, const struct probe *p, unsigned type,
+		     unsigned len);
+void tarch_watch_disarm(unsigned slot);
+/* Why slot stopped watching while armed (an access the arch could not
+ * handle: its pc and instruction word), or NULL if it watches. */
+const char *tarch_watch_stopped(unsigned slot, uintptr_t *pc, uint32_t *word);
+
 /* Words in a CHECK record (0 if the arch has no check mode yet). */
 extern const unsigned tarch_check_words;
 /* The probe kind the probecost workload measures with (WIRE_EVENT_*). */

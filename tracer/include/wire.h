@@ -136,7 +136,8 @@ struct wire_result {
 	X(CHECK,  3, "pre/post state of one emulation (check mode)") \
 	X(BRANCH, 4, "a control transfer executed") \
 	X(DROPS,  5, "records this CPU lost (its buffer was full) right before this point") \
-	X(LOG,    6, "a probe program's exit: its log buffer")
+	X(LOG,    6, "a probe program's exit: its log buffer") \
+	X(WATCH,  7, "a watched access (tracer/core/watch.c)")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -187,6 +188,28 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(BYTES, 3, "bytes of log data") \
 	X(DATA,  4, "the log data, BYTES of it, packed into words")
 
+/* A watchpoint probe (`watch add ID TYPE ADDR LEN`): a probe of the
+ * table whose address is data, an I/O port or code rather than a trap
+ * site. Its types, as the command names them; an arch arms those its
+ * hardware or its emulation can watch (tracer_arch.h). X(name, value,
+ * word) */
+#define WIRE_WATCH_TYPES(X) \
+	X(EXEC,  1, "x") \
+	X(WRITE, 2, "w") \
+	X(READ,  3, "r") \
+	X(RW,    4, "rw") \
+	X(IO,    5, "io")
+
+/* A WATCH record, one per watched access. i386 data and I/O watches trap
+ * after the access, so PC is the next instruction there; an execute
+ * watch's PC is the watched instruction. */
+#define WIRE_WATCH_WORDS(X) \
+	X(PC,    0, "the accessing instruction, or the one after it (arch, above)") \
+	X(ADDR,  1, "the watched address or port") \
+	X(VALUE, 2, "the value there after the access (I/O: eax after in/out); 0 for x") \
+	X(SIZE,  3, "bytes watched") \
+	X(TYPE,  4, "the watch's WIRE_WATCH_TYPES value")
+
 /* Bits of a BRANCH record's FLAGS word. X(name, bit value, meaning) */
 #define WIRE_BRANCH_BITS(X) \
 	X(TAKEN,    1, "the transfer was taken") \
@@ -198,12 +221,16 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_BIT_ENUM(name, value, meaning)    WIRE_BRANCH_##name = value,
 #define WIRE_DROPS_ENUM(name, value, meaning)  WIRE_DROPS_##name = value,
 #define WIRE_LOG_ENUM(name, value, meaning)    WIRE_LOG_##name = value,
+#define WIRE_WATCH_TYPE_ENUM(name, value, word) WIRE_WATCH_##name = value,
+#define WIRE_WATCH_WORD_ENUM(name, index, meaning) WIRE_WATCH_W_##name = index,
 enum wire_entry_word  { WIRE_ENTRY_WORDS(WIRE_ENTRY_ENUM) };
 enum wire_return_word { WIRE_RETURN_WORDS(WIRE_RETURN_ENUM) };
 enum wire_branch_word { WIRE_BRANCH_WORDS(WIRE_BRANCH_ENUM) };
 enum wire_branch_bit  { WIRE_BRANCH_BITS(WIRE_BIT_ENUM) };
 enum wire_drops_word  { WIRE_DROPS_WORDS(WIRE_DROPS_ENUM) WIRE_DROPS_NWORDS };
 enum wire_log_word    { WIRE_LOG_WORDS(WIRE_LOG_ENUM) };
+enum wire_watch_type  { WIRE_WATCH_TYPES(WIRE_WATCH_TYPE_ENUM) };
+enum wire_watch_word  { WIRE_WATCH_WORDS(WIRE_WATCH_WORD_ENUM) WIRE_WATCH_NWORDS };
 
 struct wire_event {
 	uint8_t  kind;            /* WIRE_EVENT_KINDS */

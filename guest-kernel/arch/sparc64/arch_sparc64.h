@@ -32,6 +32,10 @@ uintptr_t mmu_ram_top(void);
 void mmu_demap(uintptr_t va);
 /* The TTE the page table holds for va, or 0 if none. */
 uint64_t mmu_lookup(uintptr_t va);
+/* Hide va's page from the MMU (every data access to it traps as
+ * data_access_exception) / put its TTE back (mmu.c). */
+uint64_t mmu_page_hide(uintptr_t va);
+void mmu_page_restore(uintptr_t va, uint64_t tte);
 
 /* arch.c */
 void timer_interrupt(void);

@@ -71,6 +71,26 @@ NOTRACE uint64_t mmu_lookup(uintptr_t va)
 	return (tte & TTE_V) ? tte : 0;
 }
 
+/* Watched pages (the tracer's sparc64 watches): hide takes va's page out
+ * of the table and both TLBs, so that the next data access misses, gets
+ * the miss handler's no-fault-only TTE and raises data_access_exception
+ * (trap_table.S); it returns the TTE for restore to put back. Single CPU:
+ * no other TLB holds the page. */
+uint64_t mmu_page_hide(uintptr_t va)
+{
+	uint64_t *slot = &page_table[va >> PAGE_SHIFT];
+	uint64_t tte = *slot;
+	*slot = 0;
+	mmu_demap(va);
+	return tte;
+}
+
+void mmu_page_restore(uintptr_t va, uint64_t tte)
+{
+	page_table[va >> PAGE_SHIFT] = tte;
+	mmu_demap(va);          /* the NFO TTE a watched access left */
+}
+
 uintptr_t mmu_ram_top(void)
 {
 	uintptr_t ram_top = RAM_MAPPED;

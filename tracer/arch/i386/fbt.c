@@ -57,6 +57,7 @@
 #include "arch/vectors.h"
 #include "arch/x86.h"
 #include "check.h"
+#include "context.h"
 #include "console.h"
 #include "cpu.h"
 #include "emulate.h"
@@ -255,12 +256,6 @@ static void regs_words(const struct i386_regs *r, unsigned long *w)
 	w[I386_CHECK_EFLAGS] = r->eflags;
 }
 
-/* What a probe program reads of the trapped state (tracer_arch.h): the
- * frame's registers, esp the interrupted stack pointer, eip the probed
- * site (whatever EIP the trap left in the frame). */
-struct tarch_context {
-	const struct trapframe *tf;
-};
 
 #define REGISTER_ENUM(name, number, text) TREG_##name = number,
 enum { TARCH_REGISTERS(REGISTER_ENUM) };
@@ -279,7 +274,9 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 	case TREG_EBP:    *value = tf->ebp; return true;
 	case TREG_ESI:    *value = tf->esi; return true;
 	case TREG_EDI:    *value = tf->edi; return true;
-	case TREG_EIP:    *value = p->addr; return true;
+	case TREG_EIP:    /* a watch's is where the trap left it (watch.c) */
+		*value = p->kind == WIRE_EVENT_WATCH ? tf->eip : p->addr;
+		return true;
 	case TREG_EFLAGS: *value = tf->eflags; return true;
 	}
 	return false;
@@ -434,6 +431,7 @@ static int i386_step_trap(struct trapframe *tf)
 void tarch_init(void)
 {
 	step_slot = thread_slot_claim();
+	i386_watch_init();      /* its #DB hook first: a stepped access may hit a watch */
 	trap_hook_add(VEC_DB, i386_step_trap);
 	trap_hook_add(VEC_BP, i386_probe_trap);
 	trap_hook_add(VEC_UD, i386_probe_trap);

@@ -53,4 +53,19 @@ _Static_assert(SPARC64_CHECK_G1 == SPARC64_CHECK_R0 + 1 &&
 _Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CALLER,
 	       "check.h: a record is before, after and the caller's window");
 
+/* A watched access's CHECK record (watch.c), told apart by its probe being
+ * a watch: the instruction, its effective address, rs1 and rs2 (the
+ * register, even under an immediate), rd and the accessed memory before and
+ * after, and %asi. The host runs the instruction from "before" in unicorn
+ * and compares rd and the memory with "after".
+ * X(name, index, meaning) */
+#define SPARC64_WCHECK(X) \
+	X(INSN, 0, "the load/store word") X(EA, 1, "its effective address") \
+	X(RS1, 2, "rs1 before") X(RS2, 3, "rs2 before") \
+	X(RD_BEFORE, 4, "rd before") X(MEM_BEFORE, 5, "memory before, the access's size") \
+	X(RD_AFTER, 6, "rd after") X(MEM_AFTER, 7, "memory after") X(ASI, 8, "%asi")
+#define SPARC64_WCHECK_ENUM(name, index, meaning) SPARC64_WCHECK_##name = index,
+enum sparc64_wcheck_word { SPARC64_WCHECK(SPARC64_WCHECK_ENUM) SPARC64_WCHECK_WORDS };
+#undef SPARC64_WCHECK_ENUM
+
 #endif

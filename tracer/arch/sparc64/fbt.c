@@ -69,6 +69,7 @@
 #include "arch/sparc64.h"
 #include "arch/trapframe.h"
 #include "check.h"
+#include "context.h"
 #include "console.h"
 #include "emulate.h"
 #include "mechanisms.h"
@@ -222,8 +223,9 @@ static uint64_t read_fsr(void)
 
 /* The trapped registers into r; false if the trapped window's save area
  * is unmapped (the kernel then stops with the trap). Without window,
- * %l and %i are left out (and unset): the caller reads none of them. */
-static bool load_regs(struct trapframe *tf, struct sparc_regs *r, bool window)
+ * %l and %i are left out (and unset): the caller reads none of them.
+ * watch.c's too. */
+bool sparc64_load_regs(struct trapframe *tf, struct sparc_regs *r, bool window)
 {
 	r->pc = tf->tpc;
 	r->npc = tf->tnpc;
@@ -330,14 +332,6 @@ static bool return_value(const struct probe *p, const struct sparc_regs *r,
 	return !restore && slot_value(slot, r, v);
 }
 
-/* What a probe program reads of the trapped state (tracer_arch.h): the
- * registers as load_regs() found them before any emulation — %g/%o from
- * the frame, %l/%i from the trapped window's save area — and the frame's
- * %y. */
-struct tarch_context {
-	const struct trapframe  *tf;
-	const struct sparc_regs *r;
-};
 
 #define REGISTER_ENUM(name, number, text) TREG_##name = number,
 enum { TARCH_REGISTERS(REGISTER_ENUM) };
@@ -490,7 +484,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	const unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
 	enum { O = SPARC64_CHECK_O0, L = SPARC64_CHECK_L0, I = SPARC64_CHECK_I0 };
 
-	if (!load_regs(tf, &a, true))
+	if (!sparc64_load_regs(tf, &a, true))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	state_words(tf, &a, read_fsr(), after);
 	for (unsigned n = 0; n < 8; n++) {
@@ -536,7 +530,7 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	/* The %l/%i only when the site (tracer_site.h), a program or check
 	 * mode may read them. */
 	bool window = check || p->gated || p->site.window;
-	if (!load_regs(tf, &r, window))
+	if (!sparc64_load_regs(tf, &r, window))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
 	if (p->site.what == SPARC_SITE_CTI &&
 	    (c->cls == SPARC_FBFCC || c->cls == SPARC_FBPFCC)) {
@@ -636,6 +630,7 @@ void tarch_init(void)
 {
 	shell_slot = thread_slot_claim();
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
+	sparc64_watch_init();
 	trap_hook_add(TT_INTERRUPT_LEVEL_14, sparc64_probe_interrupted);
 	trap_hook_add(TT_INTERRUPT_VECTOR, sparc64_probe_interrupted);
 }
