@@ -86,6 +86,12 @@ class Arch:
     gdb_registers: tuple = ("", ())
     fire_path: str = ""
     probe_trap: dict = field(default_factory=dict)
+    # The trace channel (guest-kernel/core/link.c): where the virtio-serial
+    # controller goes on this machine (QEMU -device properties), and the
+    # channel a guest gets unless asked (`--channel`): virtio only where the
+    # guest drives the device.
+    virtio_serial_bus: str = ""
+    default_channel: str = "serial"
 
     @property
     def build_dir(self) -> Path:
@@ -137,6 +143,7 @@ ARCHES: dict[str, Arch] = {
         probe_trap={"int3": "cc", "ud": "0f0b", "step": "cc"},
         # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
         max_memory_mb=256,
+        default_channel="virtio",
     ),
     "sparc64": Arch(
         name="sparc64",
@@ -169,6 +176,10 @@ ARCHES: dict[str, Arch] = {
         # illtrap <const22 = probe id>
         probe_trap={"emulate": "{id:08x}", "shellgame": "{id:08x}"},
         max_memory_mb=256,
+        # pciA's slots hold the on-board devices; simba B's are free. The
+        # guest does not drive sun4u's PCI yet (arch/sparc64/pci.c), so a
+        # guest asked for virtio says so and keeps the 16550.
+        virtio_serial_bus="bus=pciB,addr=3",
     ),
 }
 

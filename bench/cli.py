@@ -26,7 +26,7 @@ from .export import ctf, logs, timeline
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                      BenchError, GuestExited, UsageError)
 from .guest import build, libvirt, libvirtd
-from .guest.backend import open_guest, use_backend
+from .guest.backend import open_guest, use_backend, use_channel
 from .parser import build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
@@ -362,6 +362,7 @@ def _with_backend(args, run) -> int:
     """run(args) with the backend it asked for; with libvirt and no
     --connect, inside a private session daemon started (and stopped) here."""
     backend = getattr(args, "backend", "qemu")
+    use_channel(getattr(args, "channel", None))
     if getattr(args, "connect", None) and backend != "libvirt":
         raise UsageError("--connect needs --backend libvirt")
     if backend != "libvirt":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from . import arches
-from .guest.backend import BACKENDS
+from .guest.backend import BACKENDS, CHANNELS
 from .paths import REPO
 
 DESCRIPTION = """\
@@ -40,6 +40,11 @@ def _add_backend(s) -> None:
                    help="libvirt URI, e.g. qemu:///system (default: a private "
                    "session daemon of the bench's own under build/libvirt/, "
                    "qemu:///session?socket=...)")
+    s.add_argument("--channel", choices=CHANNELS, default=None,
+                   help="where the trace travels: virtio (a virtio-console "
+                   "port; the default where the arch's guest drives one: "
+                   f"{', '.join(a.name for a in arches.ARCHES.values() if a.default_channel == 'virtio')}) "
+                   "or serial (the 16550 that carries the commands)")
 
 
 def _add_mechanism(s, what: str) -> None:

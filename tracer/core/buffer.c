@@ -21,7 +21,8 @@
  * fire path pays one test of `lost` for it.
  *
  * The drain thread copies records of one CPU into an EVENTS frame (up to
- * WIRE_MAX_PAYLOAD) and sends it; it sleeps a tick when every ring is empty.
+ * WIRE_MAX_PAYLOAD), built in place on the trace channel (link.h), and
+ * sends it; it sleeps a tick when every ring is empty or the channel full.
  * Once a tick it also disarms the probes past their maximum hit count
  * (gate.c), which the fire path cannot do itself.
  */
@@ -164,16 +165,21 @@ void tracer_record(const struct probe *p, unsigned kind,
 }
 
 /* Copy one frame's worth of cpu's records out and send it. Returns the
- * number of records sent. */
+ * number of records sent: 0 also when the trace channel is full, so the
+ * drain sleeps a tick and tries again. The records are copied once, into
+ * the frame the channel sends (link.h's bulk frames). */
 static unsigned drain_one(unsigned cpu)
 {
-	static uint8_t payload[KERNEL_MAX_CPUS][WIRE_MAX_PAYLOAD]
-		__attribute__((aligned(8)));
 	struct tracer_cpu *t = &tcpu[cpu];
 	struct wire_events head = { .cpu = (uint16_t)cpu };
 	size_t used = sizeof head;
 	uint32_t tail = t->tail, end = t->head;
 
+	if (tail == end)
+		return 0;
+	uint8_t *payload = link_bulk_begin();
+	if (!payload)
+		return 0;
 	compiler_barrier();
 	while (tail != end) {
 		uint32_t off = tail & (t->size - 1);
@@ -185,17 +191,19 @@ static unsigned drain_one(unsigned cpu)
 		size_t len = sizeof *e + e->nwords * sizeof(unsigned long);
 		if (used + len > WIRE_MAX_PAYLOAD)
 			break;
-		memcpy(payload[cpu] + used, e, len);
+		memcpy(payload + used, e, len);
 		used += len;
 		head.count++;
 		tail += (uint32_t)len;
 	}
 	compiler_barrier();
 	t->tail = tail;
-	if (!head.count)
+	if (!head.count) {
+		link_bulk_cancel();
 		return 0;
-	memcpy(payload[cpu], &head, sizeof head);
-	link_send(WIRE_FRAME_EVENTS, payload[cpu], used, 0, 0);
+	}
+	memcpy(payload, &head, sizeof head);
+	link_bulk_end(WIRE_FRAME_EVENTS, used);
 	t->sent += head.count;
 	return head.count;
 }
@@ -209,8 +217,10 @@ static void drain_thread(void *arg)
 		if (!draining_paused)
 			for (unsigned c = 0; c < cpu_count(); c++)
 				sent += drain_one(c);
-		if (!sent)
+		if (!sent) {
+			link_bulk_push();
 			thread_sleep(1);
+		}
 	}
 }
 
@@ -233,6 +243,7 @@ void buffer_flush(void)
 	for (unsigned c = 0; c < cpu_count(); c++)
 		while (tcpu[c].sent < want[c])
 			thread_sleep(1);
+	link_bulk_push();
 }
 
 void buffer_send_stats(void)
