@@ -233,7 +233,8 @@ def cmd_lossless(args) -> int:
         print(f"lossless {arch.name} mechanism={mechanism}:", flush=True)
         res = stress.lossless(arch, mechanism, args.smp, args.threads, args.iters,
                               depth=args.depth, timer_hz=args.timer_hz,
-                              on_line=lambda l: print(l, flush=True))
+                              on_line=lambda l: print(l, flush=True),
+                              buffer_bytes=args.buffer)
         rep = res.report
         for ln in summary_lines(rep):
             print(ln)

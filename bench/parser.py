@@ -125,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=3500)
     s.add_argument("--depth", type=int, default=4)
     s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    s.add_argument("--buffer", type=int, metavar="BYTES", help="per-CPU trace "
+                   "buffer (a power of two; default: room for the whole run, "
+                   "so that only the mechanism can lose records); e.g. 262144, "
+                   "the guest's default, makes the drain keep up instead")
     _add_backend(s)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "

@@ -194,7 +194,7 @@ class Guest:
 
     def _channel_args(self, sock: Path) -> list[str]:
         bus = f",{self.arch.virtio_serial_bus}" if self.arch.virtio_serial_bus else ""
-        return ["-device", f"virtio-serial-pci,id=tbvs{bus}",
+        return ["-device", f"virtio-serial-pci,id=tbvs,ioeventfd=off{bus}",
                 "-chardev", f"socket,id=tbtrace,path={sock},server=on,wait=off",
                 "-device", f"virtserialport,bus=tbvs.0,name={wire.VIRTIO_PORT},"
                            "chardev=tbtrace"]

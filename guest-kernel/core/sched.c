@@ -48,6 +48,15 @@ NOTRACE struct thread *thread_current(void)
 
 /* ---- run queues ---- */
 
+static void rq_push_head(struct runqueue *rq, struct thread *t)
+{
+	t->next = rq->head;
+	rq->head = t;
+	if (!rq->tail)
+		rq->tail = t;
+	rq->length++;
+}
+
 static void rq_push(struct runqueue *rq, struct thread *t)
 {
 	t->next = 0;
@@ -230,18 +239,26 @@ struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
 	return t;
 }
 
+void thread_set_prompt(struct thread *t, bool prompt)
+{
+	t->prompt = prompt;
+}
+
 void sched_wake(struct thread *t)
 {
 	irqflags_t f = arch_irq_save();
 	struct cpu *target = &cpus[t->cpu];
 	t->state = THREAD_RUNNABLE;
 	spin_lock(&target->rq.lock);
-	rq_push(&target->rq, t);
+	if (t->prompt)
+		rq_push_head(&target->rq, t);
+	else
+		rq_push(&target->rq, t);
 	spin_unlock(&target->rq.lock);
 	if (target == this_cpu()) {
-		if (target->current == target->idle)
+		if (target->current == target->idle || t->prompt)
 			target->need_resched = true;
-	} else if (target->current == target->idle) {
+	} else if (target->current == target->idle || t->prompt) {
 		arch_send_ipi(target->id, IPI_RESCHEDULE);
 	}
 	arch_irq_restore(f);

@@ -177,25 +177,39 @@ static unsigned drain_one(unsigned cpu)
 
 	if (tail == end)
 		return 0;
+	/* A full channel (the host behind) is waited for a millisecond, then
+	 * left to the next tick: the drain never holds a CPU for a host that
+	 * stopped reading. */
 	uint8_t *payload = link_bulk_begin();
+	for (uint64_t t0 = arch_cycles(); !payload &&
+	     arch_cycles() - t0 < arch_cycles_hz() / 1000; ) {
+		arch_cpu_relax();
+		payload = link_bulk_begin();
+	}
 	if (!payload)
 		return 0;
 	compiler_barrier();
+	/* Whole records up to the frame's room, copied one contiguous run at
+	 * a time (a run ends at a PAD, where the ring wraps). */
+	uint32_t run = tail;
 	while (tail != end) {
 		uint32_t off = tail & (t->size - 1);
 		const struct wire_event *e = (const struct wire_event *)(t->data + off);
 		if (e->kind == WIRE_EVENT_PAD) {
+			memcpy(payload + used - (tail - run), t->data + (run & (t->size - 1)),
+			       tail - run);
 			tail += t->size - off;
+			run = tail;
 			continue;
 		}
 		size_t len = sizeof *e + e->nwords * sizeof(unsigned long);
 		if (used + len > WIRE_MAX_PAYLOAD)
 			break;
-		memcpy(payload + used, e, len);
 		used += len;
 		head.count++;
 		tail += (uint32_t)len;
 	}
+	memcpy(payload + used - (tail - run), t->data + (run & (t->size - 1)), tail - run);
 	compiler_barrier();
 	t->tail = tail;
 	if (!head.count) {
@@ -211,6 +225,9 @@ static unsigned drain_one(unsigned cpu)
 static void drain_thread(void *arg)
 {
 	(void)arg;
+	/* Woken by the tick, the drain runs before the workload's threads on
+	 * its CPU, for as long as there are records, then sleeps again. */
+	thread_set_prompt(thread_current(), true);
 	for (;;) {
 		unsigned sent = 0;
 		gate_reap();            /* spent probes: disarmed here, not firing */
