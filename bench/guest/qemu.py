@@ -191,6 +191,9 @@ class Guest:
         self._chan_eof = False
         self._chan_paused = threading.Event()
         self.channel_used: str | None = None    # what HELLO said
+        # Fault injection (tests): a function of each chunk read from the
+        # virtio stream, applied before it is logged and deframed.
+        self.channel_tamper = None
 
     def _channel_args(self, sock: Path) -> list[str]:
         bus = f",{self.arch.virtio_serial_bus}" if self.arch.virtio_serial_bus else ""
@@ -565,7 +568,9 @@ class Guest:
 
     def _read_channel(self) -> None:
         """The virtio stream: its own deframer and seq, into the queue."""
-        deframer = wire.Deframer(stream="virtio")
+        # The harness is connected before the guest's first frame there,
+        # so the stream starts at seq 0: a lost first frame is a gap too.
+        deframer = wire.Deframer(stream="virtio", next_seq=0)
         buf = bytearray(1 << 20)
         while True:
             while self._chan_paused.is_set():
@@ -577,6 +582,8 @@ class Guest:
             if not n:
                 break
             chunk = bytes(buf[:n])
+            if self.channel_tamper:
+                chunk = self.channel_tamper(chunk)
             if self._chan_raw:
                 self._chan_raw.write(chunk)
             for item in deframer.feed(chunk):

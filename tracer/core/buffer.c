@@ -190,11 +190,17 @@ static unsigned drain_one(unsigned cpu)
 		return 0;
 	compiler_barrier();
 	/* Whole records up to the frame's room, copied one contiguous run at
-	 * a time (a run ends at a PAD, where the ring wraps). */
+	 * a time: a run ends at a PAD or where a record ended exactly at the
+	 * ring's end (the next starts at offset 0 without a PAD). */
 	uint32_t run = tail;
 	while (tail != end) {
 		uint32_t off = tail & (t->size - 1);
 		const struct wire_event *e = (const struct wire_event *)(t->data + off);
+		if (off == 0 && tail != run) {
+			memcpy(payload + used - (tail - run), t->data + (run & (t->size - 1)),
+			       tail - run);
+			run = tail;
+		}
 		if (e->kind == WIRE_EVENT_PAD) {
 			memcpy(payload + used - (tail - run), t->data + (run & (t->size - 1)),
 			       tail - run);
