@@ -86,6 +86,25 @@ def test_fib_traced_over_virtio(i386):
     assert _events_bytes(g.serial_path) == 0
 
 
+def test_a_reply_never_overtakes_the_records_before_it(i386):
+    # The host reads the port slowly: each chunk waits a fifth of a second.
+    # `trace flush` still returns only once its records are in.
+    def slow(chunk):
+        time.sleep(0.2)
+        return chunk
+
+    with Guest(i386, label="channel-slow", channel="virtio") as g:
+        g.channel_tamper = slow
+        s = open_session(g)
+        s.setup("fbt:fib:entry,fbt:fib:return", "int3")
+        s.enable(True, strict=True)
+        s.must("run fib n=12")
+        s.enable(False)
+        cap = s.finish()            # trace flush, then the capture at once
+        g.exit(0)
+    assert sum(1 for e in cap.events if e.kind == records.K_ENTRY) == FIB_CALLS
+
+
 def test_a_guest_without_the_device_falls_back_and_says_why(i386):
     with Guest(i386, label="channel-none", channel="serial") as g:
         assert g.hello["channel"] == wire.CHANNEL_IDS["serial"]
