@@ -167,6 +167,9 @@ def cmd_run(args) -> int:
                         allow_missing=args.mechanism in arch.lossy, refused=s.refused)
     print(f"probes: {len(s.probes)} enabled, mechanism {args.mechanism}"
           + (f", {len(s.refused)} refused (notes above)" if s.refused else ""))
+    print(f"trace channel: {g.channel_used}" + (
+        f" (asked for {g.channel}; the guest has none: {g.channel_absent})"
+        if g.channel_used != g.channel else ""))
     for ln in summary_lines(rep):
         print(ln)
     status = EXIT_OK if r.ok else EXIT_FAILED

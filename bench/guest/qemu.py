@@ -191,6 +191,7 @@ class Guest:
         self._chan_eof = False
         self._chan_paused = threading.Event()
         self.channel_used: str | None = None    # what HELLO said
+        self.channel_absent = ""                # the guest's reason, if not virtio
         # Fault injection (tests): a function of each chunk read from the
         # virtio stream, applied before it is logged and deframed.
         self.channel_tamper = None
@@ -309,8 +310,10 @@ class Guest:
                 self._note(f"== HELLO {self.hello}")
                 self.channel_used = wire.CHANNELS.get(self.hello["channel"], "serial")
                 if self.channel == "virtio" and self.channel_used != "virtio":
-                    self._note("# the guest found no virtio trace port: the "
-                               "trace comes over the 16550 (`channel` says why)")
+                    self.channel_absent = self.command("channel").message.partition(
+                        "absent (")[2].rstrip(")") or "no reason given"
+                    self._note("# the guest found no virtio trace port, so the "
+                               f"trace comes over the 16550: {self.channel_absent}")
                 if self.hello["arch_name"] != self.arch.name:
                     raise ProtocolError(f"expected a {self.arch.name} guest, "
                                         f"HELLO says {self.hello['arch_name']}",
