@@ -254,25 +254,27 @@ class Guest:
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
-        if self.channel_socket:
+        if self.channel_socket and self._connect_channel():
             self._chan_raw = open(self.channel_path, "wb")
-            self._connect_channel()
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
             self._threads.append(t)
 
-    def _connect_channel(self) -> None:
-        """Connect to the socket QEMU listens on for the trace port."""
+    def _connect_channel(self) -> bool:
+        """Connect to the socket QEMU listens on for the trace port; False
+        if QEMU is gone (wait_ready then says how it ended)."""
         deadline = time.monotonic() + self.boot_timeout
         while True:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.connect(str(self.channel_socket))
                 self._chan_sock = s
-                return
+                return True
             except OSError as e:
                 s.close()
-                if not self.alive or time.monotonic() > deadline:
+                if not self.alive:
+                    return False
+                if time.monotonic() > deadline:
                     raise LaunchError(f"cannot connect to the trace channel's "
                                       f"socket {self.channel_socket}: {e}"
                                       + self._stderr_note(),
