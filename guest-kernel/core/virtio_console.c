@@ -68,19 +68,25 @@ static void ctrl_reap_tx(void)
 			ctrl_tx_busy[id] = false;
 }
 
-/* Send one control message; false if every control buffer is busy. */
+/* Send one control message; false if every control buffer stayed busy
+ * for a millisecond (QEMU answers a kick at once, or soon from its main
+ * loop when the notify register is an ioeventfd). */
 static bool ctrl_send(uint32_t id, uint16_t event, uint16_t value)
 {
-	ctrl_reap_tx();
-	for (uint16_t b = 0; b < CTRL_TX_BUFS; b++) {
-		if (ctrl_tx_busy[b])
-			continue;
-		ctrl_tx_buf[b] = (struct vcon_control){ id, event, value };
-		ctrl_tx_busy[b] = true;
-		virtq_post(&ctrl_tx, b, &ctrl_tx_buf[b], sizeof ctrl_tx_buf[b], false);
-		virtq_kick(&ctrl_tx);
-		return true;
-	}
+	uint64_t t0 = arch_cycles();
+	do {
+		ctrl_reap_tx();
+		for (uint16_t b = 0; b < CTRL_TX_BUFS; b++) {
+			if (ctrl_tx_busy[b])
+				continue;
+			ctrl_tx_buf[b] = (struct vcon_control){ id, event, value };
+			ctrl_tx_busy[b] = true;
+			virtq_post(&ctrl_tx, b, &ctrl_tx_buf[b], sizeof ctrl_tx_buf[b], false);
+			virtq_kick(&ctrl_tx);
+			return true;
+		}
+		arch_cpu_relax();
+	} while (arch_cycles() - t0 < arch_cycles_hz() / 1000);
 	return false;
 }
 
