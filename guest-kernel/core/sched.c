@@ -125,8 +125,14 @@ static void schedule(bool requeue)
 
 	c->need_resched = false;
 	spin_lock(&c->rq.lock);
-	if (requeue && prev != c->idle)
-		rq_push(&c->rq, prev);
+	/* A prompt thread keeps the head while it stays runnable: it runs until
+	 * it sleeps (the drain: until its CPU's ring is empty). */
+	if (requeue && prev != c->idle) {
+		if (prev->prompt)
+			rq_push_head(&c->rq, prev);
+		else
+			rq_push(&c->rq, prev);
+	}
 	next = rq_take(&c->rq, prev, false);
 	spin_unlock(&c->rq.lock);
 	if (!next)
@@ -329,6 +335,7 @@ void thread_sleep(uint64_t nticks)
 	struct thread *me = thread_current();
 	irqflags_t f = arch_irq_save();
 	me->wake_tick = timer_ticks() + nticks;
+	me->wake_cpu_tick = this_cpu()->ticks + nticks;
 	spin_lock(&sleep_lock);
 	me->state = THREAD_SLEEPING;
 	me->next = sleepers;
@@ -383,13 +390,15 @@ void sched_tick(void)
 {
 	struct cpu *c = this_cpu();
 	c->ticks++;
-	if (c->id == 0 && sleepers) {
+	if (sleepers) {
 		uint64_t now = timer_ticks();
 		spin_lock(&sleep_lock);
 		struct thread **link = &sleepers;
 		while (*link) {
 			struct thread *t = *link;
-			if (t->wake_tick <= now) {
+			bool own = t->prompt && t->pinned;
+			if (own ? t->cpu == c->id && t->wake_cpu_tick <= c->ticks
+				: c->id == 0 && t->wake_tick <= now) {
 				*link = t->next;
 				sched_wake(t);
 			} else {
