@@ -96,6 +96,12 @@ class Arch:
     # The module that re-executes watched accesses (run --watch --check),
     # or "" where the hardware makes the access and nothing is emulated.
     watch_checker: str = ""
+    # The trace channel (guest-kernel/core/link.c): where the virtio-serial
+    # controller goes on this machine (QEMU -device properties), and the
+    # channel a guest gets unless asked (`--channel`): virtio only where the
+    # guest drives the device.
+    virtio_serial_bus: str = ""
+    default_channel: str = "serial"
 
     @property
     def build_dir(self) -> Path:
@@ -151,6 +157,7 @@ ARCHES: dict[str, Arch] = {
         console_port=0x3f8,
         # More RAM would put the ACPI tables above the 256 MiB the kernel maps.
         max_memory_mb=256,
+        default_channel="virtio",
     ),
     "sparc64": Arch(
         name="sparc64",
@@ -188,6 +195,10 @@ ARCHES: dict[str, Arch] = {
         watch_slots=4,
         watch_checker="bench.check.sparc64_watch",
         max_memory_mb=256,
+        # pciA's slots hold the on-board devices; simba B's are free. The
+        # guest does not drive sun4u's PCI yet (arch/sparc64/pci.c), so a
+        # guest asked for virtio says so and keeps the 16550.
+        virtio_serial_bus="bus=pciB,addr=3",
     ),
 }
 

@@ -26,7 +26,7 @@ from .export import ctf, logs, timeline
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                      BenchError, GuestExited, UsageError)
 from .guest import build, libvirt, libvirtd
-from .guest.backend import open_guest, use_backend
+from .guest.backend import open_guest, use_backend, use_channel
 from .parser import PROBES_DEFAULT, build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
@@ -171,6 +171,9 @@ def cmd_run(args) -> int:
                         allow_missing=args.mechanism in arch.lossy, refused=s.refused)
     print(f"probes: {len(s.probes)} enabled, mechanism {args.mechanism}"
           + (f", {len(s.refused)} refused (notes above)" if s.refused else ""))
+    print(f"trace channel: {g.channel_used}" + (
+        f" (asked for {g.channel}; the guest has none: {g.channel_absent})"
+        if g.channel_used != g.channel else ""))
     for ln in summary_lines(rep):
         print(ln)
     status = EXIT_OK if r.ok else EXIT_FAILED
@@ -323,7 +326,8 @@ def cmd_lossless(args) -> int:
         print(f"lossless {arch.name} mechanism={mechanism}:", flush=True)
         res = stress.lossless(arch, mechanism, args.smp, args.threads, args.iters,
                               depth=args.depth, timer_hz=args.timer_hz,
-                              on_line=lambda l: print(l, flush=True))
+                              on_line=lambda l: print(l, flush=True),
+                              buffer_bytes=args.buffer)
         rep = res.report
         for ln in summary_lines(rep):
             print(ln)
@@ -452,6 +456,7 @@ def _with_backend(args, run) -> int:
     """run(args) with the backend it asked for; with libvirt and no
     --connect, inside a private session daemon started (and stopped) here."""
     backend = getattr(args, "backend", "qemu")
+    use_channel(getattr(args, "channel", None))
     if getattr(args, "connect", None) and backend != "libvirt":
         raise UsageError("--connect needs --backend libvirt")
     if backend != "libvirt":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from . import arches
-from .guest.backend import BACKENDS
+from .guest.backend import BACKENDS, CHANNELS
 from .paths import REPO
 
 DESCRIPTION = """\
@@ -43,6 +43,11 @@ def _add_backend(s) -> None:
                    help="libvirt URI, e.g. qemu:///system (default: a private "
                    "session daemon of the bench's own under build/libvirt/, "
                    "qemu:///session?socket=...)")
+    s.add_argument("--channel", choices=CHANNELS, default=None,
+                   help="where the trace travels: virtio (a virtio-console "
+                   "port; the default where the arch's guest drives one: "
+                   f"{', '.join(a.name for a in arches.ARCHES.values() if a.default_channel == 'virtio')}) "
+                   "or serial (the 16550 that carries the commands)")
 
 
 def _add_mechanism(s, what: str) -> None:
@@ -127,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--iters", type=int, default=3500)
     s.add_argument("--depth", type=int, default=4)
     s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz")
+    s.add_argument("--buffer", type=int, metavar="BYTES", help="per-CPU trace "
+                   "buffer (a power of two; default: room for the whole run, "
+                   "so that only the mechanism can lose records); e.g. 262144, "
+                   "the guest's default, makes the drain keep up instead")
     _add_backend(s)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "

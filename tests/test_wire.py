@@ -112,31 +112,41 @@ def _frames(n):
     return [wire.encode(wire.T_TEXT, i, b"payload %d" % i) for i in range(n)]
 
 
-def _decode(stream):
-    d = wire.Deframer()
+def _decode(stream, name="serial"):
+    d = wire.Deframer(stream=name)
     return d.feed(stream) + d.finish()
 
 
+# Each stream (the 16550, the virtio port) has its own deframer; damage on
+# either is found the same way, and its errors say which stream.
+STREAMS = ["serial", "virtio"]
+
+
+@pytest.mark.parametrize("name", STREAMS)
 @pytest.mark.parametrize("where", [0, 1, 3, 5, 9, 12, 15])
-def test_corrupted_byte_loses_one_frame_and_resyncs(where):
+def test_corrupted_byte_loses_one_frame_and_resyncs(where, name):
     f = _frames(4)
     bad = bytearray(f[1])
     bad[where] ^= 0x5a
-    items = _decode(f[0] + bytes(bad) + f[2] + f[3])
+    items = _decode(f[0] + bytes(bad) + f[2] + f[3], name)
     frames = [i for i in items if isinstance(i, wire.Frame)]
     errors = [i for i in items if isinstance(i, wire.LinkError)]
     assert [fr.seq for fr in frames] == [0, 2, 3]
     gaps = [e for e in errors if e.kind == "gap"]
     assert len(gaps) == 1 and gaps[0].count == 1
     assert any(e.kind in ("crc", "junk") for e in errors), errors
+    assert {e.stream for e in errors} == {name}, errors
 
 
-def test_dropped_frames_are_counted():
+@pytest.mark.parametrize("name", STREAMS)
+def test_dropped_frames_are_counted(name):
     f = _frames(10)
-    items = _decode(b"".join(f[:3] + f[7:]))
+    items = _decode(b"".join(f[:3] + f[7:]), name)
     gaps = [i for i in items if isinstance(i, wire.LinkError) and i.kind == "gap"]
     assert len(gaps) == 1 and gaps[0].count == 4
     assert "expected seq 3, got 7" in str(gaps[0])
+    assert gaps[0].stream == name
+    assert ("on virtio" in str(gaps[0])) == (name == "virtio")
 
 
 def test_garbage_between_frames_is_skipped_and_reported():
@@ -157,8 +167,10 @@ def test_impossible_length_is_damage_not_a_wait():
     assert [i.seq for i in items if isinstance(i, wire.Frame)] == [1]
 
 
-def test_truncated_stream_reports_the_partial_frame():
+@pytest.mark.parametrize("name", STREAMS)
+def test_truncated_stream_reports_the_partial_frame(name):
     f = _frames(2)
-    items = _decode(f[0] + f[1][:7])
+    items = _decode(f[0] + f[1][:7], name)
     assert isinstance(items[0], wire.Frame)
     assert items[-1].kind == "junk" and "ended inside a frame" in items[-1].detail
+    assert items[-1].stream == name

@@ -7,16 +7,18 @@ starts QEMU itself. Backend "libvirt" is bench/guest/libvirt.py's
 LibvirtGuest: the same guest as a transient domain of the libvirt daemon
 at a URI. The CLI's --backend/--connect call use_backend() once for the
 whole process; open_guest's own backend=/connect= arguments win over it.
+--channel likewise calls use_channel(): the trace over a virtio port or
+the 16550 (bench/guest/qemu.py), unless open_guest is given channel=.
 """
 
 from __future__ import annotations
 
 from ..errors import UsageError
 from .libvirt import LibvirtGuest
-from .qemu import Guest
+from .qemu import CHANNELS, Guest
 
 BACKENDS = ("qemu", "libvirt")
-_default = {"name": "qemu", "connect": None}
+_default = {"name": "qemu", "connect": None, "channel": None}
 
 
 def use_backend(name: str, connect: str | None = None) -> None:
@@ -27,10 +29,19 @@ def use_backend(name: str, connect: str | None = None) -> None:
     _default.update(name=name, connect=connect)
 
 
+def use_channel(channel: str | None) -> None:
+    """Make every open_guest() from now on carry the trace over this
+    channel (None: each arch's default)."""
+    if channel is not None and channel not in CHANNELS:
+        raise UsageError(f"unknown channel {channel!r}: one of {', '.join(CHANNELS)}")
+    _default["channel"] = channel
+
+
 def open_guest(arch, *, backend: str | None = None, connect: str | None = None,
                **kw) -> Guest:
     """A Guest of the chosen backend (not yet launched: use it with `with`)."""
     name = backend or _default["name"]
+    kw.setdefault("channel", _default["channel"])
     if name not in BACKENDS:
         raise UsageError(f"unknown backend {name!r}: known backends are "
                          f"{', '.join(BACKENDS)}")

@@ -23,6 +23,10 @@ Serial. COM1 is a <serial type='unix'> in bind mode: libvirt creates the
 listening socket in the daemon's serial directory. The domain is created
 paused, the harness connects, and only then resumes it, so not one byte
 of the boot is lost. QEMU closing the socket is the end of the stream.
+The trace channel (channel="virtio") is a <channel type='unix'> in bind
+mode beside it, whose virtio target names the guest's port; libvirt adds
+the virtio-serial controller. The harness connects to it as to QEMU's own
+socket (bench/guest/qemu.py reads and deframes it).
 
 End. libvirt never sees QEMU's exit code (QEMU is not its child), so
 ExitInfo.rc is None. What it does see is why the domain stopped, delivered
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
 import threading
 import time
@@ -49,6 +54,7 @@ from xml.sax.saxutils import escape
 from ..errors import GuestExited, LaunchError, ProtocolError
 from ..paths import LOG_DIR, REPO
 from . import libvirtd
+from ..wire import frames as wire
 from .qemu import ExitInfo, Guest
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
@@ -84,8 +90,16 @@ def _attr(value) -> str:
     return escape(str(value), {"'": "&apos;", '"': "&quot;"})
 
 
+def channel_xml(path: Path) -> str:
+    """The trace channel as a domain device: QEMU listens on path."""
+    return (f"\n    <channel type='unix'>\n"
+            f"      <source mode='bind' path='{_attr(path)}'/>\n"
+            f"      <target type='virtio' name='{_attr(wire.VIRTIO_PORT)}'/>\n"
+            f"    </channel>")
+
+
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               serial: Path, extra_args=()) -> str:
+               serial: Path, extra_args=(), channel: Path | None = None) -> str:
     """A transient domain running what Guest's QEMU command line runs
     (images/domain.xml filled in)."""
     if not arch.libvirt_arch:
@@ -113,6 +127,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
         arch=arch.libvirt_arch, machine=_attr(machine),
         boot="\n    ".join(boot), serial=_attr(serial),
+        channel=channel_xml(channel) if channel else "",
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
 
@@ -181,9 +196,15 @@ class LibvirtGuest(Guest):
         if len(str(serial)) > libvirtd.MAX_SOCKET_PATH:
             raise LaunchError(f"serial socket path too long: {serial}")
         serial.unlink(missing_ok=True)
+        if self.channel_socket:
+            # Where QEMU (the daemon's user) may create it, beside COM1's.
+            shutil.rmtree(self._chan_dir, ignore_errors=True)
+            self.channel_socket = serial.with_name("c" + serial.name[1:])
+            self.channel_socket.unlink(missing_ok=True)
         self.xml = domain_xml(self.domain_name, self.arch, image=self.image,
                               smp=self.smp, memory_mb=self.memory_mb,
-                              serial=serial, extra_args=self.extra_args)
+                              serial=serial, extra_args=self.extra_args,
+                              channel=self.channel_socket)
         self.xml_path.write_text(self.xml)
         self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
         try:
@@ -283,9 +304,15 @@ class LibvirtGuest(Guest):
                 pass   # already gone
 
     def close(self) -> None:
+        self._chan_paused.clear()
         if self.dom is not None:
             self.kill()
             self._reap(10)
+        if self._chan_sock is not None:
+            try:
+                self._chan_sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self.sock is not None:
             try:
                 self.sock.shutdown(socket.SHUT_RDWR)
@@ -307,10 +334,13 @@ class LibvirtGuest(Guest):
             self._note(f"# libvirt: domain {self.domain_name} "
                        f"{self._stop_detail or 'state unknown'}")
             self.dom = None
-        for f in (self._log, self._raw):
+        if self._chan_sock is not None:
+            self._chan_sock.close()
+            self._chan_sock = None
+        for f in (self._log, self._raw, self._chan_raw):
             if f:
                 f.close()
-        self._log = self._raw = None
+        self._log = self._raw = self._chan_raw = None
 
     def _stderr_note(self) -> str:
         """QEMU's stderr, from libvirt's domain log when it is on this host

@@ -15,6 +15,18 @@ With gdbstub=True QEMU also serves its GDB stub on a private unix socket
 the CPUs wait at reset until a debugger continues them, and entering the
 context then returns without waiting for HELLO (call wait_ready).
 
+The trace channel (`channel="virtio"`, the arch's default where the guest
+drives the device): QEMU also gets a virtio-serial controller and a
+virtserialport named wire.VIRTIO_PORT on a unix socket QEMU listens on;
+the harness connects at launch, and a second reader thread deframes that
+stream with its own Deframer (its own seq) into the same queue. The guest
+then sends its bulk frames (EVENTS, FILL) there. Every REPLY says how many
+frames the guest had put on that stream; command() reads the stream up to
+them before returning, so a reply never overtakes the records it follows.
+pause_channel() stops reading it (a host that falls behind). A guest that
+finds no port says so in HELLO (`channel` "serial"); the harness notes it
+and reads the 16550 alone.
+
 Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
 logs, and raises GuestTimeout naming what it waited for. The context
 manager always reaps QEMU, whatever happened inside it. A guest exit status
@@ -37,6 +49,7 @@ import queue
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -59,6 +72,13 @@ EXIT_STATUS = {e.name: e.value for e in EXIT_H.table("EXIT_STATUSES")}
 
 _EOF = object()
 _serial = itertools.count()
+CHANNELS = tuple(wire.CHANNEL_IDS)
+
+
+@dataclass(frozen=True)
+class _OnChannel:
+    """A frame or link error of the virtio stream, as queued."""
+    item: object
 
 
 def exit_status_name(status: int | None) -> str:
@@ -101,7 +121,8 @@ class Guest:
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
                  on_text=None, image: Path | None = None, elf: Path | None = None,
-                 gdbstub: bool = False, paused: bool = False):
+                 gdbstub: bool = False, paused: bool = False,
+                 channel: str | None = None):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         if not 1 <= smp <= self.arch.max_smp:
             raise UsageError(f"{self.arch.name} runs 1 to {self.arch.max_smp} CPUs "
@@ -123,6 +144,15 @@ class Guest:
             *(a.replace("{image}", str(self.image)) for a in self.arch.boot_args),
             *extra_args,
         ]
+        # The trace channel: a virtio-serial port on a socket QEMU listens on.
+        self.channel = channel or self.arch.default_channel
+        if self.channel not in CHANNELS:
+            raise UsageError(f"channel {self.channel!r}: one of {', '.join(CHANNELS)}")
+        self.channel_socket: Path | None = None
+        if self.channel == "virtio":
+            self._chan_dir = tempfile.mkdtemp(prefix="tbch-")
+            self.channel_socket = Path(self._chan_dir) / "trace"
+            self.args += self._channel_args(self.channel_socket)
         # QEMU's GDB stub on a private unix socket (bench/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
@@ -155,6 +185,23 @@ class Guest:
         self._threads: list[threading.Thread] = []
         self._log = None
         self._raw = None
+        self._chan_sock = None
+        self._chan_raw = None
+        self._chan_next = 0             # next seq expected on the virtio stream
+        self._chan_eof = False
+        self._chan_paused = threading.Event()
+        self.channel_used: str | None = None    # what HELLO said
+        self.channel_absent = ""                # the guest's reason, if not virtio
+        # Fault injection (tests): a function of each chunk read from the
+        # virtio stream, applied before it is logged and deframed.
+        self.channel_tamper = None
+
+    def _channel_args(self, sock: Path) -> list[str]:
+        bus = f",{self.arch.virtio_serial_bus}" if self.arch.virtio_serial_bus else ""
+        return ["-device", f"virtio-serial-pci,id=tbvs,ioeventfd=off{bus}",
+                "-chardev", f"socket,id=tbtrace,path={sock},server=on,wait=off",
+                "-device", f"virtserialport,bus=tbvs.0,name={wire.VIRTIO_PORT},"
+                           "chardev=tbtrace"]
 
     # ---- paths and context ----
 
@@ -169,6 +216,11 @@ class Guest:
     @property
     def serial_path(self) -> Path:
         return LOG_DIR / f"{self.name}.serial"
+
+    @property
+    def channel_path(self) -> Path:
+        """The raw bytes of the virtio stream."""
+        return LOG_DIR / f"{self.name}.virtio"
 
     def _context(self) -> dict:
         return {"cmdline": self.cmdline, "log": str(self.log_path),
@@ -202,6 +254,32 @@ class Guest:
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
+        if self.channel_socket and self._connect_channel():
+            self._chan_raw = open(self.channel_path, "wb")
+            t = threading.Thread(target=self._read_channel, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _connect_channel(self) -> bool:
+        """Connect to the socket QEMU listens on for the trace port; False
+        if QEMU is gone (wait_ready then says how it ended)."""
+        deadline = time.monotonic() + self.boot_timeout
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(self.channel_socket))
+                self._chan_sock = s
+                return True
+            except OSError as e:
+                s.close()
+                if not self.alive:
+                    return False
+                if time.monotonic() > deadline:
+                    raise LaunchError(f"cannot connect to the trace channel's "
+                                      f"socket {self.channel_socket}: {e}"
+                                      + self._stderr_note(),
+                                      **self._context()) from None
+                time.sleep(0.01)
 
     def _launch_process(self) -> None:
         """Start QEMU and the threads that read it (the backend's part)."""
@@ -232,6 +310,12 @@ class Guest:
                 self.byte_order = wire.byte_order_of(ev.payload)
                 self.boot_seconds = time.perf_counter() - self._t0
                 self._note(f"== HELLO {self.hello}")
+                self.channel_used = wire.CHANNELS.get(self.hello["channel"], "serial")
+                if self.channel == "virtio" and self.channel_used != "virtio":
+                    self.channel_absent = self.command("channel").message.partition(
+                        "absent (")[2].rstrip(")") or "no reason given"
+                    self._note("# the guest found no virtio trace port, so the "
+                               f"trace comes over the 16550: {self.channel_absent}")
                 if self.hello["arch_name"] != self.arch.name:
                     raise ProtocolError(f"expected a {self.arch.name} guest, "
                                         f"HELLO says {self.hello['arch_name']}",
@@ -262,6 +346,8 @@ class Guest:
                 status, number, message = wire.decode_reply(ev.payload, self.byte_order)
                 self._note(f"<< {wire.REPLY_NAMES.get(status, status)} "
                            f"#{number}: {message}")
+                self._await_channel(
+                    wire.reply_channel_frames(ev.payload, self.byte_order), deadline)
                 if number != self._commands_sent:
                     raise ProtocolError(f"reply #{number} to command "
                                         f"#{self._commands_sent} {line!r}",
@@ -273,6 +359,24 @@ class Guest:
                 results.append(res)
                 continue
             self._handle(ev)
+
+    def _await_channel(self, frames: int, deadline: float) -> None:
+        """Read the virtio stream up to `frames` frames (a REPLY's count),
+        unless its reading is paused or it has ended."""
+        def behind() -> bool:
+            return 0 < (frames - self._chan_next) & 0xffffffff < 1 << 31
+        while (self._chan_sock and not self._chan_paused.is_set() and
+               not self._chan_eof and behind()):
+            self._handle(self._next(deadline, f"the trace channel's frames "
+                                              f"up to seq {frames - 1}"))
+
+    def pause_channel(self, paused: bool = True) -> None:
+        """Stop (or resume) reading the virtio stream: QEMU's socket fills
+        and the guest's channel with it, as with a host that falls behind."""
+        if paused:
+            self._chan_paused.set()
+        else:
+            self._chan_paused.clear()
 
     def exit(self, status: int = 0, timeout: float = 10) -> ExitInfo:
         self._send(f"exit {status}")
@@ -308,6 +412,7 @@ class Guest:
 
     def close(self) -> None:
         """Reap QEMU (killing it if still running) and close the logs."""
+        self._chan_paused.clear()
         if self.proc:
             self.kill()
             self._reap(10)
@@ -322,12 +427,20 @@ class Guest:
                 self._note("# qemu stderr:\n" +
                            self._stderr.decode("utf-8", "replace").rstrip())
             self._note(f"# qemu rc {self.proc.returncode}")
-        for f in (self._log, self._raw):
+        if self._chan_sock:
+            try:
+                self._chan_sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._chan_sock.close()
+        for f in (self._log, self._raw, self._chan_raw):
             if f:
                 f.close()
-        self._log = self._raw = None
+        self._log = self._raw = self._chan_raw = None
         if self.gdb_socket:
             shutil.rmtree(self._gdb_dir, ignore_errors=True)
+        if self.channel_socket:
+            shutil.rmtree(self._chan_dir, ignore_errors=True)
 
     def capture(self, since: int = 0) -> records.Capture:
         """The trace frames from trace_frames[since:] decoded (bench/wire/
@@ -382,6 +495,23 @@ class Guest:
     def _handle(self, ev) -> None:
         if ev is _EOF:
             self._eof = True
+            return
+        if isinstance(ev, _OnChannel):
+            item = ev.item
+            if item is _EOF:
+                self._chan_eof = True
+            elif isinstance(item, wire.LinkError):
+                self.link_errors.append(item)
+                self._note(f"!! {item}")
+                if item.kind == "gap":
+                    self._chan_next = (self._chan_next + item.count) & 0xffffffff
+            elif item.type in wire.TRACE_TYPES:
+                self._chan_next = (item.seq + 1) & 0xffffffff
+                self.trace_frames.append(item)
+            else:
+                self._chan_next = (item.seq + 1) & 0xffffffff
+                self._note(f"?? unexpected {item.type_name} frame seq {item.seq} "
+                           "on the virtio stream")
             return
         if isinstance(ev, wire.LinkError):
             self.link_errors.append(ev)
@@ -440,6 +570,32 @@ class Guest:
         for item in deframer.finish():
             self._events.put(item)
         self._events.put(_EOF)
+
+    def _read_channel(self) -> None:
+        """The virtio stream: its own deframer and seq, into the queue."""
+        # The harness is connected before the guest's first frame there,
+        # so the stream starts at seq 0: a lost first frame is a gap too.
+        deframer = wire.Deframer(stream="virtio", next_seq=0)
+        buf = bytearray(1 << 20)
+        while True:
+            while self._chan_paused.is_set():
+                time.sleep(0.01)
+            try:
+                n = self._chan_sock.recv_into(buf)
+            except OSError:
+                n = 0
+            if not n:
+                break
+            chunk = bytes(buf[:n])
+            if self.channel_tamper:
+                chunk = self.channel_tamper(chunk)
+            if self._chan_raw:
+                self._chan_raw.write(chunk)
+            for item in deframer.feed(chunk):
+                self._events.put(_OnChannel(item))
+        for item in deframer.finish():
+            self._events.put(_OnChannel(item))
+        self._events.put(_OnChannel(_EOF))
 
     def _read_stderr(self) -> None:
         for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):

@@ -51,7 +51,8 @@ def lossless_probes(arch: arches.Arch) -> str:
 
 
 def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: int,
-             depth: int = 4, timer_hz: int = 0, on_line=print) -> LosslessResult:
+             depth: int = 4, timer_hz: int = 0, on_line=print,
+             buffer_bytes: int | None = None) -> LosslessResult:
     build.ensure_image(arch)
     # Room for every record of the run even if the drain falls behind: ~40
     # bytes a firing on i386 (72 with sparc64's words), (2 depth + 8) calls
@@ -63,6 +64,9 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     memory = arch.max_memory_mb
     cap = (memory << 20) // 2 // smp
     buf = 1 << max(16, min((need - 1).bit_length(), cap.bit_length() - 1))
+    # Given a size (the guest's default 256 KiB, say), the drain must keep
+    # up with the firings instead: the channel is what is measured.
+    buf = buffer_bytes or buf
     with open_guest(arch, label=f"lossless-{mechanism}", smp=smp, memory_mb=memory,
                     command_timeout=1800) as g:
         s = open_session(g)
@@ -73,7 +77,8 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         if timer_hz:
             s.must(f"timer {timer_hz}")
         on_line(f"  {len(s.probes)} probes on calltree ({mechanism}), {threads} threads x "
-                f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU")
+                f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU, "
+                f"trace over {g.channel_used}")
         t0 = time.monotonic()
         r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
                   timeout=1800)

@@ -19,6 +19,7 @@ frame, and is treated as damage at once rather than waited for.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -40,6 +41,13 @@ REPLY_STATUS = WIRE.by_name("WIRE_REPLY_STATUSES")
 REPLY_NAMES = {e.value: e.name for e in REPLY_STATUS.values()}
 BYTE_ORDERS = {e.value: e.name for e in WIRE.table("WIRE_BYTE_ORDERS")}
 ARCH_IDS = {e.value: e.meaning for e in WIRE.table("WIRE_ARCHES")}
+# Where the trace travels (HELLO's channel): value -> word ("serial", "virtio").
+CHANNELS = {e.value: e.meaning for e in WIRE.table("WIRE_CHANNELS")}
+CHANNEL_IDS = {e.meaning: e.value for e in WIRE.table("WIRE_CHANNELS")}
+# The virtio port's name (QEMU virtserialport name=, libvirt <channel>).
+VIRTIO_PORT = WIRE.by_name("WIRE_VIRTIO_PORTS")["TRACE"].meaning
+# Frame types the guest sends on the virtio stream when it has one.
+BULK_TYPES = tuple(e.value for e in WIRE.table("WIRE_BULK_FRAMES"))
 
 T_HELLO = FRAME_TYPES["HELLO"].value
 T_TEXT = FRAME_TYPES["TEXT"].value
@@ -81,13 +89,16 @@ class LinkError:
     offset: int
     count: int                      # bytes (crc, junk) or lost frames (gap)
     detail: str = ""
+    stream: str = "serial"          # which stream: "serial" or "virtio"
 
     def __str__(self) -> str:
         what = {"crc": "bytes in a frame with a bad CRC",
                 "gap": "frames lost (sequence gap)",
                 "junk": "bytes outside any frame"}[self.kind]
         extra = f": {self.detail}" if self.detail else ""
-        return f"link {self.kind} at byte {self.offset}: {self.count} {what}{extra}"
+        on = f" on {self.stream}" if self.stream != "serial" else ""
+        return (f"link {self.kind}{on} at byte {self.offset}: "
+                f"{self.count} {what}{extra}")
 
 
 def encode(ftype: int, seq: int, payload: bytes) -> bytes:
@@ -108,6 +119,9 @@ class Deframer:
     damaged_until: int = 0          # bytes before this belong to a bad frame
     frames: int = 0
     errors: list = field(default_factory=list)
+    # The stream's name, carried by its errors: each stream (the 16550,
+    # the virtio port) has its own deframer and its own seq.
+    stream: str = "serial"
 
     def feed(self, data: bytes) -> list:
         self.buf += data
@@ -117,6 +131,7 @@ class Deframer:
             if item is None:
                 break
             out.extend(item)
+        out = [self._named(e) for e in out]
         for e in out:
             if isinstance(e, LinkError):
                 self.errors.append(e)
@@ -130,8 +145,14 @@ class Deframer:
                                  "stream ended inside a frame"))
             self.base += len(self.buf)
             self.buf.clear()
+        out = [self._named(e) for e in out]
         self.errors.extend(out)
         return out
+
+    def _named(self, item):
+        if isinstance(item, LinkError) and item.stream != self.stream:
+            return dataclasses.replace(item, stream=self.stream)
+        return item
 
     def _flush_junk(self) -> list:
         if not self.junk_len:
@@ -214,6 +235,12 @@ def decode_reply(payload: bytes, order: str) -> tuple[int, int, str]:
     s = WIRE.structs["wire_reply"]
     head = s.unpack(payload, order)
     return head["status"], head["command"], payload[s.size:].decode("utf-8", "replace")
+
+
+def reply_channel_frames(payload: bytes, order: str) -> int:
+    """How many frames the guest had put on the virtio stream before this
+    REPLY (the host reads that stream up to them before taking it)."""
+    return WIRE.structs["wire_reply"].unpack(payload, order)["channel_frames"]
 
 
 def decode_exit(payload: bytes, order: str) -> int:

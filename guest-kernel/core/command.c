@@ -23,6 +23,7 @@
 #include "exit.h"
 #include "kstring.h"
 #include "link.h"
+#include "virtio_console.h"
 #include "selftest.h"
 #include "serial.h"
 #include "thread.h"
@@ -264,6 +265,41 @@ static int cmd_info(int argc, char **argv, const char *rest, struct command_repl
 			     (unsigned long long)arch_cycles(), serial_rx_overruns());
 }
 
+#define CHANNEL_WORD(name, value, word, meaning) [value] = word,
+static const char *const channel_words[] = { WIRE_CHANNELS(CHANNEL_WORD) };
+
+static int cmd_channel(int argc, char **argv, const char *rest, struct command_reply *r)
+{
+	(void)rest;
+	if (argc > 2)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: channel [serial|virtio]");
+	if (argc == 2) {
+		unsigned want = 0;
+		for (unsigned c = 1; c < sizeof channel_words / sizeof *channel_words; c++)
+			if (channel_words[c] && strcmp(argv[1], channel_words[c]) == 0)
+				want = c;
+		if (!want)
+			return command_reply(r, WIRE_REPLY_BAD_ARGS,
+					     "unknown channel '%s': serial or virtio", argv[1]);
+		if (!link_channel_set(want))
+			return command_reply(r, WIRE_REPLY_FAILED, "no virtio channel: %s",
+					     link_channel_absent());
+	}
+	struct vcon_stats vs;
+	vcon_get_stats(&vs);
+	if (!*link_channel_absent())
+		return command_reply(r, WIRE_REPLY_OK,
+				     "channel=%s virtio: port=%u host_open=%d slots=%u "
+				     "frames=%llu bytes=%llu full=%llu",
+				     channel_words[link_channel()], vs.vs_port,
+				     vs.vs_host_open, vs.vs_slots,
+				     (unsigned long long)vs.vs_frames,
+				     (unsigned long long)vs.vs_bytes,
+				     (unsigned long long)vs.vs_full);
+	return command_reply(r, WIRE_REPLY_OK, "channel=%s virtio: absent (%s)",
+			     channel_words[link_channel()], link_channel_absent());
+}
+
 static int cmd_crash(int argc, char **argv, const char *rest, struct command_reply *r)
 {
 	(void)rest;
@@ -291,6 +327,7 @@ static const struct command commands[] = {
 	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
 	{ "wait",      "wait for the started workload; its result", cmd_wait },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
+	{ "channel",   "channel [serial|virtio]: show or choose the trace channel", cmd_channel },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },
 	{ "hang",      "mask interrupts and halt forever", cmd_hang },
 	{ "exit",      "exit N: stop the guest with status N", cmd_exit },
@@ -311,7 +348,8 @@ static const struct command *find_command(const char *name)
 
 static void send_reply(uint32_t number, int status, const char *msg)
 {
-	struct wire_reply head = { .status = status, .command = number };
+	struct wire_reply head = { .status = status, .command = number,
+				   .channel_frames = link_channel_frames() };
 	console_flush();
 	link_send(WIRE_FRAME_REPLY, &head, sizeof head, msg, strlen(msg));
 }

@@ -8,6 +8,21 @@
  * were cut. In panic mode the lock is not taken: the dump of a fault taken
  * while sending (the lock's holder may be the CPU that faulted) must still
  * get out.
+ *
+ * The trace channel: bulk frames (wire.h WIRE_BULK_FRAMES: records and
+ * the raw channel's filler) are built in place by their sender between
+ * link_bulk_begin and link_bulk_end. With a virtio-console port (found at
+ * boot, core/virtio_console.c) the buffer is the device's transmit buffer,
+ * so a record is copied once, from its CPU's ring into the frame the host
+ * receives, and the frame is numbered in the virtio stream's own seq.
+ * Frames are packed into the buffer until the next might not fit, then
+ * the buffer goes to the device as one descriptor; a sender going idle
+ * pushes a partly filled one (link_bulk_push), and so does every REPLY,
+ * whose channel_frames tells the host how far the stream has gone.
+ * Without one, or after `channel serial`, the buffer is a static one sent
+ * through link_send on the 16550. A sender that finds every virtio buffer
+ * still with the device (the host stopped reading) gets NULL and tries
+ * later; the command line on the 16550 never waits for the trace channel.
  */
 #include "link.h"
 #include "arch.h"
@@ -15,10 +30,26 @@
 #include "frame.h"
 #include "serial.h"
 #include "spinlock.h"
+#include "virtio_console.h"
 
 static uint32_t link_seq;
 static spinlock_t link_lock = SPINLOCK_INIT("link");
 static volatile bool link_panicking;
+
+#define WIRE_PORT_NAME(name, value, port_name) port_name
+static const char trace_port_name[] = WIRE_VIRTIO_PORTS(WIRE_PORT_NAME);
+
+static spinlock_t bulk_lock = SPINLOCK_INIT("link-bulk");
+static irqflags_t bulk_flags;
+static unsigned bulk_channel = WIRE_CHANNEL_SERIAL;
+static bool virtio_present;
+static const char *virtio_absent = "not probed yet";
+static volatile uint32_t bulk_seq;      /* frames of the virtio stream */
+static uint8_t *bulk_buf;               /* between begin and end */
+static uint8_t *bulk_slot;              /* virtio buffer being filled */
+static size_t bulk_used;                /* its bytes of whole frames */
+enum { FRAME_MAX = WIRE_HEADER_SIZE + WIRE_MAX_PAYLOAD + WIRE_CRC_SIZE };
+static uint8_t serial_payload[WIRE_MAX_PAYLOAD] __attribute__((aligned(8)));
 
 void link_init(void)
 {
@@ -59,4 +90,98 @@ void link_send(unsigned type, const void *head, size_t head_len,
 		spin_unlock_irqrestore(&link_lock, flags);
 	else
 		arch_irq_restore(flags);
+}
+
+void link_channel_init(void)
+{
+	virtio_present = vcon_open(trace_port_name, &virtio_absent);
+	if (virtio_present) {
+		virtio_absent = "";
+		bulk_channel = WIRE_CHANNEL_VIRTIO;
+	}
+}
+
+unsigned link_channel(void)
+{
+	return bulk_channel;
+}
+
+const char *link_channel_absent(void)
+{
+	return virtio_absent;
+}
+
+bool link_channel_set(unsigned channel)
+{
+	if (channel == WIRE_CHANNEL_VIRTIO && !virtio_present)
+		return false;
+	link_bulk_push();
+	irqflags_t flags = spin_lock_irqsave(&bulk_lock);
+	bulk_channel = channel;
+	spin_unlock_irqrestore(&bulk_lock, flags);
+	return true;
+}
+
+void link_bulk_push(void)
+{
+	irqflags_t flags = spin_lock_irqsave(&bulk_lock);
+	if (bulk_slot && bulk_used) {
+		vcon_tx_put(bulk_slot, bulk_used);
+		bulk_slot = 0;
+	}
+	spin_unlock_irqrestore(&bulk_lock, flags);
+}
+
+uint32_t link_channel_frames(void)
+{
+	link_bulk_push();
+	return bulk_seq;
+}
+
+uint8_t *link_bulk_begin(void)
+{
+	bulk_flags = spin_lock_irqsave(&bulk_lock);
+	if (bulk_channel == WIRE_CHANNEL_SERIAL) {
+		bulk_buf = serial_payload;
+		return bulk_buf;
+	}
+	if (!bulk_slot) {
+		bulk_slot = vcon_tx_get();
+		bulk_used = 0;
+	}
+	if (!bulk_slot) {
+		spin_unlock_irqrestore(&bulk_lock, bulk_flags);
+		return 0;
+	}
+	bulk_buf = bulk_slot + bulk_used;
+	return bulk_buf + WIRE_HEADER_SIZE;
+}
+
+void link_bulk_cancel(void)
+{
+	bulk_buf = 0;
+	spin_unlock_irqrestore(&bulk_lock, bulk_flags);
+}
+
+void link_bulk_end(unsigned type, size_t len)
+{
+	if (len > WIRE_MAX_PAYLOAD)
+		panic("link_bulk_end: payload of %zu bytes exceeds %d", len,
+		      WIRE_MAX_PAYLOAD);
+	if (bulk_channel == WIRE_CHANNEL_SERIAL) {
+		link_send(type, serial_payload, len, 0, 0);
+	} else {
+		uint8_t *frame = bulk_buf;
+		wire_header(frame, type, bulk_seq, len);
+		uint32_t crc = wire_crc32(0, frame, WIRE_HEADER_SIZE + len);
+		wire_trailer(frame + WIRE_HEADER_SIZE + len, crc);
+		bulk_used += WIRE_HEADER_SIZE + len + WIRE_CRC_SIZE;
+		bulk_seq++;
+		if (VCON_SLOT_BYTES - bulk_used < FRAME_MAX) {
+			vcon_tx_put(bulk_slot, bulk_used);
+			bulk_slot = 0;
+		}
+	}
+	bulk_buf = 0;
+	spin_unlock_irqrestore(&bulk_lock, bulk_flags);
 }

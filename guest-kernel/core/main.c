@@ -5,7 +5,8 @@
  * calls kernel_main. From here: the CPU table exists before anything asks
  * for this_cpu(); the arch brings up traps, MMU and interrupt controller;
  * pages and the scheduler make this context the "main" thread; the link and
- * UART come up so the guest can speak; the timer starts; interrupts go on;
+ * UART come up so the guest can speak, and the trace channel (a virtio
+ * port if PCI has one, else the UART); the timer starts; interrupts go on;
  * the other CPUs start; the kernel's clients set themselves up (init.h:
  * the tracer); HELLO tells the host the guest is ready; and the command
  * loop serves the host until an `exit`.
@@ -33,6 +34,7 @@ _Noreturn void kernel_main(void)
 	sched_init();
 	link_init();
 	serial_init();
+	link_channel_init();
 	if (!timer_set_hz(TIMER_DEFAULT_HZ))
 		panic("timer refuses the default %d Hz", TIMER_DEFAULT_HZ);
 	arch_irq_enable();
@@ -44,6 +46,7 @@ _Noreturn void kernel_main(void)
 	struct wire_hello hello = {
 		.byte_order = arch_byte_order,
 		.arch = arch_wire_id,
+		.channel = (uint8_t)link_channel(),
 		.word_bytes = sizeof(unsigned long),
 		.max_command = WIRE_MAX_COMMAND,
 		.ncpus = cpu_count(),

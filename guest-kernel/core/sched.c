@@ -48,6 +48,15 @@ NOTRACE struct thread *thread_current(void)
 
 /* ---- run queues ---- */
 
+static void rq_push_head(struct runqueue *rq, struct thread *t)
+{
+	t->next = rq->head;
+	rq->head = t;
+	if (!rq->tail)
+		rq->tail = t;
+	rq->length++;
+}
+
 static void rq_push(struct runqueue *rq, struct thread *t)
 {
 	t->next = 0;
@@ -116,8 +125,14 @@ static void schedule(bool requeue)
 
 	c->need_resched = false;
 	spin_lock(&c->rq.lock);
-	if (requeue && prev != c->idle)
-		rq_push(&c->rq, prev);
+	/* A prompt thread keeps the head while it stays runnable: it runs until
+	 * it sleeps (the drain: until its CPU's ring is empty). */
+	if (requeue && prev != c->idle) {
+		if (prev->prompt)
+			rq_push_head(&c->rq, prev);
+		else
+			rq_push(&c->rq, prev);
+	}
 	next = rq_take(&c->rq, prev, false);
 	spin_unlock(&c->rq.lock);
 	if (!next)
@@ -230,18 +245,26 @@ struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
 	return t;
 }
 
+void thread_set_prompt(struct thread *t, bool prompt)
+{
+	t->prompt = prompt;
+}
+
 void sched_wake(struct thread *t)
 {
 	irqflags_t f = arch_irq_save();
 	struct cpu *target = &cpus[t->cpu];
 	t->state = THREAD_RUNNABLE;
 	spin_lock(&target->rq.lock);
-	rq_push(&target->rq, t);
+	if (t->prompt)
+		rq_push_head(&target->rq, t);
+	else
+		rq_push(&target->rq, t);
 	spin_unlock(&target->rq.lock);
 	if (target == this_cpu()) {
-		if (target->current == target->idle)
+		if (target->current == target->idle || t->prompt)
 			target->need_resched = true;
-	} else if (target->current == target->idle) {
+	} else if (target->current == target->idle || t->prompt) {
 		arch_send_ipi(target->id, IPI_RESCHEDULE);
 	}
 	arch_irq_restore(f);
@@ -312,6 +335,7 @@ void thread_sleep(uint64_t nticks)
 	struct thread *me = thread_current();
 	irqflags_t f = arch_irq_save();
 	me->wake_tick = timer_ticks() + nticks;
+	me->wake_cpu_tick = this_cpu()->ticks + nticks;
 	spin_lock(&sleep_lock);
 	me->state = THREAD_SLEEPING;
 	me->next = sleepers;
@@ -366,13 +390,15 @@ void sched_tick(void)
 {
 	struct cpu *c = this_cpu();
 	c->ticks++;
-	if (c->id == 0 && sleepers) {
+	if (sleepers) {
 		uint64_t now = timer_ticks();
 		spin_lock(&sleep_lock);
 		struct thread **link = &sleepers;
 		while (*link) {
 			struct thread *t = *link;
-			if (t->wake_tick <= now) {
+			bool own = t->prompt && t->pinned;
+			if (own ? t->cpu == c->id && t->wake_cpu_tick <= c->ticks
+				: c->id == 0 && t->wake_tick <= now) {
 				*link = t->next;
 				sched_wake(t);
 			} else {

@@ -35,6 +35,24 @@ void arch_uart_write(unsigned reg, uint8_t value);
 /* Let the UART's receive interrupt reach the CPU (PIC line, ebus...). */
 void arch_uart_irq_enable(void);
 
+/* PCI (core/pci.c enumerates, core/virtio*.c drive a device). Set up the
+ * host bridge so its buses answer; returns how many buses to scan, or 0
+ * with *why saying why this machine offers none. */
+unsigned arch_pci_setup(const char **why);
+/* 32-bit configuration access of bus:dev.fn at reg (a multiple of 4);
+ * all ones where no function answers. */
+uint32_t arch_pci_config_read(unsigned bus, unsigned dev, unsigned fn, unsigned reg);
+void arch_pci_config_write(unsigned bus, unsigned dev, unsigned fn, unsigned reg,
+			   uint32_t value);
+/* PCI I/O space at port (an I/O BAR plus an offset). 16- and 32-bit values
+ * are in the guest's own byte order, as a legacy virtio header is. */
+uint8_t arch_pci_io_read8(uint32_t port);
+uint16_t arch_pci_io_read16(uint32_t port);
+uint32_t arch_pci_io_read32(uint32_t port);
+void arch_pci_io_write8(uint32_t port, uint8_t value);
+void arch_pci_io_write16(uint32_t port, uint16_t value);
+void arch_pci_io_write32(uint32_t port, uint32_t value);
+
 /* Periodic timer at hz interrupts per second on every CPU; calls
  * timer_tick() on each, then sched_irq_exit() after acknowledging.
  * Returns false, changing nothing, if hz is outside what the arch can do. */

@@ -40,6 +40,7 @@ struct thread {
 	volatile enum thread_state state;
 	volatile int    on_cpu;         /* its stack is in use: don't run it elsewhere */
 	bool            pinned;         /* runs only on cpu */
+	bool            prompt;         /* woken, it runs next (thread_set_prompt) */
 	unsigned        cpu;            /* CPU it last ran on */
 	struct thread  *next;           /* run queue or sleep list link */
 	void           *stack;
@@ -47,6 +48,7 @@ struct thread {
 	void          (*fn)(void *);
 	void           *arg;
 	uint64_t        wake_tick;
+	uint64_t        wake_cpu_tick;  /* a prompt pinned thread: its CPU's tick */
 	struct thread  *joiner;
 	void           *try_ctx;        /* trap_try state (core/trap.c) */
 	uintptr_t       slot[THREAD_SLOTS];   /* the clients' words (above) */
@@ -54,6 +56,14 @@ struct thread {
 };
 
 #define THREAD_STACK_SIZE 16384
+
+/* A prompt thread, when woken, goes to the head of its CPU's queue and
+ * preempts what runs there: for a thread that sleeps most of the time and
+ * must then run at once (the trace drain), taking a CPU only as long as
+ * it has work. A prompt thread pinned to a CPU sleeps in that CPU's own
+ * ticks and is woken by them, not by the boot CPU's clock: a host that
+ * deschedules the boot CPU's vCPU does not hold it asleep. */
+void thread_set_prompt(struct thread *t, bool prompt);
 
 /* NULL if out of memory. cpu = THREAD_ANY_CPU lets the scheduler place it. */
 #define THREAD_ANY_CPU (~0u)

@@ -29,7 +29,7 @@
 
 #define WIRE_MAGIC0       0xd5
 #define WIRE_MAGIC1       0x7e
-#define WIRE_VERSION      2
+#define WIRE_VERSION      3
 #define WIRE_HEADER_SIZE  12
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
@@ -77,20 +77,39 @@ struct wire_frame_header {
 	X(I386,    1, "i386") \
 	X(SPARC64, 2, "sparc64")
 
+/* Where the trace travels (HELLO's `channel`); X(name, value, word, meaning).
+ * The 16550 always carries the console and the commands; the bulk frames
+ * (WIRE_BULK_FRAMES) go over the virtio-console port named
+ * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq. */
+#define WIRE_CHANNELS(X) \
+	X(SERIAL, 1, "serial", "the 16550 that carries the commands") \
+	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled")
+
+/* The virtio port's name (virtserialport name=, libvirt <channel> target). */
+#define WIRE_VIRTIO_PORTS(X) \
+	X(TRACE, 1, "org.trapbench.trace.0")
+
+/* Frame types that take the trace channel when it is virtio. */
+#define WIRE_BULK_FRAMES(X) \
+	X(EVENTS, 6, "trace records") \
+	X(FILL,   9, "the raw channel's filler")
+
 #define WIRE_FRAME_ENUM(name, value, meaning) WIRE_FRAME_##name = value,
 #define WIRE_REPLY_ENUM(name, value, meaning) WIRE_REPLY_##name = value,
 #define WIRE_ORDER_ENUM(name, value, meaning) WIRE_ORDER_##name = value,
 #define WIRE_ARCH_ENUM(name, value, meaning)  WIRE_ARCH_##name = value,
+#define WIRE_CHANNEL_ENUM(name, value, word, meaning) WIRE_CHANNEL_##name = value,
 enum wire_frame_type   { WIRE_FRAME_TYPES(WIRE_FRAME_ENUM) };
 enum wire_reply_status { WIRE_REPLY_STATUSES(WIRE_REPLY_ENUM) };
 enum wire_byte_order   { WIRE_BYTE_ORDERS(WIRE_ORDER_ENUM) };
 enum wire_arch         { WIRE_ARCHES(WIRE_ARCH_ENUM) };
+enum wire_channel      { WIRE_CHANNELS(WIRE_CHANNEL_ENUM) };
 
 struct wire_hello {
 	uint8_t  byte_order;      /* WIRE_BYTE_ORDERS */
 	uint8_t  arch;            /* WIRE_ARCHES */
 	uint8_t  word_bytes;      /* size of a record word: the arch's register */
-	uint8_t  reserved0;
+	uint8_t  channel;         /* WIRE_CHANNELS: where the trace goes */
 	uint16_t max_command;     /* WIRE_MAX_COMMAND as built */
 	uint16_t reserved1;
 	uint32_t ncpus;
@@ -104,6 +123,10 @@ struct wire_hello {
 struct wire_reply {
 	int32_t  status;          /* WIRE_REPLY_STATUSES */
 	uint32_t command;         /* 1 for the first line received after boot */
+	uint32_t channel_frames;  /* frames put on the virtio trace channel
+				   * before this reply: the host reads that
+				   * stream up to them before taking it */
+	uint32_t reserved;
 	/* followed by a message (bytes, no terminator) */
 };
 
@@ -452,7 +475,7 @@ _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
 _Static_assert(sizeof(struct wire_stats) == 48, "wire_stats has padding");
 _Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
 _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
-_Static_assert(sizeof(struct wire_reply) == 8, "wire_reply has padding");
+_Static_assert(sizeof(struct wire_reply) == 16, "wire_reply has padding");
 _Static_assert(sizeof(struct wire_exit) == 4, "wire_exit has padding");
 _Static_assert(sizeof(struct wire_result) == 24, "wire_result has padding");
 _Static_assert(sizeof(struct wire_program) == 16, "wire_program has padding");

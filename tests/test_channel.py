@@ -1,0 +1,214 @@
+"""The trace channel: a virtio-console port beside the 16550.
+
+What the harness asks QEMU for, per arch and --channel; in an i386 guest:
+fib traced over the virtio port with every call counted and the records
+on that stream only; a guest started without the device falls back to
+the 16550 and says why, and refuses `channel virtio`; both channels in one
+boot, each stream with its own seq; a byte flipped and bytes cut on the
+virtio stream found as on the serial one; and a host that stops reading
+the port does not wedge the command line, its losses all counted.
+Throughput is the bench's (`make bench`: the drain rows), not a test's."""
+
+import time
+
+import pytest
+
+from bench import arches
+from bench.errors import UsageError
+from bench.guest.qemu import Guest
+from bench.trace.session import open_session
+from bench.trace.verify import verify
+from bench.wire import frames as wire
+from bench.wire import records
+
+ARCH = "i386"
+FIB_CALLS = 2 * 233 - 1                  # fib(12) makes 465 calls
+
+
+@pytest.fixture(scope="module")
+def i386(built):
+    built(ARCH)
+    return arches.get(ARCH)
+
+
+def _args(g):
+    return " ".join(g.args)
+
+
+def test_qemu_gets_the_port_the_guest_looks_for():
+    g = Guest("i386", channel="virtio")
+    assert "virtio-serial-pci" in _args(g)
+    assert f"name={wire.VIRTIO_PORT}" in _args(g)
+    assert g.channel_socket and f"path={g.channel_socket}" in _args(g)
+    g.close()
+    assert "virtio-serial" not in _args(Guest("i386", channel="serial"))
+    # The default: virtio where the guest drives it; sun4u's PCI is not.
+    default = Guest("i386")
+    assert default.channel == "virtio"
+    default.close()
+    assert Guest("sparc64").channel == "serial"
+    sparc = Guest("sparc64", channel="virtio")
+    assert arches.get("sparc64").virtio_serial_bus in _args(sparc)
+    sparc.close()
+    with pytest.raises(UsageError, match="one of serial, virtio"):
+        Guest("i386", channel="usb")
+
+
+def _trace_fib(g, n=12):
+    s = open_session(g)
+    s.setup("fbt:fib:entry,fbt:fib:return", "int3")
+    s.enable(True, strict=True)
+    s.must(f"run fib n={n}")
+    s.enable(False)
+    return s, s.finish()
+
+
+def _events_bytes(path):
+    """Bytes of EVENTS frames in a raw stream log."""
+    d = wire.Deframer()
+    return sum(len(f.payload) for f in d.feed(path.read_bytes())
+               if isinstance(f, wire.Frame) and f.type == wire.T_EVENTS)
+
+
+def test_fib_traced_over_virtio(i386):
+    with Guest(i386, label="channel-virtio", channel="virtio") as g:
+        assert g.channel_used == "virtio", g.hello
+        s, cap = _trace_fib(g)
+        r = g.command("channel")
+        g.exit(0)
+    rep = verify(cap, s.probes, g.link_errors)
+    assert rep.ok, rep.problems
+    assert rep.entries["fib"] == rep.returns["fib"] == FIB_CALLS
+    assert not g.link_errors
+    assert r.message.startswith("channel=virtio") and "frames=0" not in r.message, r.message
+    # The records came over the port, none over the 16550.
+    assert _events_bytes(g.channel_path) > 0
+    assert _events_bytes(g.serial_path) == 0
+
+
+def test_a_reply_never_overtakes_the_records_before_it(i386):
+    # The host reads the port slowly: each chunk waits a fifth of a second.
+    # `trace flush` still returns only once its records are in.
+    def slow(chunk):
+        time.sleep(0.2)
+        return chunk
+
+    with Guest(i386, label="channel-slow", channel="virtio") as g:
+        g.channel_tamper = slow
+        s = open_session(g)
+        s.setup("fbt:fib:entry,fbt:fib:return", "int3")
+        s.enable(True, strict=True)
+        s.must("run fib n=12")
+        s.enable(False)
+        cap = s.finish()            # trace flush, then the capture at once
+        g.exit(0)
+    assert sum(1 for e in cap.events if e.kind == records.K_ENTRY) == FIB_CALLS
+
+
+def test_a_guest_without_the_device_falls_back_and_says_why(i386):
+    with Guest(i386, label="channel-none", channel="serial") as g:
+        assert g.hello["channel"] == wire.CHANNEL_IDS["serial"]
+        r = g.command("channel")
+        assert "absent (no virtio-serial-pci function" in r.message, r.message
+        r = g.command("channel virtio")
+        assert r.status_name == "FAILED" and "no virtio channel" in r.message, r.message
+        r = g.command("channel usb")
+        assert r.status_name == "BAD_ARGS" and "serial or virtio" in r.message, r.message
+        s, cap = _trace_fib(g)
+        g.exit(0)
+    rep = verify(cap, s.probes, g.link_errors)
+    assert rep.ok and rep.entries["fib"] == FIB_CALLS, rep.problems
+    assert _events_bytes(g.serial_path) > 0
+
+
+def test_both_channels_in_one_boot_each_with_its_own_seq(i386):
+    with Guest(i386, label="channel-both", channel="virtio") as g:
+        s = open_session(g)
+        s.setup("fbt:fib:entry,fbt:fib:return", "int3")
+        counts = {}
+        for ch in ("serial", "virtio", "serial", "virtio"):
+            assert g.command(f"channel {ch}").ok
+            mark = len(g.trace_frames)
+            s.enable(True, strict=True)
+            s.must("run fib n=8")
+            s.enable(False)
+            s.must("trace flush")
+            cap = g.capture(mark)
+            counts.setdefault(ch, []).append(
+                sum(1 for e in cap.events if e.kind == records.K_ENTRY))
+        g.exit(0)
+    assert counts == {"serial": [67, 67], "virtio": [67, 67]}, counts
+    assert not g.link_errors, g.link_errors
+    assert _events_bytes(g.serial_path) > 0 and _events_bytes(g.channel_path) > 0
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut"])
+def test_damage_on_the_virtio_stream_is_found(i386, damage):
+    state = {"done": False}
+
+    def tamper(chunk):
+        # The first chunk long enough: a byte flipped, or 40 bytes cut,
+        # inside its first frame's payload.
+        if state["done"] or len(chunk) < 200:
+            return chunk
+        state["done"] = True
+        if damage == "flip":
+            return chunk[:100] + bytes([chunk[100] ^ 0x20]) + chunk[101:]
+        return chunk[:100] + chunk[140:]
+
+    with Guest(i386, label=f"channel-{damage}", channel="virtio") as g:
+        g.channel_tamper = tamper
+        s, cap = _trace_fib(g)
+        g.exit(0)
+    assert state["done"]
+    on_virtio = [e for e in g.link_errors if e.stream == "virtio"]
+    kinds = {e.kind for e in on_virtio}
+    assert "gap" in kinds and kinds & {"crc", "junk"}, g.link_errors
+    rep = verify(cap, s.probes, g.link_errors)
+    assert not rep.ok, "a damaged stream must fail the run"
+
+
+def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
+    with Guest(i386, label="channel-stall", channel="virtio",
+               command_timeout=120) as g:
+        s = open_session(g)
+        s.setup("fbt:ct_*:entry,fbt:ct_*:return", "int3", buffer_bytes=65536)
+        g.pause_channel(True)
+        s.enable(True, strict=True)
+        # ~90,000 records (~2.9 MB): more than QEMU's socket, the port's
+        # buffers and the trace buffer hold together.
+        s.must("run calltree threads=2 iters=1000")
+        t0 = time.monotonic()
+        assert g.command("echo still here").message == "still here"
+        stalled = g.command("channel").message
+        answer_s = time.monotonic() - t0
+        s.enable(False)
+        g.pause_channel(False)
+        cap = s.finish()
+        g.exit(0)
+    assert answer_s < 10, f"the command line took {answer_s:.1f} s while stalled"
+    full = int(stalled.split("full=")[1].split()[0])
+    assert full > 0, stalled
+    rep = verify(cap, s.probes, g.link_errors)
+    # Records were lost to the full buffer, each one counted: every firing
+    # arrived or is in a drop count; no frame was lost or damaged.
+    assert rep.dropped > 0 and rep.missed <= rep.dropped, (rep.missed, rep.dropped)
+    assert len(cap.events) + len(cap.marked) == rep.recorded, (len(cap.events), rep.recorded)
+    assert rep.recorded - len(cap.marked) + rep.dropped == rep.fired
+    assert not g.link_errors, g.link_errors
+    assert not rep.nesting_errors, rep.nesting_errors[:3]
+
+
+def test_libvirt_puts_the_port_in_the_domain_as_a_channel(tmp_path):
+    from xml.etree import ElementTree
+
+    from bench.guest.libvirt import domain_xml
+    a = arches.get("i386")
+    kw = dict(image=tmp_path / "kernel.elf", smp=1, memory_mb=64,
+              serial=tmp_path / "s.sock")
+    dom = ElementTree.fromstring(domain_xml("d", a, channel=tmp_path / "c.sock", **kw))
+    (ch,) = dom.findall("./devices/channel")
+    assert ch.get("type") == "unix"
+    assert ch.find("source").attrib == {"mode": "bind", "path": str(tmp_path / "c.sock")}
+    assert ch.find("target").attrib == {"type": "virtio", "name": wire.VIRTIO_PORT}
+    assert not ElementTree.fromstring(domain_xml("d", a, **kw)).findall("./devices/channel")
