@@ -36,9 +36,7 @@ ExitInfo.end records which.
 
 from __future__ import annotations
 
-import itertools
 import os
-import socket
 import threading
 import time
 from pathlib import Path
@@ -46,10 +44,12 @@ from string import Template
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
-from ..errors import GuestExited, LaunchError, ProtocolError
+from ..errors import (GuestExited, GuestTimeout, HostLost, LaunchError,
+                      ProtocolError, UsageError)
 from ..paths import LOG_DIR, REPO
-from . import libvirtd
-from .qemu import ExitInfo, Guest
+from . import libvirtd, volumes
+from .console import COM1, ConsoleStream
+from .qemu import _EOF, ExitInfo, Guest
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
 STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
@@ -59,7 +59,6 @@ SERIAL_DIR = REPO / "build" / "libvirt" / "serial"
 TEMPLATE = REPO / "images" / "domain.xml"
 DOMAIN_PREFIX = "trapbench-"
 
-_socket_no = itertools.count()
 _loop_lock = threading.Lock()
 _loop_started = False
 
@@ -72,6 +71,9 @@ def _event_loop(libvirt) -> None:
         if _loop_started:
             return
         libvirt.virEventRegisterDefaultImpl()
+        # Errors are raised as exceptions and reported with their URI; the
+        # library's default handler would also print each to stderr.
+        libvirt.registerErrorHandler(lambda ctx, err: None, None)
 
         def run():
             while True:
@@ -84,10 +86,24 @@ def _attr(value) -> str:
     return escape(str(value), {"'": "&apos;", '"': "&quot;"})
 
 
+def port_xml(ports) -> str:
+    """The domain's devices for the guest's ports, in order: serials are
+    ptys (COM1 first), channels virtio ports on unix sockets libvirt names."""
+    out, n = [], 0
+    for p in ports:
+        if p.kind == "serial":
+            out.append(f"<serial type='pty'><target port='{n}'/></serial>")
+            n += 1
+        else:
+            out.append("<channel type='unix'><source mode='bind'/>"
+                       f"<target type='virtio' name='{_attr(p.name)}'/></channel>")
+    return "\n    ".join(out)
+
+
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               serial: Path, extra_args=()) -> str:
+               ports=(COM1,), extra_args=()) -> str:
     """A transient domain running what Guest's QEMU command line runs
-    (images/domain.xml filled in)."""
+    (images/domain.xml filled in); image is its path on the daemon's host."""
     if not arch.libvirt_arch:
         raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
     machine = None
@@ -112,28 +128,52 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
     return Template(TEMPLATE.read_text()).substitute(
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
         arch=arch.libvirt_arch, machine=_attr(machine),
-        boot="\n    ".join(boot), serial=_attr(serial),
+        boot="\n    ".join(boot), ports=port_xml(ports),
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
 
 
+TRANSPORTS = ("", "unix", "tcp", "tls", "ssh", "libssh", "libssh2")
+CLOSE_REASONS = {0: "a connection error", 1: "end of file: the daemon went away",
+                 2: "keepalive timed out: the host stopped answering",
+                 3: "closed by the client"}
+
+
+def is_remote(uri: str) -> bool:
+    """Whether the URI names a host (the daemon may be on another machine)."""
+    return bool(urlsplit(uri).hostname)
+
+
 def check_uri(uri: str) -> None:
-    """The serial line is a unix socket on the daemon's host: refuse URIs
-    that name another host before anything is started."""
+    """Refuse, before anything starts, the URIs the backend cannot use:
+    not the QEMU driver, or a transport libvirt's client does not have.
+    Local and remote daemons alike are reached through the connection
+    (consoles as streams, images as uploaded volumes)."""
     u = urlsplit(uri)
-    if not u.scheme.startswith("qemu"):
-        raise LaunchError(f"--connect {uri!r}: the libvirt backend runs QEMU "
-                          "domains (qemu:///session, qemu:///system, ...)")
-    if u.hostname:
-        raise LaunchError(f"--connect {uri!r} names the host {u.hostname!r}: the "
-                          "guest's serial line is a unix socket the harness "
-                          "connects to, so the daemon must run on this host")
+    driver, _, transport = u.scheme.partition("+")
+    if driver != "qemu":
+        raise UsageError(f"--connect {uri!r}: the libvirt backend runs QEMU "
+                         "domains (qemu:///session, qemu+tcp://HOST/session, "
+                         "qemu+ssh://USER@HOST/system, ...)")
+    if transport not in TRANSPORTS:
+        raise UsageError(f"--connect {uri!r}: unknown transport {transport!r}; "
+                         f"libvirt's are {', '.join(t for t in TRANSPORTS if t)}"
+                         + (" (ext runs a command of its own that the bench "
+                            "cannot check)" if transport == "ext" else ""))
+    if u.path.rstrip("/") not in ("/session", "/system"):
+        raise UsageError(f"--connect {uri!r}: the path is /session or /system "
+                         "(which of the host's QEMU daemons)")
 
 
 def socket_dir(uri: str | None) -> Path:
     """Where sockets of guests on this URI go: a directory QEMU (running as
     the daemon's user) may create sockets in. A gdb socket goes here too:
-    extra_args=("-gdb", f"unix:{socket_dir(uri)}/NAME,server=on,wait=off")."""
+    extra_args=("-gdb", f"unix:{socket_dir(uri)}/NAME,server=on,wait=off").
+    Only for a daemon on this host: a socket on another host is out of
+    the harness's reach."""
+    if uri and is_remote(uri):
+        raise LaunchError(f"{uri} names another host: a unix socket there "
+                          "(e.g. the GDB stub's) is out of the harness's reach")
     private = libvirtd.RUNNING.get(uri)
     if private is not None:
         return private.serial_dir
@@ -143,18 +183,22 @@ def socket_dir(uri: str | None) -> Path:
 
 
 class LibvirtGuest(Guest):
-    def __init__(self, arch, *, connect: str | None = None, **kw):
+    def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
         super().__init__(arch, **kw)
         self.uri = connect
+        self.ports = tuple(ports)
+        if not self.ports or self.ports[0].kind != "serial":
+            raise LaunchError("a guest's first port is its console, a serial port")
         self.domain_name = DOMAIN_PREFIX + self.name
         self.conn = None
         self.dom = None
-        self.sock: socket.socket | None = None
+        self.streams: list[ConsoleStream] = []
         self.xml = ""
         self._stopped = threading.Event()
         self._stop_detail: str | None = None
+        self._host_lost: str | None = None
         self._callback = None
-        self.socket_dir: Path | None = None
+        self._volumes = []
 
     @property
     def cmdline(self) -> str:
@@ -167,7 +211,8 @@ class LibvirtGuest(Guest):
 
     @property
     def alive(self) -> bool:
-        return self.dom is not None and not self._stopped.is_set()
+        return (self.dom is not None and not self._stopped.is_set()
+                and not self._host_lost)
 
     def _launch_process(self) -> None:
         libvirt = libvirtd.import_libvirt()
@@ -176,42 +221,51 @@ class LibvirtGuest(Guest):
                               "(--connect, or the CLI's private daemon)")
         check_uri(self.uri)
         _event_loop(libvirt)
-        self.socket_dir = socket_dir(self.uri)
-        serial = self.socket_dir / f"s{os.getpid()}-{next(_socket_no)}.sock"
-        if len(str(serial)) > libvirtd.MAX_SOCKET_PATH:
-            raise LaunchError(f"serial socket path too long: {serial}")
-        serial.unlink(missing_ok=True)
-        self.xml = domain_xml(self.domain_name, self.arch, image=self.image,
-                              smp=self.smp, memory_mb=self.memory_mb,
-                              serial=serial, extra_args=self.extra_args)
-        self.xml_path.write_text(self.xml)
-        self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
+        self._note(f"# libvirt: connecting to {self.uri}")
         try:
             self.conn = libvirt.open(self.uri)
         except libvirt.libvirtError as e:
-            raise LaunchError(f"cannot connect to libvirt at {self.uri}: {e}",
-                              **self._context()) from None
+            raise HostLost(f"cannot connect to libvirt at {self.uri}: "
+                           f"{e.get_error_message()}", uri=self.uri,
+                           **self._context()) from None
+        try:
+            # A host that stops answering (not only one that closes the
+            # connection) is noticed: 3 unanswered probes 5 s apart.
+            self.conn.setKeepAlive(5, 3)
+        except libvirt.libvirtError:
+            pass
+        self.conn.registerCloseCallback(self._on_close, None)
         self._callback = self.conn.domainEventRegisterAny(
             None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
+        vol = volumes.stage(self.conn, self.uri, self.image)
+        self._volumes.append(vol)
+        self._note(f"# libvirt: {self.image} uploaded to {vol.path()}")
+        self.xml = domain_xml(self.domain_name, self.arch, image=Path(vol.path()),
+                              smp=self.smp, memory_mb=self.memory_mb,
+                              ports=self.ports, extra_args=self.extra_args)
+        self.xml_path.write_text(self.xml)
+        self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
         try:
             self.dom = self.conn.createXML(self.xml, libvirt.VIR_DOMAIN_START_PAUSED)
         except libvirt.libvirtError as e:
-            raise LaunchError(f"libvirt refused the domain: {e}",
+            self._check_host()
+            raise LaunchError(f"libvirt at {self.uri} refused the domain: {e}",
                               **self._context()) from None
+        finally:
+            for v in self._volumes:   # QEMU has read -kernel/-bios, or failed
+                volumes.drop(v)
+            self._volumes = []
         self._note(f"# libvirt: domain {self.domain_name} id {self.dom.ID()} "
                    f"created paused")
-        try:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(str(serial))
-        except OSError as e:
-            raise LaunchError(f"cannot connect to the guest's serial socket "
-                              f"{serial}: {e}", **self._context()) from None
+        for port in self.ports:
+            self.streams.append(ConsoleStream(self.conn, self.dom, port, self.uri))
         self._t0 = time.perf_counter()
         try:
             self.dom.resume()
         except libvirt.libvirtError as e:
-            raise LaunchError(f"libvirt could not resume the domain: {e}",
-                              **self._context()) from None
+            self._check_host()
+            raise LaunchError(f"libvirt at {self.uri} could not resume the "
+                              f"domain: {e}", **self._context()) from None
         t = threading.Thread(target=self._read_stdout, daemon=True)
         t.start()
         self._threads.append(t)
@@ -224,24 +278,60 @@ class LibvirtGuest(Guest):
             self._stop_detail = STOPPED_DETAIL.get(detail, f"detail {detail}")
             self._stopped.set()
 
-    # ---- serial over the socket ----
+    def _on_close(self, conn, reason, opaque) -> None:
+        """The connection closed under us: the daemon went away, the
+        network broke, or keepalive gave up."""
+        if self._host_lost is None:
+            self._host_lost = CLOSE_REASONS.get(reason, f"reason {reason}")
+        self._note(f"# libvirt: connection to {self.uri} closed: {self._host_lost}")
+        for s in self.streams:
+            s._end(f"error: the connection closed ({self._host_lost})")
+
+    def _check_host(self) -> None:
+        """Raise HostLost if the connection is gone (rather than the error
+        of whatever call noticed it)."""
+        if self._host_lost is None and self.conn is not None:
+            try:
+                if not self.conn.isAlive():
+                    self._host_lost = "the connection is no longer alive"
+            except Exception as e:
+                self._host_lost = f"the connection failed: {e}"
+        if self._host_lost is not None:
+            raise HostLost(f"lost the libvirt connection to {self.uri} "
+                           f"({self._host_lost}); domain {self.domain_name} "
+                           "may still run there", uri=self.uri, **self._context())
+
+    # ---- serial over the console stream ----
 
     def _read_serial_chunk(self) -> bytes:
-        try:
-            return self.sock.recv(65536)
-        except OSError:
-            return b""
+        return self.streams[0].read_chunk()
 
     def _write_serial(self, data: bytes) -> None:
+        self.streams[0].write(data)     # a refusal ends the stream: see _next
+
+    def _next(self, deadline: float, what: str):
+        """The base class's wait, which at the end of the console tells a
+        guest that stopped from a host or a stream that went away."""
         try:
-            self.sock.sendall(data)
-        except OSError:
-            pass   # QEMU is gone; the wait that follows says how
+            ev = super()._next(deadline, what)
+        except GuestTimeout:
+            self._check_host()
+            raise
+        if ev is _EOF:
+            ended = self.streams[0].ended or ""
+            if ended.startswith("error"):
+                time.sleep(0.2)        # let the close callback say why
+                self._check_host()
+                raise ProtocolError(f"the console stream of domain "
+                                    f"{self.domain_name} at {self.uri} broke "
+                                    f"({ended[7:]}) while waiting for {what}",
+                                    **self._context())
+        return ev
 
     # ---- the end ----
 
     def wait_exit(self, timeout: float = 10) -> ExitInfo:
-        """Wait for the serial line to close and the domain to stop; believe
+        """Wait for the console to close and the domain to stop; believe
         the EXIT frame only if the domain then stopped by itself."""
         if self.exit_info:
             return self.exit_info
@@ -263,49 +353,61 @@ class LibvirtGuest(Guest):
         self._note(f"# libvirt: domain stopped, {end}")
         return self.exit_info
 
+    def _wait_stopped(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self._stopped.wait(0.2):
+            if self._host_lost or time.monotonic() > deadline:
+                return False
+        return True
+
     def _reap(self, timeout: float) -> str:
         """Wait for the STOPPED event; destroy the domain if it does not come.
-        Returns how the domain stopped."""
+        Returns how the domain stopped; HostLost if its host is gone."""
         if self.dom is None:
             return "never started"
-        if not self._stopped.wait(timeout):
+        if not self._wait_stopped(timeout):
+            self._check_host()
             self.kill()
-            if not self._stopped.wait(10):
+            if not self._wait_stopped(10):
+                self._check_host()
                 return "still running after destroy"
         return self._stop_detail
 
     def kill(self) -> None:
-        if self.dom is not None and not self._stopped.is_set():
+        if self.dom is not None and not self._stopped.is_set() \
+                and not self._host_lost:
             try:
                 self.dom.destroy()
                 self._note("# harness destroyed the domain")
             except Exception:
-                pass   # already gone
+                pass   # already gone, or its host is
 
     def close(self) -> None:
         if self.dom is not None:
             self.kill()
-            self._reap(10)
-        if self.sock is not None:
             try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
+                self._reap(10)
+            except HostLost:
                 pass
-            for t in self._threads:
-                t.join(timeout=5)
-            self.sock.close()
-            self.sock = None
+        for s in self.streams:
+            s.close()
+        for t in self._threads:
+            t.join(timeout=5)
         if self.conn is not None:
             try:
                 if self._callback is not None:
                     self.conn.domainEventDeregisterAny(self._callback)
+                self.conn.unregisterCloseCallback()
                 self.conn.close()
             except Exception:
                 pass
             self.conn = None
         if self.dom is not None:
             self._note(f"# libvirt: domain {self.domain_name} "
-                       f"{self._stop_detail or 'state unknown'}")
+                       + (f"left behind: the connection to {self.uri} was lost "
+                          f"({self._host_lost})" if self._host_lost and
+                          not self._stopped.is_set()
+                          else self._stop_detail or "state unknown"))
             self.dom = None
         for f in (self._log, self._raw):
             if f:
@@ -321,6 +423,6 @@ class LibvirtGuest(Guest):
             lines = log.read_text(errors="replace").splitlines()
         except (AttributeError, OSError):
             return (f"; QEMU's stderr is in libvirt's domain log "
-                    f"{self.domain_name}.log")
+                    f"{self.domain_name}.log on the host of {self.uri}")
         said = [ln for ln in lines if ln.startswith("20") and " " in ln][-4:]
         return f"; libvirt's domain log {log} ends:\n    " + "\n    ".join(said)

@@ -20,6 +20,11 @@ directory, its configuration and its logs in private directories:
     <sockets>/serial/        the guests' serial and gdb sockets
 
 and connects with `qemu:///session?socket=<sockets>/run/libvirt/libvirt-sock`.
+With tcp_port=P it also listens on 127.0.0.1:P, unauthenticated
+(listen_tcp, auth_tcp = "none", `libvirtd --listen`): `tcp_uri`,
+qemu+tcp://127.0.0.1:P/session, reaches it as a remote host would be
+reached, which is how the tests stand in for other machines. Loopback
+only: nothing off this machine can connect.
 <root> is under build/libvirt/ and outlives the daemon (its logs); <sockets>
 is a short temporary directory (/tmp/tblv-*) removed by stop(), because
 libvirt puts each domain's monitor socket four levels under the config
@@ -41,6 +46,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -79,8 +85,10 @@ def import_libvirt():
 
 
 class PrivateDaemon:
-    def __init__(self, root: Path, *, start_timeout: float = 60.0):
+    def __init__(self, root: Path, *, start_timeout: float = 60.0,
+                 tcp_port: int | None = None):
         self.root = Path(root).resolve()
+        self.tcp_port = tcp_port
         self.sockets: Path | None = None
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
@@ -94,6 +102,12 @@ class PrivateDaemon:
     @property
     def uri(self) -> str:
         return f"qemu:///session?socket={self.socket}"
+
+    @property
+    def tcp_uri(self) -> str:
+        if not self.tcp_port:
+            raise LaunchError("this daemon was started without tcp_port")
+        return f"qemu+tcp://127.0.0.1:{self.tcp_port}/session"
 
     @property
     def serial_dir(self) -> Path:
@@ -130,8 +144,11 @@ class PrivateDaemon:
         for sub in ("run", "config/libvirt", "serial"):
             (self.sockets / sub).mkdir(parents=True, exist_ok=True)
         (self.sockets / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
-        (self.root / "libvirtd.conf").write_text(
-            f'log_outputs = "3:file:{self.log}"\n')
+        conf = f'log_outputs = "3:file:{self.log}"\n'
+        if self.tcp_port:
+            conf += ('listen_tls = 0\nlisten_tcp = 1\nlisten_addr = "127.0.0.1"\n'
+                     f'tcp_port = "{int(self.tcp_port)}"\nauth_tcp = "none"\n')
+        (self.root / "libvirtd.conf").write_text(conf)
         if self.user:
             try:
                 pw = pwd.getpwnam(self.user)
@@ -157,7 +174,7 @@ class PrivateDaemon:
         if self.user:
             kw = dict(user=self._ids[0], group=self._ids[1], extra_groups=[])
         cmd = [LIBVIRTD, "--config", str(self.root / "libvirtd.conf"),
-               "--timeout", str(IDLE_TIMEOUT_S)]
+               "--timeout", str(IDLE_TIMEOUT_S)] + (["--listen"] if self.tcp_port else [])
         out = open(self.root / "libvirtd.out", "wb")
         try:
             self.proc = subprocess.Popen(cmd, env=env, cwd=self.root, stdin=subprocess.DEVNULL,
@@ -178,6 +195,8 @@ class PrivateDaemon:
                 try:
                     self.conn = libvirt.open(self.uri)
                     RUNNING[self.uri] = self
+                    if self.tcp_port:
+                        RUNNING[self.tcp_uri] = self
                     return
                 except libvirt.libvirtError as e:
                     last = str(e)
@@ -195,9 +214,33 @@ class PrivateDaemon:
                 pass
         return ("; it said:\n  " + "\n  ".join(lines[-8:])) if lines else ""
 
+    def qemu_pids(self) -> list[int]:
+        """The QEMUs this daemon started that still run (from its pid
+        files): they outlive a daemon that is killed."""
+        pids = []
+        if self.sockets is None:
+            return pids
+        for f in (self.sockets / "run" / "libvirt" / "qemu" / "run").glob("*.pid"):
+            try:
+                pid = int(f.read_text().split()[0])
+                os.kill(pid, 0)
+                pids.append(pid)
+            except (OSError, ValueError, IndexError):
+                pass
+        return pids
+
+    def kill(self) -> None:
+        """SIGKILL the daemon, as a host that goes away (its QEMUs live on:
+        stop() ends them)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
     def stop(self) -> None:
         if self.sockets is not None:
             RUNNING.pop(self.uri, None)
+            if self.tcp_port:
+                RUNNING.pop(self.tcp_uri, None)
         if self.conn is not None:
             try:
                 for dom in self.conn.listAllDomains():
@@ -217,5 +260,10 @@ class PrivateDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        for pid in self.qemu_pids():     # left by a daemon that was killed
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)
