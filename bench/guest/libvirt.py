@@ -86,22 +86,25 @@ def _attr(value) -> str:
     return escape(str(value), {"'": "&apos;", '"': "&quot;"})
 
 
-def port_xml(ports) -> str:
+def port_xml(ports, logs=()) -> str:
     """The domain's devices for the guest's ports, in order: serials are
-    ptys (COM1 first), channels virtio ports on unix sockets libvirt names."""
+    ptys (COM1 first), channels virtio ports on unix sockets libvirt names;
+    logs[i], if given, is the file QEMU copies port i's output to."""
     out, n = [], 0
-    for p in ports:
+    for i, p in enumerate(ports):
+        log = (f"<log file='{_attr(logs[i])}' append='off'/>"
+               if i < len(logs) else "")
         if p.kind == "serial":
-            out.append(f"<serial type='pty'><target port='{n}'/></serial>")
+            out.append(f"<serial type='pty'>{log}<target port='{n}'/></serial>")
             n += 1
         else:
-            out.append("<channel type='unix'><source mode='bind'/>"
+            out.append(f"<channel type='unix'><source mode='bind'/>{log}"
                        f"<target type='virtio' name='{_attr(p.name)}'/></channel>")
     return "\n    ".join(out)
 
 
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               ports=(COM1,), extra_args=()) -> str:
+               ports=(COM1,), logs=(), extra_args=()) -> str:
     """A transient domain running what Guest's QEMU command line runs
     (images/domain.xml filled in); image is its path on the daemon's host."""
     if not arch.libvirt_arch:
@@ -128,7 +131,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
     return Template(TEMPLATE.read_text()).substitute(
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
         arch=arch.libvirt_arch, machine=_attr(machine),
-        boot="\n    ".join(boot), ports=port_xml(ports),
+        boot="\n    ".join(boot), ports=port_xml(ports, logs),
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
 
@@ -199,6 +202,9 @@ class LibvirtGuest(Guest):
         self._host_lost: str | None = None
         self._callback = None
         self._volumes = []
+        self.pool = None
+        self._logs_read: set[int] = set()
+        self._port_problems: list[str] = []
 
     @property
     def cmdline(self) -> str:
@@ -237,12 +243,16 @@ class LibvirtGuest(Guest):
         self.conn.registerCloseCallback(self._on_close, None)
         self._callback = self.conn.domainEventRegisterAny(
             None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
-        vol = volumes.stage(self.conn, self.uri, self.image)
+        self.pool = volumes.open_pool(self.conn, self.uri)
+        vol = volumes.stage(self.pool, self.uri, self.image)
         self._volumes.append(vol)
         self._note(f"# libvirt: {self.image} uploaded to {vol.path()}")
+        logs = [f"{self.pool.path}/{volumes.log_name(self.domain_name, i)}"
+                for i in range(len(self.ports))]
         self.xml = domain_xml(self.domain_name, self.arch, image=Path(vol.path()),
                               smp=self.smp, memory_mb=self.memory_mb,
-                              ports=self.ports, extra_args=self.extra_args)
+                              ports=self.ports, logs=logs,
+                              extra_args=self.extra_args)
         self.xml_path.write_text(self.xml)
         self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
         try:
@@ -304,7 +314,43 @@ class LibvirtGuest(Guest):
     # ---- serial over the console stream ----
 
     def _read_serial_chunk(self) -> bytes:
-        return self.streams[0].read_chunk()
+        return self.read_port(0)
+
+    def read_port(self, index: int) -> bytes:
+        """The next bytes of port `index`; at the stream's end, once the
+        domain has stopped, what the stream lost from QEMU's log of the port
+        (console.py: the last bytes); then b""."""
+        s = self.streams[index]
+        if index in self._logs_read:
+            return b""
+        chunk = s.read_chunk()
+        if chunk:
+            return chunk
+        self._logs_read.add(index)
+        if s.ended != "closed" or self._host_lost:
+            return b""
+        if not self._wait_stopped(15):
+            self._note(f"# libvirt: port {index} closed but the domain did not "
+                       "stop; its log is not read")
+            return b""
+        try:
+            log = volumes.fetch(self.pool, self.uri,
+                                volumes.log_name(self.domain_name, index))
+            tail = s.tail_from(log)
+        except ValueError as e:
+            kept = LOG_DIR / f"{self.name}.port{index}.qemu.log"
+            kept.write_bytes(log)
+            self._port_problems.append(f"{e}; QEMU's log kept in {kept}, the "
+                                       f"stream's bytes in {self.serial_path}")
+            self._note(f"!! libvirt: {self._port_problems[-1]}")
+            return b""
+        except LaunchError as e:
+            self._port_problems.append(str(e))
+            self._note(f"!! libvirt: {e}")
+            return b""
+        self._note(f"# libvirt: port {index} ({s.port.name}): {s.received} bytes "
+                   f"over the stream, {s.recovered} more from QEMU's log of it")
+        return tail
 
     def _write_serial(self, data: bytes) -> None:
         self.streams[0].write(data)     # a refusal ends the stream: see _next
@@ -318,6 +364,9 @@ class LibvirtGuest(Guest):
             self._check_host()
             raise
         if ev is _EOF:
+            if self._port_problems:
+                raise ProtocolError("; ".join(self._port_problems),
+                                    **self._context())
             ended = self.streams[0].ended or ""
             if ended.startswith("error"):
                 time.sleep(0.2)        # let the close callback say why
@@ -393,6 +442,9 @@ class LibvirtGuest(Guest):
             s.close()
         for t in self._threads:
             t.join(timeout=5)
+        if self.pool is not None and not self._host_lost:
+            for i in set(range(len(self.ports))) - self._logs_read:
+                volumes.discard(self.pool, volumes.log_name(self.domain_name, i))
         if self.conn is not None:
             try:
                 if self._callback is not None:

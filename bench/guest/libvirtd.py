@@ -70,6 +70,16 @@ stdio_handler = "file"
 '''
 
 
+def running(pid: int) -> bool:
+    """Whether pid is a live process (not gone, not a zombie waiting for a
+    parent that will not reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 class DaemonUnavailable(LaunchError):
     """The private daemon could not be started here (no libvirtd, no
     python3-libvirt, no unprivileged user, or it died): the reason says which."""
@@ -220,13 +230,13 @@ class PrivateDaemon:
         pids = []
         if self.sockets is None:
             return pids
-        for f in (self.sockets / "run" / "libvirt" / "qemu" / "run").glob("*.pid"):
+        for f in (self.sockets / "run" / "libvirt" / "qemu" / "run").glob("trapbench-*.pid"):
             try:
                 pid = int(f.read_text().split()[0])
-                os.kill(pid, 0)
-                pids.append(pid)
             except (OSError, ValueError, IndexError):
-                pass
+                continue
+            if running(pid):
+                pids.append(pid)
         return pids
 
     def kill(self) -> None:
@@ -260,10 +270,14 @@ class PrivateDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        for pid in self.qemu_pids():     # left by a daemon that was killed
+        left = self.qemu_pids()          # by a daemon that was killed
+        for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        deadline = time.monotonic() + 10
+        while any(running(p) for p in left) and time.monotonic() < deadline:
+            time.sleep(0.05)
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)
