@@ -236,8 +236,11 @@ class LibvirtGuest(Guest):
                            **self._context()) from None
         try:
             # A host that stops answering (not only one that closes the
-            # connection) is noticed: 3 unanswered probes 5 s apart.
-            self.conn.setKeepAlive(5, 3)
+            # connection) is noticed: 12 unanswered probes 10 s apart. Not
+            # sooner: a ping waits behind the stream data already queued,
+            # which a loaded trace flush makes tens of seconds (5 s x 3
+            # cut healthy connections under load here).
+            self.conn.setKeepAlive(*libvirtd.KEEPALIVE)
         except libvirt.libvirtError:
             pass
         self.conn.registerCloseCallback(self._on_close, None)

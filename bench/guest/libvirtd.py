@@ -58,6 +58,8 @@ from ..errors import LaunchError
 LIBVIRTD = "libvirtd"
 UNPRIVILEGED_USER = "nobody"
 IDLE_TIMEOUT_S = 120
+# Pings every 10 s, the peer given up after 12 unanswered: 2 minutes.
+KEEPALIVE = (10, 12)
 # sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
 MAX_SOCKET_PATH = 107
 # Running private daemons by URI, so a guest finds its socket and log paths.
@@ -154,7 +156,12 @@ class PrivateDaemon:
         for sub in ("run", "config/libvirt", "serial"):
             (self.sockets / sub).mkdir(parents=True, exist_ok=True)
         (self.sockets / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
-        conf = f'log_outputs = "3:file:{self.log}"\n'
+        conf = (f'log_outputs = "3:file:{self.log}"\n'
+                # A client busy decoding a trace answers pings late: the
+                # daemon's pings queue behind the stream data it sends
+                # (libvirt's default, 5 s x 5, cut a loaded flush).
+                f'keepalive_interval = {KEEPALIVE[0]}\n'
+                f'keepalive_count = {KEEPALIVE[1]}\n')
         if self.tcp_port:
             conf += ('listen_tls = 0\nlisten_tcp = 1\nlisten_addr = "127.0.0.1"\n'
                      f'tcp_port = "{int(self.tcp_port)}"\nauth_tcp = "none"\n')
