@@ -4,25 +4,34 @@
         g.command("selftest"); g.exit(0)           # use_backend("libvirt", uri)
 
 A LibvirtGuest is a bench/guest/qemu.py Guest whose QEMU is started by a libvirt
-daemon instead of by the harness. Everything above the serial line (frames,
-commands, replies, trace capture, logs in build/logs/) is the base class's;
-this module only changes how QEMU starts, how bytes move and how its end
-is observed.
+daemon instead of by the harness, on this host or another: everything
+crosses the libvirt connection, so qemu:///session and qemu+tcp:// or
+qemu+ssh:// URIs take the same path. Everything above the serial line
+(frames, commands, replies, trace capture, logs in build/logs/) is the base
+class's; this module only changes how QEMU starts, how bytes move and how
+its end is observed.
 
 Domain. domain_xml() fills in images/domain.xml from the arch table's
 QEMU arguments and libvirt_arch (bench/arches.py), as a transient domain (createXML, so
 nothing stays defined after it stops): `-M X` → <type machine='X'>,
 `-kernel F` → <kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs
-→ <memory> and <vcpu>, domain type 'qemu' → TCG. What the domain XML
-cannot express is passed verbatim through <qemu:commandline>: the exit
-devices (isa-debug-exit on i386; the testdev chardev on sparc64's COM2 —
-libvirt puts its own serial first, so COM1 stays the console) and the
-caller's extra_args (e.g. `-gdb unix:PATH,server=on,wait=off`).
+→ <memory> and <vcpu>, domain type 'qemu' → TCG. The image is uploaded to
+the host's pool first and the domain names that volume (volumes.py). What
+the domain XML cannot express is passed verbatim through
+<qemu:commandline>: the exit devices (isa-debug-exit on i386; the testdev
+chardev on sparc64's COM2 — libvirt puts its own serial first, so COM1
+stays the console) and the caller's extra_args (e.g. `-gdb unix:PATH,...`,
+which only a daemon on this host can serve).
 
-Serial. COM1 is a <serial type='unix'> in bind mode: libvirt creates the
-listening socket in the daemon's serial directory. The domain is created
-paused, the harness connects, and only then resumes it, so not one byte
-of the boot is lost. QEMU closing the socket is the end of the stream.
+Ports. The guest's ports (COM1 first, then any channel) are streams over
+the connection (console.py), opened while the domain is still paused and
+only then resumed, so not one byte of the boot is lost. QEMU closing a
+port ends its stream; what the pty dropped at that moment comes from
+QEMU's log of the port once the domain has stopped (read_port).
+
+Host. The connection closing under a guest (close callback, keepalive)
+or failing a call is HostLost, with the URI: the matrix then reruns the
+cell on another host (bench/suite/matrix.py).
 
 End. libvirt never sees QEMU's exit code (QEMU is not its child), so
 ExitInfo.rc is None. What it does see is why the domain stopped, delivered
