@@ -481,7 +481,8 @@ def run(cells: list[Cell], group: str, jobs: int | None = None,
         echo(f"matrix {group}: {len(cells)} cells, {min(local_jobs, len(cells) or 1)} "
              f"at a time, logs in {logs}/")
     else:
-        echo(f"matrix {group}: {len(cells)} cells on {len(hosts)} hosts ("
+        echo(f"matrix {group}: {len(cells)} cells on {len(hosts)} "
+             f"host{'s' if len(hosts) != 1 else ''} ("
              + ", ".join(f"{h.label}: {h.slots} slots" if not h.down
                          else f"{h.label}: down, {h.down}" for h in hosts)
              + f"), logs in {logs}/")
@@ -696,6 +697,7 @@ def summary_lines(res: MatrixResult) -> list[str]:
                f"{res.count('FAIL', 'TIMEOUT', 'XPASS')} failed, "
                f"{res.count('XFAIL')} expected failures"
                + (f", {reruns} rerun on another host" if reruns else "")
-               + (f" ({len(res.hosts)} hosts)" if res.hosts else "")
+               + (f" ({len(res.hosts)} host{'s' if len(res.hosts) != 1 else ''})"
+                  if res.hosts else "")
                + f"; wall {res.seconds:.0f} s")
     return out
