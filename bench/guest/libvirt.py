@@ -29,8 +29,8 @@ only then resumed, so not one byte of the boot is lost. QEMU closing a
 port ends its stream; what the pty dropped at that moment comes from
 QEMU's log of the port once the domain has stopped (read_port).
 
-Host. The connection closing under a guest (close callback, keepalive)
-or failing a call is HostLost, with the URI: the matrix then reruns the
+Host. The connection closing under a guest (the close callback) or
+failing a call is HostLost, with the URI: the matrix then reruns the
 cell on another host (bench/suite/matrix.py).
 
 End. libvirt never sees QEMU's exit code (QEMU is not its child), so
@@ -80,9 +80,6 @@ def _event_loop(libvirt) -> None:
         if _loop_started:
             return
         libvirt.virEventRegisterDefaultImpl()
-        # Errors are raised as exceptions and reported with their URI; the
-        # library's default handler would also print each to stderr.
-        libvirt.registerErrorHandler(lambda ctx, err: None, None)
 
         def run():
             while True:
@@ -243,15 +240,10 @@ class LibvirtGuest(Guest):
             raise HostLost(f"cannot connect to libvirt at {self.uri}: "
                            f"{e.get_error_message()}", uri=self.uri,
                            **self._context()) from None
-        try:
-            # A host that stops answering (not only one that closes the
-            # connection) is noticed: 12 unanswered probes 10 s apart. Not
-            # sooner: a ping waits behind the stream data already queued,
-            # which a loaded trace flush makes tens of seconds (5 s x 3
-            # cut healthy connections under load here).
-            self.conn.setKeepAlive(*libvirtd.KEEPALIVE)
-        except libvirt.libvirtError:
-            pass
+        # No keepalive (libvirtd.py says why): a daemon that dies or a
+        # host that reboots closes the connection, which the close callback
+        # sees at once; a host that goes silent holds the guest until its
+        # command's timeout, after which the matrix finds it not answering.
         self.conn.registerCloseCallback(self._on_close, None)
         self._callback = self.conn.domainEventRegisterAny(
             None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
@@ -454,7 +446,10 @@ class LibvirtGuest(Guest):
             s.close()
         for t in self._threads:
             t.join(timeout=5)
-        if self.pool is not None and not self._host_lost:
+        if self._host_lost and self.dom is not None \
+                and not self._stopped.is_set():
+            self._reach_again()
+        elif self.pool is not None:
             for i in set(range(len(self.ports))) - self._logs_read:
                 volumes.discard(self.pool, volumes.log_name(self.domain_name, i))
         if self.conn is not None:
@@ -477,6 +472,35 @@ class LibvirtGuest(Guest):
             if f:
                 f.close()
         self._log = self._raw = None
+
+    def _reach_again(self, timeout: float = 10.0) -> None:
+        """The connection was lost but the host may still answer (a cut
+        connection, not a dead daemon): on a fresh connection, destroy the
+        domain and remove its port logs. A host that does not answer
+        within timeout keeps them."""
+        def clean():
+            import libvirt
+            try:
+                conn = libvirt.open(self.uri)
+            except libvirt.libvirtError:
+                return
+            try:
+                try:
+                    conn.lookupByName(self.domain_name).destroy()
+                    self._note(f"# libvirt: reconnected to {self.uri} and "
+                               "destroyed the domain")
+                except libvirt.libvirtError:
+                    pass
+                pool = volumes.open_pool(conn, self.uri)
+                for i in range(len(self.ports)):
+                    volumes.discard(pool, volumes.log_name(self.domain_name, i))
+            except Exception:
+                pass
+            finally:
+                conn.close()
+        t = threading.Thread(target=clean, daemon=True)
+        t.start()
+        t.join(timeout)
 
     def _stderr_note(self) -> str:
         """QEMU's stderr, from libvirt's domain log when it is on this host

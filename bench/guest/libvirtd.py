@@ -14,6 +14,8 @@ directory, its configuration and its logs in private directories:
     <root>/libvirtd.conf     logging only; no network listeners
     <root>/libvirtd.log      the daemon's own warnings and errors
     <root>/cache/libvirt/qemu/log/    each domain's QEMU command line + stderr
+    <root>/pool/             its `trapbench` storage pool: uploaded images,
+                             QEMU's logs of the guests' ports
     <sockets>/config/libvirt/qemu.conf   stdio_handler = "file" (no virtlogd)
     <sockets>/config/libvirt/qemu/lib/   per-domain QMP monitor sockets
     <sockets>/run/libvirt/libvirt-sock   the socket the URI names
@@ -58,8 +60,6 @@ from ..errors import LaunchError
 LIBVIRTD = "libvirtd"
 UNPRIVILEGED_USER = "nobody"
 IDLE_TIMEOUT_S = 120
-# Pings every 10 s, the peer given up after 12 unanswered: 2 minutes.
-KEEPALIVE = (10, 12)
 # sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
 MAX_SOCKET_PATH = 107
 # Running private daemons by URI, so a guest finds its socket and log paths.
@@ -93,6 +93,9 @@ def import_libvirt():
     except ImportError:
         raise DaemonUnavailable("the libvirt backend needs python3-libvirt "
                                 "(`make deps` installs it)") from None
+    # Errors are raised as exceptions and reported with their URI; the
+    # library's default handler would also print each to stderr.
+    libvirt.registerErrorHandler(lambda ctx, err: None, None)
     return libvirt
 
 
@@ -157,11 +160,10 @@ class PrivateDaemon:
             (self.sockets / sub).mkdir(parents=True, exist_ok=True)
         (self.sockets / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
         conf = (f'log_outputs = "3:file:{self.log}"\n'
-                # A client busy decoding a trace answers pings late: the
-                # daemon's pings queue behind the stream data it sends
-                # (libvirt's default, 5 s x 5, cut a loaded flush).
-                f'keepalive_interval = {KEEPALIVE[0]}\n'
-                f'keepalive_count = {KEEPALIVE[1]}\n')
+                # No keepalive: under load it cut healthy connections
+                # carrying a trace (libvirt's 5 s x 5, and 10 s x 12 too).
+                # A daemon that dies still closes the connection at once.
+                'keepalive_interval = -1\n')
         if self.tcp_port:
             conf += ('listen_tls = 0\nlisten_tcp = 1\nlisten_addr = "127.0.0.1"\n'
                      f'tcp_port = "{int(self.tcp_port)}"\nauth_tcp = "none"\n')
@@ -211,6 +213,7 @@ class PrivateDaemon:
             if self.socket.exists():
                 try:
                     self.conn = libvirt.open(self.uri)
+                    self._make_pool(libvirt)
                     RUNNING[self.uri] = self
                     if self.tcp_port:
                         RUNNING[self.tcp_uri] = self
@@ -220,6 +223,19 @@ class PrivateDaemon:
             time.sleep(0.1)
         raise DaemonUnavailable(f"{LIBVIRTD} did not answer within "
                                 f"{self.start_timeout:.0f} s: {last}" + self._said())
+
+    def _make_pool(self, libvirt) -> None:
+        """The daemon's own `trapbench` pool (bench/guest/volumes.py) under
+        <root>/pool: images and port logs stay with its other files."""
+        from .volumes import POOL
+        path = self.root / "pool"
+        try:
+            self.conn.storagePoolCreateXML(
+                f"<pool type='dir'><name>{POOL}</name><target><path>{path}</path>"
+                "</target></pool>", libvirt.VIR_STORAGE_POOL_CREATE_WITH_BUILD)
+        except libvirt.libvirtError as e:
+            raise DaemonUnavailable(f"{LIBVIRTD} could not make its pool at "
+                                    f"{path}: {e.get_error_message()}") from None
 
     def _said(self) -> str:
         lines = []
