@@ -23,7 +23,7 @@
 #   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MECHANISM=m]
 #                                guest paused under QEMU's GDB stub, gdb-multiarch
 #                                attached with the tb commands (README: Debugging)
-#   make matrix [GROUP=quick] [ARCH=a] [JOBS=n]
+#   make matrix [GROUP=quick] [ARCH=a] [JOBS=n] [HOSTS='uri1 uri2']
 #                                the correctness matrix (ci/matrix.cfg): a
 #                                group's cells in parallel; JUnit XML and TAP
 #                                in build/matrix/ (GROUP=full: the nightly)
@@ -87,7 +87,8 @@ debug:
 		$(if $(RUN),--run '$(RUN)') $(if $(GDB_BATCH),--batch $(GDB_BATCH))
 
 matrix:
-	$(BENCH) matrix --group $(or $(GROUP),quick) $(ARCH_OPT) $(if $(JOBS),--jobs $(JOBS))
+	$(BENCH) matrix --group $(or $(GROUP),quick) $(ARCH_OPT) $(if $(JOBS),--jobs $(JOBS)) \
+		$(foreach h,$(HOSTS),--host '$(h)')
 
 image:
 	$(BENCH) image $(ARCH_OPT)

@@ -5,7 +5,8 @@ here, found through COMMANDS. main() turns every error of the harness into
 a message and an exit status from bench/errors.py's table: 0 when
 everything asked for passed, 1 when something ran and failed, 2 for bad
 usage (unknown arch or mechanism, bad arguments or probe spec; nothing
-ran), 130 when interrupted. Every failure prints what went wrong, the QEMU
+ran), 3 when a libvirt host could not be reached or went away, 130 when
+interrupted. Every failure prints what went wrong, the QEMU
 command line and where the full log is.
 """
 
@@ -24,13 +25,13 @@ from .check import fuzz
 from .debug import debugger, sitecheck
 from .export import ctf, logs, timeline
 from .errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK,
-                     BenchError, GuestExited, UsageError)
+                     BenchError, GuestExited, HostLost, UsageError)
 from .guest import build, libvirt, libvirtd
 from .guest.backend import open_guest, use_backend, use_channel
 from .parser import PROBES_DEFAULT, build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
-from .suite import junit, matrix, perf, selftest
+from .suite import hosts, junit, matrix, perf, selftest
 from .trace import sites, stress, verify, watch
 from .trace.image import load_image
 from .program import load as program_load
@@ -488,13 +489,54 @@ def cmd_matrix(args) -> int:
                   f"{' '.join(map(shlex.quote, c.argv()))}"
                   + (f"   (xfail: {c.xfail})" if c.xfail else ""))
         return EXIT_OK
+    for uri in args.host or []:
+        libvirt.check_uri(uri)
+    if args.host and len(set(args.host)) != len(args.host):
+        raise UsageError("--host: the same URI twice")
     for name in sorted({c.arch for c in cells}):   # once, before cells race to
         build.ensure_image(arches.get(name))       # build it in parallel
-    res = matrix.run(cells, args.group, jobs=args.jobs)
+    on = None
+    if args.host:
+        on = hosts.connect(args.host)
+        for h in on:
+            print(f"host {h.label}: " + (f"{h.cpus} CPUs, {h.slots} slots"
+                                         if not h.down else f"down, {h.down}"),
+                  flush=True)
+        if all(h.down for h in on):
+            raise HostLost("no host could be reached: " + "; ".join(
+                f"{h.uri}: {h.down}" for h in on))
+    res = matrix.run(cells, args.group, jobs=args.jobs, hosts=on)
     print()
     for line in matrix.summary_lines(res):
         print(line)
     return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def cmd_daemon(args) -> int:
+    """Private session daemons listening on 127.0.0.1 (bench/guest/libvirtd.py),
+    as stand-ins for remote hosts, until interrupted."""
+    import time
+    if len(set(args.tcp_port)) != len(args.tcp_port) or \
+            not all(0 < p < 65536 for p in args.tcp_port):
+        raise UsageError("--tcp-port: distinct ports from 1 to 65535")
+    daemons = []
+    try:
+        for port in args.tcp_port:
+            d = libvirtd.PrivateDaemon(BUILD / "libvirt" / f"tcp{port}", tcp_port=port)
+            daemons.append(d)
+            d.start()
+            print(f"libvirt: {d.tcp_uri} (pid {d.proc.pid}, logs in {d.root})",
+                  flush=True)
+        print("HOSTS='" + " ".join(d.tcp_uri for d in daemons) + "'; Ctrl-C stops "
+              "them", flush=True)
+        while all(d.proc.poll() is None for d in daemons):
+            time.sleep(1)
+        gone = [d.tcp_uri for d in daemons if d.proc.poll() is not None]
+        print(f"libvirt: daemon exited: {' '.join(gone)}", flush=True)
+        return EXIT_FAILED
+    finally:
+        for d in daemons:
+            d.stop()
 
 
 def cmd_fuzz(args) -> int:
@@ -516,7 +558,7 @@ COMMANDS = {
     "cmd": cmd_cmd, "run": cmd_run, "lossless": cmd_lossless,
     "toggle": cmd_toggle, "bench": cmd_bench, "fuzz": cmd_fuzz, "export": cmd_export,
     "debug": debugger.cmd_debug,
-    "matrix": cmd_matrix, "image": cmd_image,
+    "matrix": cmd_matrix, "image": cmd_image, "daemon": cmd_daemon,
 }
 
 

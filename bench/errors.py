@@ -13,11 +13,13 @@ from __future__ import annotations
 EXIT_OK = 0            # everything asked for ran and passed
 EXIT_FAILED = 1        # something ran and failed (a test, a check, a guest)
 EXIT_USAGE = 2         # bad usage: an unknown arch, a bad argument or spec
+EXIT_HOST = 3          # the libvirt host was unreachable or went away
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_STATUSES = {
     EXIT_OK: "passed",
     EXIT_FAILED: "ran and failed",
     EXIT_USAGE: "bad usage; nothing ran",
+    EXIT_HOST: "the libvirt host could not be reached or went away",
     EXIT_INTERRUPTED: "interrupted",
 }
 
@@ -76,3 +78,14 @@ class GuestExited(BenchError):
 
 class ProtocolError(BenchError):
     """The guest said something the wire format does not allow."""
+
+
+class HostLost(BenchError):
+    """The libvirt host a guest runs on could not be reached, or went away
+    (its daemon died, the connection broke): not the guest's fault, so the
+    matrix runs the cell again elsewhere. EXIT_HOST."""
+    exit_status = EXIT_HOST
+
+    def __init__(self, message: str, *, uri: str = "", **kw):
+        super().__init__(message, **kw)
+        self.uri = uri

@@ -23,7 +23,8 @@ The host side of the trap-and-emulate probe test bench. Each subcommand
 boots guests under QEMU (TCG) as needed; `make` targets wrap them.
 
 exit status: 0 passed, 1 something ran and failed, 2 bad usage (nothing
-ran), 130 interrupted (bench/errors.py EXIT_STATUSES)."""
+ran), 3 a libvirt host unreachable or gone, 130 interrupted (bench/errors.py
+EXIT_STATUSES)."""
 
 
 PROBES_DEFAULT = "fbt:*:entry,fbt:*:return"
@@ -199,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--file", default=str(REPO / "ci" / "matrix.cfg"))
     s.add_argument("--list", action="store_true", help="print the cells and "
                    "their commands; run nothing")
+    s.add_argument("--host", action="append", metavar="URI",
+                   help="a libvirt host to run cells on (repeatable; e.g. "
+                   "qemu+tcp://HOST:16509/session): slots from its CPU count, "
+                   "a cell rerun once elsewhere if its host fails; without "
+                   "--host, QEMU here")
+
+    s = sub.add_parser("daemon", help="private libvirt session daemons on "
+                       "loopback TCP, until Ctrl-C: hosts for `matrix --host` "
+                       "on this machine")
+    s.add_argument("--tcp-port", type=int, action="append", required=True,
+                   metavar="PORT", help="127.0.0.1:PORT, auth none (repeatable)")
 
     s = sub.add_parser("image", help="build guest images")
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")

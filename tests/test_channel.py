@@ -199,16 +199,13 @@ def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
     assert not rep.nesting_errors, rep.nesting_errors[:3]
 
 
-def test_libvirt_puts_the_port_in_the_domain_as_a_channel(tmp_path):
-    from xml.etree import ElementTree
-
-    from bench.guest.libvirt import domain_xml
+def test_libvirt_carries_the_trace_over_com1():
+    """The libvirt backend reads its ports as streams over the connection;
+    the trace channel there is COM1, and asking for virtio says so."""
+    from bench.guest.libvirt import LibvirtGuest
     a = arches.get("i386")
-    kw = dict(image=tmp_path / "kernel.elf", smp=1, memory_mb=64,
-              serial=tmp_path / "s.sock")
-    dom = ElementTree.fromstring(domain_xml("d", a, channel=tmp_path / "c.sock", **kw))
-    (ch,) = dom.findall("./devices/channel")
-    assert ch.get("type") == "unix"
-    assert ch.find("source").attrib == {"mode": "bind", "path": str(tmp_path / "c.sock")}
-    assert ch.find("target").attrib == {"type": "virtio", "name": wire.VIRTIO_PORT}
-    assert not ElementTree.fromstring(domain_xml("d", a, **kw)).findall("./devices/channel")
+    assert a.default_channel == "virtio"
+    assert LibvirtGuest(a, connect="qemu:///session").channel == "serial"
+    with pytest.raises(UsageError, match="COM1"):
+        LibvirtGuest(a, connect="qemu:///session", channel="virtio")
+

@@ -4,29 +4,34 @@
         g.command("selftest"); g.exit(0)           # use_backend("libvirt", uri)
 
 A LibvirtGuest is a bench/guest/qemu.py Guest whose QEMU is started by a libvirt
-daemon instead of by the harness. Everything above the serial line (frames,
-commands, replies, trace capture, logs in build/logs/) is the base class's;
-this module only changes how QEMU starts, how bytes move and how its end
-is observed.
+daemon instead of by the harness, on this host or another: everything
+crosses the libvirt connection, so qemu:///session and qemu+tcp:// or
+qemu+ssh:// URIs take the same path. Everything above the serial line
+(frames, commands, replies, trace capture, logs in build/logs/) is the base
+class's; this module only changes how QEMU starts, how bytes move and how
+its end is observed.
 
 Domain. domain_xml() fills in images/domain.xml from the arch table's
 QEMU arguments and libvirt_arch (bench/arches.py), as a transient domain (createXML, so
 nothing stays defined after it stops): `-M X` → <type machine='X'>,
 `-kernel F` → <kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs
-→ <memory> and <vcpu>, domain type 'qemu' → TCG. What the domain XML
-cannot express is passed verbatim through <qemu:commandline>: the exit
-devices (isa-debug-exit on i386; the testdev chardev on sparc64's COM2 —
-libvirt puts its own serial first, so COM1 stays the console) and the
-caller's extra_args (e.g. `-gdb unix:PATH,server=on,wait=off`).
+→ <memory> and <vcpu>, domain type 'qemu' → TCG. The image is uploaded to
+the host's pool first and the domain names that volume (volumes.py). What
+the domain XML cannot express is passed verbatim through
+<qemu:commandline>: the exit devices (isa-debug-exit on i386; the testdev
+chardev on sparc64's COM2 — libvirt puts its own serial first, so COM1
+stays the console) and the caller's extra_args (e.g. `-gdb unix:PATH,...`,
+which only a daemon on this host can serve).
 
-Serial. COM1 is a <serial type='unix'> in bind mode: libvirt creates the
-listening socket in the daemon's serial directory. The domain is created
-paused, the harness connects, and only then resumes it, so not one byte
-of the boot is lost. QEMU closing the socket is the end of the stream.
-The trace channel (channel="virtio") is a <channel type='unix'> in bind
-mode beside it, whose virtio target names the guest's port; libvirt adds
-the virtio-serial controller. The harness connects to it as to QEMU's own
-socket (bench/guest/qemu.py reads and deframes it).
+Ports. The guest's ports (COM1 first, then any channel) are streams over
+the connection (console.py), opened while the domain is still paused and
+only then resumed, so not one byte of the boot is lost. QEMU closing a
+port ends its stream; what the pty dropped at that moment comes from
+QEMU's log of the port once the domain has stopped (read_port).
+
+Host. The connection closing under a guest (the close callback) or
+failing a call is HostLost, with the URI: the matrix then reruns the
+cell on another host (bench/suite/matrix.py).
 
 End. libvirt never sees QEMU's exit code (QEMU is not its child), so
 ExitInfo.rc is None. What it does see is why the domain stopped, delivered
@@ -40,10 +45,7 @@ ExitInfo.end records which.
 
 from __future__ import annotations
 
-import itertools
 import os
-import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -51,11 +53,12 @@ from string import Template
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
-from ..errors import GuestExited, LaunchError, ProtocolError
+from ..errors import (GuestExited, GuestTimeout, HostLost, LaunchError,
+                      ProtocolError, UsageError)
 from ..paths import LOG_DIR, REPO
-from . import libvirtd
-from ..wire import frames as wire
-from .qemu import ExitInfo, Guest
+from . import libvirtd, volumes
+from .console import COM1, ConsoleStream
+from .qemu import _EOF, ExitInfo, Guest
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
 STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
@@ -65,7 +68,6 @@ SERIAL_DIR = REPO / "build" / "libvirt" / "serial"
 TEMPLATE = REPO / "images" / "domain.xml"
 DOMAIN_PREFIX = "trapbench-"
 
-_socket_no = itertools.count()
 _loop_lock = threading.Lock()
 _loop_started = False
 
@@ -90,18 +92,27 @@ def _attr(value) -> str:
     return escape(str(value), {"'": "&apos;", '"': "&quot;"})
 
 
-def channel_xml(path: Path) -> str:
-    """The trace channel as a domain device: QEMU listens on path."""
-    return (f"\n    <channel type='unix'>\n"
-            f"      <source mode='bind' path='{_attr(path)}'/>\n"
-            f"      <target type='virtio' name='{_attr(wire.VIRTIO_PORT)}'/>\n"
-            f"    </channel>")
+def port_xml(ports, logs=()) -> str:
+    """The domain's devices for the guest's ports, in order: serials are
+    ptys (COM1 first), channels virtio ports on unix sockets libvirt names;
+    logs[i], if given, is the file QEMU copies port i's output to."""
+    out, n = [], 0
+    for i, p in enumerate(ports):
+        log = (f"<log file='{_attr(logs[i])}' append='off'/>"
+               if i < len(logs) else "")
+        if p.kind == "serial":
+            out.append(f"<serial type='pty'>{log}<target port='{n}'/></serial>")
+            n += 1
+        else:
+            out.append(f"<channel type='unix'><source mode='bind'/>{log}"
+                       f"<target type='virtio' name='{_attr(p.name)}'/></channel>")
+    return "\n    ".join(out)
 
 
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               serial: Path, extra_args=(), channel: Path | None = None) -> str:
+               ports=(COM1,), logs=(), extra_args=()) -> str:
     """A transient domain running what Guest's QEMU command line runs
-    (images/domain.xml filled in)."""
+    (images/domain.xml filled in); image is its path on the daemon's host."""
     if not arch.libvirt_arch:
         raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
     machine = None
@@ -126,29 +137,52 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
     return Template(TEMPLATE.read_text()).substitute(
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
         arch=arch.libvirt_arch, machine=_attr(machine),
-        boot="\n    ".join(boot), serial=_attr(serial),
-        channel=channel_xml(channel) if channel else "",
+        boot="\n    ".join(boot), ports=port_xml(ports, logs),
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
 
 
+TRANSPORTS = ("", "unix", "tcp", "tls", "ssh", "libssh", "libssh2")
+CLOSE_REASONS = {0: "a connection error", 1: "end of file: the daemon went away",
+                 2: "keepalive timed out: the host stopped answering",
+                 3: "closed by the client"}
+
+
+def is_remote(uri: str) -> bool:
+    """Whether the URI names a host (the daemon may be on another machine)."""
+    return bool(urlsplit(uri).hostname)
+
+
 def check_uri(uri: str) -> None:
-    """The serial line is a unix socket on the daemon's host: refuse URIs
-    that name another host before anything is started."""
+    """Refuse, before anything starts, the URIs the backend cannot use:
+    not the QEMU driver, or a transport libvirt's client does not have.
+    Local and remote daemons alike are reached through the connection
+    (consoles as streams, images as uploaded volumes)."""
     u = urlsplit(uri)
-    if not u.scheme.startswith("qemu"):
-        raise LaunchError(f"--connect {uri!r}: the libvirt backend runs QEMU "
-                          "domains (qemu:///session, qemu:///system, ...)")
-    if u.hostname:
-        raise LaunchError(f"--connect {uri!r} names the host {u.hostname!r}: the "
-                          "guest's serial line is a unix socket the harness "
-                          "connects to, so the daemon must run on this host")
+    driver, _, transport = u.scheme.partition("+")
+    if driver != "qemu":
+        raise UsageError(f"--connect {uri!r}: the libvirt backend runs QEMU "
+                         "domains (qemu:///session, qemu+tcp://HOST/session, "
+                         "qemu+ssh://USER@HOST/system, ...)")
+    if transport not in TRANSPORTS:
+        raise UsageError(f"--connect {uri!r}: unknown transport {transport!r}; "
+                         f"libvirt's are {', '.join(t for t in TRANSPORTS if t)}"
+                         + (" (ext runs a command of its own that the bench "
+                            "cannot check)" if transport == "ext" else ""))
+    if u.path.rstrip("/") not in ("/session", "/system"):
+        raise UsageError(f"--connect {uri!r}: the path is /session or /system "
+                         "(which of the host's QEMU daemons)")
 
 
 def socket_dir(uri: str | None) -> Path:
     """Where sockets of guests on this URI go: a directory QEMU (running as
     the daemon's user) may create sockets in. A gdb socket goes here too:
-    extra_args=("-gdb", f"unix:{socket_dir(uri)}/NAME,server=on,wait=off")."""
+    extra_args=("-gdb", f"unix:{socket_dir(uri)}/NAME,server=on,wait=off").
+    Only for a daemon on this host: a socket on another host is out of
+    the harness's reach."""
+    if uri and is_remote(uri):
+        raise LaunchError(f"{uri} names another host: a unix socket there "
+                          "(e.g. the GDB stub's) is out of the harness's reach")
     private = libvirtd.RUNNING.get(uri)
     if private is not None:
         return private.serial_dir
@@ -158,18 +192,32 @@ def socket_dir(uri: str | None) -> Path:
 
 
 class LibvirtGuest(Guest):
-    def __init__(self, arch, *, connect: str | None = None, **kw):
+    def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
+        # The trace comes over COM1: the virtio trace port is QEMU's own
+        # socket in the qemu backend, and not yet a port stream here.
+        if kw.get("channel") == "virtio":
+            raise UsageError("the libvirt backend carries the trace over COM1 "
+                             "(--channel serial); the virtio trace port is the "
+                             "qemu backend's")
+        kw["channel"] = "serial"
         super().__init__(arch, **kw)
         self.uri = connect
+        self.ports = tuple(ports)
+        if not self.ports or self.ports[0].kind != "serial":
+            raise LaunchError("a guest's first port is its console, a serial port")
         self.domain_name = DOMAIN_PREFIX + self.name
         self.conn = None
         self.dom = None
-        self.sock: socket.socket | None = None
+        self.streams: list[ConsoleStream] = []
         self.xml = ""
         self._stopped = threading.Event()
         self._stop_detail: str | None = None
+        self._host_lost: str | None = None
         self._callback = None
-        self.socket_dir: Path | None = None
+        self._volumes = []
+        self.pool = None
+        self._logs_read: set[int] = set()
+        self._port_problems: list[str] = []
 
     @property
     def cmdline(self) -> str:
@@ -182,7 +230,8 @@ class LibvirtGuest(Guest):
 
     @property
     def alive(self) -> bool:
-        return self.dom is not None and not self._stopped.is_set()
+        return (self.dom is not None and not self._stopped.is_set()
+                and not self._host_lost)
 
     def _launch_process(self) -> None:
         libvirt = libvirtd.import_libvirt()
@@ -191,48 +240,53 @@ class LibvirtGuest(Guest):
                               "(--connect, or the CLI's private daemon)")
         check_uri(self.uri)
         _event_loop(libvirt)
-        self.socket_dir = socket_dir(self.uri)
-        serial = self.socket_dir / f"s{os.getpid()}-{next(_socket_no)}.sock"
-        if len(str(serial)) > libvirtd.MAX_SOCKET_PATH:
-            raise LaunchError(f"serial socket path too long: {serial}")
-        serial.unlink(missing_ok=True)
-        if self.channel_socket:
-            # Where QEMU (the daemon's user) may create it, beside COM1's.
-            shutil.rmtree(self._chan_dir, ignore_errors=True)
-            self.channel_socket = serial.with_name("c" + serial.name[1:])
-            self.channel_socket.unlink(missing_ok=True)
-        self.xml = domain_xml(self.domain_name, self.arch, image=self.image,
-                              smp=self.smp, memory_mb=self.memory_mb,
-                              serial=serial, extra_args=self.extra_args,
-                              channel=self.channel_socket)
-        self.xml_path.write_text(self.xml)
-        self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
+        self._note(f"# libvirt: connecting to {self.uri}")
         try:
             self.conn = libvirt.open(self.uri)
         except libvirt.libvirtError as e:
-            raise LaunchError(f"cannot connect to libvirt at {self.uri}: {e}",
-                              **self._context()) from None
+            raise HostLost(f"cannot connect to libvirt at {self.uri}: "
+                           f"{e.get_error_message()}", uri=self.uri,
+                           **self._context()) from None
+        # No keepalive (libvirtd.py says why): a daemon that dies or a
+        # host that reboots closes the connection, which the close callback
+        # sees at once; a host that goes silent holds the guest until its
+        # command's timeout, after which the matrix finds it not answering.
+        self.conn.registerCloseCallback(self._on_close, None)
         self._callback = self.conn.domainEventRegisterAny(
             None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
+        self.pool = volumes.open_pool(self.conn, self.uri)
+        vol = volumes.stage(self.pool, self.uri, self.image)
+        self._volumes.append(vol)
+        self._note(f"# libvirt: {self.image} uploaded to {vol.path()}")
+        logs = [f"{self.pool.path}/{volumes.log_name(self.domain_name, i)}"
+                for i in range(len(self.ports))]
+        self.xml = domain_xml(self.domain_name, self.arch, image=Path(vol.path()),
+                              smp=self.smp, memory_mb=self.memory_mb,
+                              ports=self.ports, logs=logs,
+                              extra_args=self.extra_args)
+        self.xml_path.write_text(self.xml)
+        self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
         try:
             self.dom = self.conn.createXML(self.xml, libvirt.VIR_DOMAIN_START_PAUSED)
         except libvirt.libvirtError as e:
-            raise LaunchError(f"libvirt refused the domain: {e}",
+            self._check_host()
+            raise LaunchError(f"libvirt at {self.uri} refused the domain: {e}",
                               **self._context()) from None
+        finally:
+            for v in self._volumes:   # QEMU has read -kernel/-bios, or failed
+                volumes.drop(v)
+            self._volumes = []
         self._note(f"# libvirt: domain {self.domain_name} id {self.dom.ID()} "
                    f"created paused")
-        try:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(str(serial))
-        except OSError as e:
-            raise LaunchError(f"cannot connect to the guest's serial socket "
-                              f"{serial}: {e}", **self._context()) from None
+        for port in self.ports:
+            self.streams.append(ConsoleStream(self.conn, self.dom, port, self.uri))
         self._t0 = time.perf_counter()
         try:
             self.dom.resume()
         except libvirt.libvirtError as e:
-            raise LaunchError(f"libvirt could not resume the domain: {e}",
-                              **self._context()) from None
+            self._check_host()
+            raise LaunchError(f"libvirt at {self.uri} could not resume the "
+                              f"domain: {e}", **self._context()) from None
         t = threading.Thread(target=self._read_stdout, daemon=True)
         t.start()
         self._threads.append(t)
@@ -245,24 +299,99 @@ class LibvirtGuest(Guest):
             self._stop_detail = STOPPED_DETAIL.get(detail, f"detail {detail}")
             self._stopped.set()
 
-    # ---- serial over the socket ----
+    def _on_close(self, conn, reason, opaque) -> None:
+        """The connection closed under us: the daemon went away, the
+        network broke, or keepalive gave up."""
+        if self._host_lost is None:
+            self._host_lost = CLOSE_REASONS.get(reason, f"reason {reason}")
+        self._note(f"# libvirt: connection to {self.uri} closed: {self._host_lost}")
+        for s in self.streams:
+            s._end(f"error: the connection closed ({self._host_lost})")
+
+    def _check_host(self) -> None:
+        """Raise HostLost if the connection is gone (rather than the error
+        of whatever call noticed it)."""
+        if self._host_lost is None and self.conn is not None:
+            try:
+                if not self.conn.isAlive():
+                    self._host_lost = "the connection is no longer alive"
+            except Exception as e:
+                self._host_lost = f"the connection failed: {e}"
+        if self._host_lost is not None:
+            raise HostLost(f"lost the libvirt connection to {self.uri} "
+                           f"({self._host_lost}); domain {self.domain_name} "
+                           "may still run there", uri=self.uri, **self._context())
+
+    # ---- serial over the console stream ----
 
     def _read_serial_chunk(self) -> bytes:
-        try:
-            return self.sock.recv(65536)
-        except OSError:
+        return self.read_port(0)
+
+    def read_port(self, index: int) -> bytes:
+        """The next bytes of port `index`; at the stream's end, once the
+        domain has stopped, what the stream lost from QEMU's log of the port
+        (console.py: the last bytes); then b""."""
+        s = self.streams[index]
+        if index in self._logs_read:
             return b""
+        chunk = s.read_chunk()
+        if chunk:
+            return chunk
+        self._logs_read.add(index)
+        if s.ended != "closed" or self._host_lost:
+            return b""
+        if not self._wait_stopped(15):
+            self._note(f"# libvirt: port {index} closed but the domain did not "
+                       "stop; its log is not read")
+            return b""
+        try:
+            log = volumes.fetch(self.pool, self.uri,
+                                volumes.log_name(self.domain_name, index))
+            tail = s.tail_from(log)
+        except ValueError as e:
+            kept = LOG_DIR / f"{self.name}.port{index}.qemu.log"
+            kept.write_bytes(log)
+            self._port_problems.append(f"{e}; QEMU's log kept in {kept}, the "
+                                       f"stream's bytes in {self.serial_path}")
+            self._note(f"!! libvirt: {self._port_problems[-1]}")
+            return b""
+        except LaunchError as e:
+            self._port_problems.append(str(e))
+            self._note(f"!! libvirt: {e}")
+            return b""
+        self._note(f"# libvirt: port {index} ({s.port.name}): {s.received} bytes "
+                   f"over the stream, {s.recovered} more from QEMU's log of it")
+        return tail
 
     def _write_serial(self, data: bytes) -> None:
+        self.streams[0].write(data)     # a refusal ends the stream: see _next
+
+    def _next(self, deadline: float, what: str):
+        """The base class's wait, which at the end of the console tells a
+        guest that stopped from a host or a stream that went away."""
         try:
-            self.sock.sendall(data)
-        except OSError:
-            pass   # QEMU is gone; the wait that follows says how
+            ev = super()._next(deadline, what)
+        except GuestTimeout:
+            self._check_host()
+            raise
+        if ev is _EOF:
+            if self._port_problems:
+                raise ProtocolError("; ".join(self._port_problems),
+                                    **self._context())
+            ended = self.streams[0].ended or ""
+            if ended.startswith("error"):
+                time.sleep(0.2)        # let the close callback say why
+                self._check_host()
+                raise ProtocolError(f"the console stream of domain "
+                                    f"{self.domain_name} at {self.uri} broke "
+                                    f"({ended[7:]}) while waiting for {what}",
+                                    **self._context())
+        return ev
 
     # ---- the end ----
 
     def wait_exit(self, timeout: float = 10) -> ExitInfo:
-        """Wait for the serial line to close and the domain to stop; believe
+        """Wait for the console to close and the domain to stop; believe
         the EXIT frame only if the domain then stopped by itself."""
         if self.exit_info:
             return self.exit_info
@@ -284,63 +413,101 @@ class LibvirtGuest(Guest):
         self._note(f"# libvirt: domain stopped, {end}")
         return self.exit_info
 
+    def _wait_stopped(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self._stopped.wait(0.2):
+            if self._host_lost or time.monotonic() > deadline:
+                return False
+        return True
+
     def _reap(self, timeout: float) -> str:
         """Wait for the STOPPED event; destroy the domain if it does not come.
-        Returns how the domain stopped."""
+        Returns how the domain stopped; HostLost if its host is gone."""
         if self.dom is None:
             return "never started"
-        if not self._stopped.wait(timeout):
+        if not self._wait_stopped(timeout):
+            self._check_host()
             self.kill()
-            if not self._stopped.wait(10):
+            if not self._wait_stopped(10):
+                self._check_host()
                 return "still running after destroy"
         return self._stop_detail
 
     def kill(self) -> None:
-        if self.dom is not None and not self._stopped.is_set():
+        if self.dom is not None and not self._stopped.is_set() \
+                and not self._host_lost:
             try:
                 self.dom.destroy()
                 self._note("# harness destroyed the domain")
             except Exception:
-                pass   # already gone
+                pass   # already gone, or its host is
 
     def close(self) -> None:
-        self._chan_paused.clear()
         if self.dom is not None:
             self.kill()
-            self._reap(10)
-        if self._chan_sock is not None:
             try:
-                self._chan_sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
+                self._reap(10)
+            except HostLost:
                 pass
-        if self.sock is not None:
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            for t in self._threads:
-                t.join(timeout=5)
-            self.sock.close()
-            self.sock = None
+        for s in self.streams:
+            s.close()
+        for t in self._threads:
+            t.join(timeout=5)
+        if self._host_lost and self.dom is not None \
+                and not self._stopped.is_set():
+            self._reach_again()
+        elif self.pool is not None:
+            for i in set(range(len(self.ports))) - self._logs_read:
+                volumes.discard(self.pool, volumes.log_name(self.domain_name, i))
         if self.conn is not None:
             try:
                 if self._callback is not None:
                     self.conn.domainEventDeregisterAny(self._callback)
+                self.conn.unregisterCloseCallback()
                 self.conn.close()
             except Exception:
                 pass
             self.conn = None
         if self.dom is not None:
             self._note(f"# libvirt: domain {self.domain_name} "
-                       f"{self._stop_detail or 'state unknown'}")
+                       + (f"left behind: the connection to {self.uri} was lost "
+                          f"({self._host_lost})" if self._host_lost and
+                          not self._stopped.is_set()
+                          else self._stop_detail or "state unknown"))
             self.dom = None
-        if self._chan_sock is not None:
-            self._chan_sock.close()
-            self._chan_sock = None
-        for f in (self._log, self._raw, self._chan_raw):
+        for f in (self._log, self._raw):
             if f:
                 f.close()
-        self._log = self._raw = self._chan_raw = None
+        self._log = self._raw = None
+
+    def _reach_again(self, timeout: float = 10.0) -> None:
+        """The connection was lost but the host may still answer (a cut
+        connection, not a dead daemon): on a fresh connection, destroy the
+        domain and remove its port logs. A host that does not answer
+        within timeout keeps them."""
+        def clean():
+            import libvirt
+            try:
+                conn = libvirt.open(self.uri)
+            except libvirt.libvirtError:
+                return
+            try:
+                try:
+                    conn.lookupByName(self.domain_name).destroy()
+                    self._note(f"# libvirt: reconnected to {self.uri} and "
+                               "destroyed the domain")
+                except libvirt.libvirtError:
+                    pass
+                pool = volumes.open_pool(conn, self.uri)
+                for i in range(len(self.ports)):
+                    volumes.discard(pool, volumes.log_name(self.domain_name, i))
+            except Exception:
+                pass
+            finally:
+                conn.close()
+        t = threading.Thread(target=clean, daemon=True)
+        t.start()
+        t.join(timeout)
 
     def _stderr_note(self) -> str:
         """QEMU's stderr, from libvirt's domain log when it is on this host
@@ -351,6 +518,6 @@ class LibvirtGuest(Guest):
             lines = log.read_text(errors="replace").splitlines()
         except (AttributeError, OSError):
             return (f"; QEMU's stderr is in libvirt's domain log "
-                    f"{self.domain_name}.log")
+                    f"{self.domain_name}.log on the host of {self.uri}")
         said = [ln for ln in lines if ln.startswith("20") and " " in ln][-4:]
         return f"; libvirt's domain log {log} ends:\n    " + "\n    ".join(said)

@@ -14,12 +14,19 @@ directory, its configuration and its logs in private directories:
     <root>/libvirtd.conf     logging only; no network listeners
     <root>/libvirtd.log      the daemon's own warnings and errors
     <root>/cache/libvirt/qemu/log/    each domain's QEMU command line + stderr
+    <root>/pool/             its `trapbench` storage pool: uploaded images,
+                             QEMU's logs of the guests' ports
     <sockets>/config/libvirt/qemu.conf   stdio_handler = "file" (no virtlogd)
     <sockets>/config/libvirt/qemu/lib/   per-domain QMP monitor sockets
     <sockets>/run/libvirt/libvirt-sock   the socket the URI names
     <sockets>/serial/        the guests' serial and gdb sockets
 
 and connects with `qemu:///session?socket=<sockets>/run/libvirt/libvirt-sock`.
+With tcp_port=P it also listens on 127.0.0.1:P, unauthenticated
+(listen_tcp, auth_tcp = "none", `libvirtd --listen`): `tcp_uri`,
+qemu+tcp://127.0.0.1:P/session, reaches it as a remote host would be
+reached, which is how the tests stand in for other machines. Loopback
+only: nothing off this machine can connect.
 <root> is under build/libvirt/ and outlives the daemon (its logs); <sockets>
 is a short temporary directory (/tmp/tblv-*) removed by stop(), because
 libvirt puts each domain's monitor socket four levels under the config
@@ -41,6 +48,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -64,6 +72,16 @@ stdio_handler = "file"
 '''
 
 
+def running(pid: int) -> bool:
+    """Whether pid is a live process (not gone, not a zombie waiting for a
+    parent that will not reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 class DaemonUnavailable(LaunchError):
     """The private daemon could not be started here (no libvirtd, no
     python3-libvirt, no unprivileged user, or it died): the reason says which."""
@@ -75,12 +93,17 @@ def import_libvirt():
     except ImportError:
         raise DaemonUnavailable("the libvirt backend needs python3-libvirt "
                                 "(`make deps` installs it)") from None
+    # Errors are raised as exceptions and reported with their URI; the
+    # library's default handler would also print each to stderr.
+    libvirt.registerErrorHandler(lambda ctx, err: None, None)
     return libvirt
 
 
 class PrivateDaemon:
-    def __init__(self, root: Path, *, start_timeout: float = 60.0):
+    def __init__(self, root: Path, *, start_timeout: float = 60.0,
+                 tcp_port: int | None = None):
         self.root = Path(root).resolve()
+        self.tcp_port = tcp_port
         self.sockets: Path | None = None
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
@@ -94,6 +117,12 @@ class PrivateDaemon:
     @property
     def uri(self) -> str:
         return f"qemu:///session?socket={self.socket}"
+
+    @property
+    def tcp_uri(self) -> str:
+        if not self.tcp_port:
+            raise LaunchError("this daemon was started without tcp_port")
+        return f"qemu+tcp://127.0.0.1:{self.tcp_port}/session"
 
     @property
     def serial_dir(self) -> Path:
@@ -130,8 +159,15 @@ class PrivateDaemon:
         for sub in ("run", "config/libvirt", "serial"):
             (self.sockets / sub).mkdir(parents=True, exist_ok=True)
         (self.sockets / "config" / "libvirt" / "qemu.conf").write_text(QEMU_CONF)
-        (self.root / "libvirtd.conf").write_text(
-            f'log_outputs = "3:file:{self.log}"\n')
+        conf = (f'log_outputs = "3:file:{self.log}"\n'
+                # No keepalive: under load it cut healthy connections
+                # carrying a trace (libvirt's 5 s x 5, and 10 s x 12 too).
+                # A daemon that dies still closes the connection at once.
+                'keepalive_interval = -1\n')
+        if self.tcp_port:
+            conf += ('listen_tls = 0\nlisten_tcp = 1\nlisten_addr = "127.0.0.1"\n'
+                     f'tcp_port = "{int(self.tcp_port)}"\nauth_tcp = "none"\n')
+        (self.root / "libvirtd.conf").write_text(conf)
         if self.user:
             try:
                 pw = pwd.getpwnam(self.user)
@@ -157,7 +193,7 @@ class PrivateDaemon:
         if self.user:
             kw = dict(user=self._ids[0], group=self._ids[1], extra_groups=[])
         cmd = [LIBVIRTD, "--config", str(self.root / "libvirtd.conf"),
-               "--timeout", str(IDLE_TIMEOUT_S)]
+               "--timeout", str(IDLE_TIMEOUT_S)] + (["--listen"] if self.tcp_port else [])
         out = open(self.root / "libvirtd.out", "wb")
         try:
             self.proc = subprocess.Popen(cmd, env=env, cwd=self.root, stdin=subprocess.DEVNULL,
@@ -177,13 +213,29 @@ class PrivateDaemon:
             if self.socket.exists():
                 try:
                     self.conn = libvirt.open(self.uri)
+                    self._make_pool(libvirt)
                     RUNNING[self.uri] = self
+                    if self.tcp_port:
+                        RUNNING[self.tcp_uri] = self
                     return
                 except libvirt.libvirtError as e:
                     last = str(e)
             time.sleep(0.1)
         raise DaemonUnavailable(f"{LIBVIRTD} did not answer within "
                                 f"{self.start_timeout:.0f} s: {last}" + self._said())
+
+    def _make_pool(self, libvirt) -> None:
+        """The daemon's own `trapbench` pool (bench/guest/volumes.py) under
+        <root>/pool: images and port logs stay with its other files."""
+        from .volumes import POOL
+        path = self.root / "pool"
+        try:
+            self.conn.storagePoolCreateXML(
+                f"<pool type='dir'><name>{POOL}</name><target><path>{path}</path>"
+                "</target></pool>", libvirt.VIR_STORAGE_POOL_CREATE_WITH_BUILD)
+        except libvirt.libvirtError as e:
+            raise DaemonUnavailable(f"{LIBVIRTD} could not make its pool at "
+                                    f"{path}: {e.get_error_message()}") from None
 
     def _said(self) -> str:
         lines = []
@@ -195,9 +247,33 @@ class PrivateDaemon:
                 pass
         return ("; it said:\n  " + "\n  ".join(lines[-8:])) if lines else ""
 
+    def qemu_pids(self) -> list[int]:
+        """The QEMUs this daemon started that still run (from its pid
+        files): they outlive a daemon that is killed."""
+        pids = []
+        if self.sockets is None:
+            return pids
+        for f in (self.sockets / "run" / "libvirt" / "qemu" / "run").glob("trapbench-*.pid"):
+            try:
+                pid = int(f.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            if running(pid):
+                pids.append(pid)
+        return pids
+
+    def kill(self) -> None:
+        """SIGKILL the daemon, as a host that goes away (its QEMUs live on:
+        stop() ends them)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
     def stop(self) -> None:
         if self.sockets is not None:
             RUNNING.pop(self.uri, None)
+            if self.tcp_port:
+                RUNNING.pop(self.tcp_uri, None)
         if self.conn is not None:
             try:
                 for dom in self.conn.listAllDomains():
@@ -217,5 +293,14 @@ class PrivateDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        left = self.qemu_pids()          # by a daemon that was killed
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 10
+        while any(running(p) for p in left) and time.monotonic() < deadline:
+            time.sleep(0.05)
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -16,6 +16,7 @@ class Case:
     message: str = ""
     seconds: float = 0.0
     skipped: str = ""       # why it did not count (an expected failure, ...)
+    properties: dict[str, str] = field(default_factory=dict)   # e.g. the host
 
 
 # Characters XML 1.0 cannot carry at all (guest output may hold them).
@@ -34,6 +35,10 @@ def write(path: Path, suite: str, cases: list[Case]) -> None:
     for c in cases:
         el = ET.SubElement(root, "testcase", classname=suite, name=_text(c.name),
                            time=f"{c.seconds:.3f}")
+        if c.properties:
+            props = ET.SubElement(el, "properties")
+            for k, v in c.properties.items():
+                ET.SubElement(props, "property", name=_text(k), value=_text(v))
         if not c.ok:
             ET.SubElement(el, "failure",
                           message=_text(c.message[:200])).text = _text(c.message)

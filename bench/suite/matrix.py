@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Callable
 
 from .. import arches
-from ..errors import UsageError
+from ..errors import EXIT_HOST, UsageError
 from ..parser import build_parser
 from ..paths import BUILD, REPO
 from ..trace import sites
+from . import hosts as hosts_mod
 from . import junit, tap
 
 MATRIX_FILE = REPO / "ci" / "matrix.cfg"
@@ -308,6 +309,8 @@ class Outcome:
     log: Path | None = None
     last_line: str = ""
     tail: str = ""
+    host: str = ""              # the label of the host that ran it ("" here)
+    attempts: list[str] = field(default_factory=list)   # earlier tries, why
 
     @property
     def failed(self) -> bool:
@@ -321,6 +324,7 @@ class MatrixResult:
     seconds: float = 0.0
     junit: Path | None = None
     tap: Path | None = None
+    hosts: list = field(default_factory=list)
 
     def count(self, *verdicts: str) -> int:
         return sum(o.verdict in verdicts for o in self.outcomes)
@@ -332,6 +336,13 @@ class MatrixResult:
 
 def bench_argv(cell: Cell) -> list[str]:
     return [sys.executable, "-m", "bench", *cell.argv()]
+
+
+def on_host(cell: Cell, host: "hosts_mod.Host | None") -> list[str]:
+    """The cell's command, its guests on host (None: this machine's QEMU;
+    fuzz cells boot no guest and always run here)."""
+    extra = ["--backend", "libvirt", "--connect", host.uri] if host else []
+    return bench_argv(cell) + extra
 
 
 def _start_time(pid: int) -> str | None:
@@ -417,11 +428,42 @@ def _order(cells: list[Cell], history: dict) -> list[Cell]:
     return sorted(cells, key=lambda c: -history.get(c.name, c.timeout))
 
 
+@dataclass
+class _Running:
+    outcome: Outcome
+    proc: subprocess.Popen
+    t0: float
+    fh: object
+    host: "hosts_mod.Host | None"
+    excluded: frozenset
+
+
+def _error_line(o: Outcome) -> str:
+    """The harness's own `error: ...` line from a cell's output, if any."""
+    for line in reversed(_output(o.log, 400)):
+        if line.startswith("error: "):
+            return line[7:].strip()
+    return o.last_line
+
+
 def run(cells: list[Cell], group: str, jobs: int | None = None,
         out_dir: Path = OUT_DIR, argv_of: Callable[[Cell], list[str]] = bench_argv,
         echo=lambda line: print(line, flush=True),
-        grace: float = 10.0) -> MatrixResult:
-    jobs = max(1, jobs or os.cpu_count() or 1)
+        grace: float = 10.0, hosts: "list[hosts_mod.Host] | None" = None,
+        place=on_host, host_check=hosts_mod.check) -> MatrixResult:
+    """Run the cells, at most `jobs` at a time on this machine.
+
+    With hosts (bench/suite/hosts.py), every cell that boots a guest runs on
+    one of them, its command from place(cell, host): a host runs as many
+    cells at once as its slots, the longest waiting cell going to the host
+    with the most free slots (fuzz cells boot no guest and run here, `jobs`
+    at a time). A cell that fails is run once more, on another host, if
+    its host failed — the cell exited with EXIT_HOST (the harness lost its
+    libvirt connection), or host_check finds the host no longer answering,
+    which also takes the host out of the rotation — and never when the host
+    still answers: that is the cell failing."""
+    local_jobs = max(1, jobs or os.cpu_count() or 1)
+    cap = jobs if (jobs and hosts is not None) else None
     logs = out_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     hist_path = out_dir / "durations.json"
@@ -429,56 +471,140 @@ def run(cells: list[Cell], group: str, jobs: int | None = None,
         history = json.loads(hist_path.read_text())
     except (OSError, ValueError):
         history = {}
-    pending = _order(cells, history)
+    # (cell, hosts it may no longer go to, notes of earlier attempts)
+    pending = [(c, frozenset(), []) for c in _order(cells, history)]
     width = max((len(c.name) for c in cells), default=4)
-    res = MatrixResult(group)
-    running: list[tuple[Outcome, subprocess.Popen, float, object]] = []
+    res = MatrixResult(group, hosts=list(hosts or []))
+    running: list[_Running] = []
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    echo(f"matrix {group}: {len(cells)} cells, {min(jobs, len(cells) or 1)} at a time, "
-         f"logs in {logs}/")
+    if hosts is None:
+        echo(f"matrix {group}: {len(cells)} cells, {min(local_jobs, len(cells) or 1)} "
+             f"at a time, logs in {logs}/")
+    else:
+        echo(f"matrix {group}: {len(cells)} cells on {len(hosts)} "
+             f"host{'s' if len(hosts) != 1 else ''} ("
+             + ", ".join(f"{h.label}: {h.slots} slots" if not h.down
+                         else f"{h.label}: down, {h.down}" for h in hosts)
+             + f"), logs in {logs}/")
     t_start = time.monotonic()
     done = 0
+
+    def busy(h) -> int:
+        return sum(r.host is h for r in running)
+
+    def usable(excluded) -> list:
+        return [h for h in hosts if not h.down and h.uri not in excluded]
+
+    def finish(o: Outcome) -> None:
+        nonlocal done
+        res.outcomes.append(o)
+        done += 1
+        where = f" on {o.host}" if o.host else ""
+        again = " (rerun)" if o.attempts else ""
+        echo(f"[{done:{len(str(len(cells)))}}/{len(cells)}] {o.verdict:<7} "
+             f"{o.cell.name:<{width}} {o.seconds:7.1f} s{where}{again}  "
+             f"{o.last_line[:90]}")
+
+    def start(cell, host, excluded, attempts) -> None:
+        o = Outcome(cell, log=logs / f"{cell.name}.log",
+                    host=host.label if host else "", attempts=list(attempts))
+        fh = open(o.log, "w", encoding="utf-8")
+        cmd = argv_of(cell) if hosts is None else place(cell, host)
+        fh.write(f"# {shlex.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL,
+                                stdout=fh, stderr=subprocess.STDOUT, env=env)
+        if host:
+            host.ran.append(cell.name)
+        running.append(_Running(o, proc, time.monotonic(), fh, host, excluded))
+
+    def place_pending() -> None:
+        for item in list(pending):
+            if cap is not None and len(running) >= cap:
+                return
+            cell, excluded, attempts = item
+            if hosts is None or cell.kind == "fuzz":
+                if sum(r.host is None for r in running) < local_jobs:
+                    pending.remove(item)
+                    start(cell, None, excluded, attempts)
+                continue
+            left = usable(excluded)
+            if not left:
+                pending.remove(item)
+                o = Outcome(cell, verdict="FAIL", attempts=list(attempts),
+                            last_line="no host left to run it on: " + "; ".join(
+                                f"{h.label} {h.down or 'tried'}" for h in hosts))
+                o.tail = o.last_line
+                finish(o)
+                continue
+            free = [h for h in left if busy(h) < h.slots]
+            if free:
+                pending.remove(item)
+                start(cell, max(free, key=lambda h: h.slots - busy(h)),
+                      excluded, attempts)
+
+    def host_failed(r: _Running) -> str | None:
+        """Why r's host failed it, or None if the cell failed by itself."""
+        h, o = r.host, r.outcome
+        if h is None or not o.failed or o.verdict == "XPASS":
+            return None
+        why = None
+        if o.status == EXIT_HOST:
+            why = _error_line(o)
+        gone = host_check(h)
+        if gone is not None:
+            if not h.down:
+                h.down = f"stopped answering: {gone}"
+                h.down_at = time.monotonic() - t_start
+                echo(f"host {h.label} is down ({gone}); no more cells go there")
+            why = why or f"the host stopped answering: {gone}"
+        return why
+
     try:
         while pending or running:
-            while pending and len(running) < jobs:
-                cell = pending.pop(0)
-                o = Outcome(cell, log=logs / f"{cell.name}.log")
-                fh = open(o.log, "w", encoding="utf-8")
-                cmd = argv_of(cell)
-                fh.write(f"# {shlex.join(cmd)}\n")
-                fh.flush()
-                proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL,
-                                        stdout=fh, stderr=subprocess.STDOUT, env=env)
-                running.append((o, proc, time.monotonic(), fh))
+            place_pending()
             time.sleep(0.1)
-            for item in list(running):
-                o, proc, t0, fh = item
+            for r in list(running):
+                o = r.outcome
                 timed_out = False
-                if proc.poll() is None:
-                    if time.monotonic() - t0 < o.cell.timeout:
+                if r.proc.poll() is None:
+                    if time.monotonic() - r.t0 < o.cell.timeout:
                         continue
-                    _stop(proc, grace)
+                    _stop(r.proc, grace)
                     timed_out = True
-                    fh.write(f"\n# killed: still running after the cell's "
-                             f"timeout of {o.cell.timeout:g} s\n")
-                fh.close()
-                running.remove(item)
-                o.status = proc.returncode
-                o.seconds = time.monotonic() - t0
+                    r.fh.write(f"\n# killed: still running after the cell's "
+                               f"timeout of {o.cell.timeout:g} s\n")
+                r.fh.close()
+                running.remove(r)
+                o.status = r.proc.returncode
+                o.seconds = time.monotonic() - r.t0
                 _judge(o, timed_out)
-                res.outcomes.append(o)
-                done += 1
-                echo(f"[{done:{len(str(len(cells)))}}/{len(cells)}] {o.verdict:<7} "
-                     f"{o.cell.name:<{width}} {o.seconds:7.1f} s  {o.last_line[:90]}")
+                why = host_failed(r)
+                if why is not None:
+                    note = f"{r.host.label}: host failed ({why})"
+                    others = usable(r.excluded | {r.host.uri})
+                    if not o.attempts and others:
+                        kept = o.log.with_name(f"{o.cell.name}.try1.log")
+                        o.log.replace(kept)
+                        echo(f"retry   {o.cell.name} after {o.seconds:.1f} s on "
+                             f"{r.host.label}: host failed ({why[:80]}); rerun "
+                             "on another host")
+                        pending.insert(0, (o.cell, r.excluded | {r.host.uri},
+                                           [f"{note}; log {kept}"]))
+                        continue
+                    o.attempts.append(note)
+                    o.last_line = f"host failed: {why}" + (
+                        "" if others else "; no other host left")
+                finish(o)
     finally:
-        for o, proc, _, fh in running:       # interrupted: leave nothing behind
-            _stop(proc, grace)
-            fh.close()
+        for r in running:       # interrupted: leave nothing behind
+            _stop(r.proc, grace)
+            r.fh.close()
     res.seconds = time.monotonic() - t_start
     order = {c.name: i for i, c in enumerate(cells)}
     res.outcomes.sort(key=lambda o: order[o.cell.name])
     history.update({o.cell.name: round(o.seconds, 1) for o in res.outcomes
-                    if o.verdict != "TIMEOUT"})
+                    if o.verdict != "TIMEOUT" and not o.attempts})
     hist_path.write_text(json.dumps(history, indent=1, sort_keys=True) + "\n")
     res.junit = out_dir / f"{group}.xml"
     res.tap = out_dir / f"{group}.tap"
@@ -491,8 +617,17 @@ def _message(o: Outcome) -> str:
             "TIMEOUT": f"killed after {o.cell.timeout:g} s",
             "XPASS": f"passed, but marked xfail = {o.cell.xfail}",
             "XFAIL": f"expected failure: {o.cell.xfail}"}.get(o.verdict, "")
-    return f"{what}\ncommand: python3 -m bench {shlex.join(o.cell.argv())}\n" \
-           f"log: {o.log}\n{o.tail}"
+    where = f"host: {o.host}\n" if o.host else ""
+    tried = "".join(f"earlier: {a}\n" for a in o.attempts)
+    return f"{what}\n{where}{tried}command: python3 -m bench " \
+           f"{shlex.join(o.cell.argv())}\nlog: {o.log}\n{o.tail}"
+
+
+def _host_facts(o: Outcome) -> dict[str, str]:
+    facts = {"host": o.host} if o.host else {}
+    if o.attempts:
+        facts["rerun_after"] = "; ".join(o.attempts)
+    return facts
 
 
 def _write_reports(res: MatrixResult) -> None:
@@ -502,38 +637,67 @@ def _write_reports(res: MatrixResult) -> None:
         cases.append(junit.Case(
             f"{c.name} ({c.arch} -smp {c.smp} {c.kind}"
             f"{' ' + c.mechanism if c.mechanism else ''})",
-            ok=not o.failed, message=_message(o) if o.verdict != "PASS" else "",
+            ok=not o.failed,
+            message=_message(o) if o.verdict != "PASS" or o.attempts else "",
             seconds=o.seconds,
-            skipped=f"expected failure: {c.xfail}" if o.verdict == "XFAIL" else ""))
+            skipped=f"expected failure: {c.xfail}" if o.verdict == "XFAIL" else "",
+            properties=_host_facts(o)))
     junit.write(res.junit, f"matrix.{res.group}", cases)
     tap.write(res.tap, [tap.Point(
         o.cell.name, ok=o.verdict == "PASS",
         todo=f"expected failure: {o.cell.xfail}" if o.verdict == "XFAIL" else "",
         detail={"verdict": o.verdict, "arch": o.cell.arch, "smp": str(o.cell.smp),
                 "kind": o.cell.kind, "mechanism": o.cell.mechanism or "",
+                **_host_facts(o),
                 "seconds": f"{o.seconds:.1f}", "log": str(o.log),
                 **({"message": _message(o)} if o.verdict != "PASS" else {})})
         for o in res.outcomes])
 
 
 def summary_lines(res: MatrixResult) -> list[str]:
-    rows = [("cell", "arch", "smp", "mechanism", "kind", "result", "seconds")]
+    on_hosts = bool(res.hosts)
+    head = ["cell", "arch", "smp", "mechanism", "kind", "result", "seconds"]
+    rows = [tuple(head + (["host"] if on_hosts else []))]
     for o in res.outcomes:
         c = o.cell
-        rows.append((c.name, c.arch, str(c.smp), c.mechanism or "-", c.kind,
-                     o.verdict, f"{o.seconds:.1f}"))
+        row = [c.name, c.arch, str(c.smp), c.mechanism or "-", c.kind,
+               o.verdict, f"{o.seconds:.1f}"]
+        if on_hosts:
+            row.append((o.host or ("here" if c.kind == "fuzz" else "-"))
+                       + (" (rerun)" if o.attempts else ""))
+        rows.append(tuple(row))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(v.ljust(w) if i != 6 else v.rjust(w)
                      for i, (v, w) in enumerate(zip(r, widths))).rstrip()
            for r in rows]
     out.insert(1, "  ".join("-" * w for w in widths))
     for o in res.outcomes:
+        for a in o.attempts:
+            out.append(f"rerun {o.cell.name}: first on {a}; then "
+                       f"{o.verdict} on {o.host or 'no host'}")
+    for o in res.outcomes:
         if o.failed:
             out.append(f"{o.verdict} {o.cell.name}: {o.last_line}")
-            out.append(f"  rerun: python3 -m bench {shlex.join(o.cell.argv())}")
+            out.append(f"  rerun: python3 -m bench {shlex.join(o.cell.argv())}"
+                       + (f" --backend libvirt --connect "
+                          f"{next(h.uri for h in res.hosts if h.label == o.host)}"
+                          if o.host else ""))
             out.append(f"  log:   {o.log}")
+    for h in res.hosts:
+        ran = [o for o in res.outcomes if o.host == h.label]
+        line = (f"host {h.label} ({h.uri}): {h.slots} slots, {len(ran)} cells, "
+                f"{sum(o.verdict == 'PASS' for o in ran)} passed")
+        if h.down:
+            at = f" at {h.down_at:.0f} s" if h.down_at else ""
+            line += f"; down{at}: {h.down}"
+        out.append(line)
     out.append(f"JUnit XML: {res.junit}  TAP: {res.tap}")
+    reruns = sum(bool(o.attempts) for o in res.outcomes)
     out.append(f"matrix {res.group}: {res.count('PASS')} passed, "
                f"{res.count('FAIL', 'TIMEOUT', 'XPASS')} failed, "
-               f"{res.count('XFAIL')} expected failures; wall {res.seconds:.0f} s")
+               f"{res.count('XFAIL')} expected failures"
+               + (f", {reruns} rerun on another host" if reruns else "")
+               + (f" ({len(res.hosts)} host{'s' if len(res.hosts) != 1 else ''})"
+                  if res.hosts else "")
+               + f"; wall {res.seconds:.0f} s")
     return out
