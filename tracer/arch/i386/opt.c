@@ -4,9 +4,10 @@
  *
  * Which sites. An entry site whose first bytes are whole instructions
  * that run the same at any address (push/pop of a register, mov, add,
- * sub, xor, and, or, cmp and test between registers, an ALU immediate to
- * a register, mov $imm32 to a register, nop: no memory operand but the
- * stack, nothing relative to EIP, no branch), taken until at least five
+ * sub, xor, and, or, cmp and test with a register and a register or
+ * memory operand, an ALU immediate to either, mov $imm32 to a register,
+ * nop: IA-32 has no EIP-relative operand, so only branches, calls and
+ * what reads EIP are left out), taken until at least five
  * bytes (a jmp rel32) are covered: `push %ebp; mov %esp,%ebp; sub $N,%esp`
  * and the like. Anything else is refused with the byte offset and the
  * opcode, as is a displaced tail holding another probe's site. A jump
@@ -128,11 +129,26 @@ static unsigned insn_len(const uint8_t *c, size_t avail, const char **why)
 		*why = "not on opt's list of relocatable instructions";
 		return 0;
 	}
-	if (avail < 2 || (c[1] >> 6) != 3) {
-		*why = "a memory operand (opt copies register forms only)";
+	if (avail < 2)
 		return 0;
+	/* ModRM, SIB, displacement: every 32-bit form is a register plus a
+	 * constant, or a constant (no EIP-relative form), so it runs the
+	 * same from the copy. */
+	unsigned mod = c[1] >> 6, rm = c[1] & 7, n = 2;
+	if (mod != 3 && rm == 4) {
+		if (avail < 3)
+			return 0;
+		n++;
+		if (mod == 0 && (c[2] & 7) == 5)
+			n += 4;
 	}
-	unsigned n = op == 0x83 ? 3 : op == 0x81 ? 6 : 2;
+	if (mod == 0 && rm == 5)
+		n += 4;
+	else if (mod == 1)
+		n += 1;
+	else if (mod == 2)
+		n += 4;
+	n += op == 0x83 ? 1 : op == 0x81 ? 4 : 0;
 	return avail >= n ? n : 0;
 }
 
