@@ -34,9 +34,12 @@
  *      enters bytes 1..len-1 any more;
  *   3. every other CPU is parked (smp_stop_others) and every thread's
  *      stack is read from its saved (or parked) stack pointer up, every
- *      nested trap frame included: if a word lies inside bytes 1..len-1,
- *      a thread was interrupted between the displaced instructions and
- *      will resume there, so the bytes cannot change yet — release, yield,
+ *      nested trap frame included. No displaced instruction calls, so the
+ *      only way a thread can be between them is a trap frame (saved EIP,
+ *      the kernel's CS, EFLAGS with its always-one bit 1, side by side):
+ *      if one holds an EIP inside bytes 1..len-1, that thread was
+ *      interrupted between the displaced instructions and will resume
+ *      there, so the bytes cannot change yet — release, yield,
  *      try again (OPT_TRIES times); if it never clears, the probe stays at
  *      its int3 stage (lossless, a trap per firing) and the console says
  *      which thread and EIP held it. Otherwise bytes 1..4 (the rel32) are
@@ -44,10 +47,11 @@
  *   4. byte 0 becomes the jmp (E9).
  * Removal runs the same stages backwards (int3 over the E9, sync, the
  * original bytes 1..4 with every CPU parked, the original byte 0). The
- * scan reads words, not frames, so a stale word that happens to equal an
- * address in the tail only delays the change: the test errs on the side
- * of waiting. The caller's own stack is not read: it is in the command
- * path, not interrupted inside a site.
+ * scan matches frames by their three words anywhere from the stack
+ * pointer up, so a stale frame left in a gap of a live frame only delays
+ * the change: the test errs on the side of waiting. The caller's own
+ * stack is not read: it is in the command path, not interrupted inside
+ * a site.
  *
  * A slot keeps its detour after the probe is disarmed (an int3 left in a
  * CPU's pipeline, or a thread preempted in the copy, still finds it); it
@@ -78,6 +82,7 @@ struct opt_slot {
 };
 
 static struct opt_slot slots[OPT_SLOTS];
+unsigned long opt_tries;        /* stopped-world scans made (read it with gdb) */
 static uint16_t slot_of[TRACER_MAX_PROBES];     /* probe id -> slot + 1 */
 
 static struct opt_slot *slot(const struct probe *p)
@@ -259,6 +264,7 @@ static void write_slot(const struct probe *p)
 
 struct scan {
 	uintptr_t lo, hi;             /* the range no saved EIP may lie in */
+	uint32_t cs;                  /* the kernel's code selector */
 	const struct thread *me;
 	bool found;
 	unsigned tid;
@@ -305,9 +311,10 @@ static void scan_thread(struct thread *t, void *arg)
 				    .what = "stack pointer on no stack the tracer knows" };
 		return;
 	}
-	for (uintptr_t a = sp & ~(uintptr_t)3; a + 4 <= top; a += 4) {
-		uint32_t w = *(const volatile uint32_t *)a;
-		if (within(w, j->lo, j->hi)) {
+	for (uintptr_t a = sp & ~(uintptr_t)3; a + 12 <= top; a += 4) {
+		const volatile uint32_t *w3 = (const volatile uint32_t *)a;
+		uint32_t w = w3[0];
+		if (within(w, j->lo, j->hi) && w3[1] == j->cs && (w3[2] & 2)) {
 			j->found = true;
 			j->tid = t->id;
 			j->word = w;
@@ -325,14 +332,23 @@ static void parked(void *arg)
 		j->write(j->write_arg);
 }
 
+static uint32_t kernel_cs(void)
+{
+	uint32_t cs;
+	__asm__ volatile("movl %%cs, %0" : "=r"(cs));
+	return cs;
+}
+
 /* Park the other CPUs, prove no thread is in [lo, hi), and make write's
  * stores meanwhile; try OPT_TRIES times. true once written. */
 static bool quiet_write(uintptr_t lo, uintptr_t hi, void (*write)(void *),
 			void *arg, struct scan *last)
 {
 	for (unsigned try = 0; try < OPT_TRIES; try++) {
-		*last = (struct scan){ .lo = lo, .hi = hi, .me = thread_current(),
+		*last = (struct scan){ .lo = lo, .hi = hi, .cs = kernel_cs(),
+				       .me = thread_current(),
 				       .write = write, .write_arg = arg };
+		opt_tries++;
 		smp_stop_others(parked, last);
 		if (!last->found)
 			return true;
