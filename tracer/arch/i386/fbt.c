@@ -106,6 +106,11 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 		*why = "the site is inside the bytes an opt probe's jmp displaces";
 		return false;
 	}
+	if (jumps(p) && tracer_check_mode) {
+		*why = "check mode: opt emulates nothing to re-run (selftest probes "
+		       "checks opt)";
+		return false;
+	}
 	if (jumps(p))
 		return opt_can_arm(p, why);
 	if (p->mechanism != MECHANISM_UD)
