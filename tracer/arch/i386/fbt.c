@@ -21,6 +21,11 @@
  *         int3 over the first byte, sync every CPU, the second byte, sync,
  *         the first byte. Every fetch in between sees int3 or a whole
  *         instruction; an int3 at a ud site fires like a #UD.
+ *   opt   jump-optimized (opt.c): an entry site becomes jmp to a detour
+ *         that records through record_fire below and runs copies of the
+ *         displaced instructions; its int3 stage (while the jmp goes in or
+ *         out) records here and resumes in the detour's copy. Its return
+ *         sites take the int3 and are emulated as int3's.
  *   step  the lossy baseline of the seeds: an int3 that, when hit, writes the
  *         original byte back, sets EFLAGS.TF and returns to the site; the #DB
  *         after the one instruction re-inserts the int3. Any CPU that runs
