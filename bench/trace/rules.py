@@ -12,6 +12,13 @@ mechanism, whose two-byte ud2 fits a ret followed by padding but not a
 one-byte pop. SPARC V9: every ret, retl and `return %i7+8` not in another
 instruction's delay slot.
 
+Under i386's `opt` (tracer/arch/i386/opt.c) an entry site's first
+instructions, five bytes or more, become a jmp: the site is refused here if
+any direct jump or call in the image lands inside those bytes (after byte
+0), or if its function has an indirect jump (a jump table's targets are not
+in the ELF's instructions) — the guest cannot see a whole function, so this
+check is the host's, as optprobes decodes the whole function.
+
 branch (SPARC V9 only): every control transfer of a function that does not
 sit in another's delay slot; its records are Btrace's btfrec.
 
@@ -34,6 +41,13 @@ class SiteRules:
     def branches(self, f, image) -> tuple[list[int], str]:
         return [], "the branch provider is SPARC V9 only"
 
+    def entry_refusal(self, f, image, addr: int, mechanism: str) -> str:
+        """Why the mechanism cannot take this entry site, or ""."""
+        return ""
+
+
+OPT_JMP_BYTES = 5      # jmp rel32
+
 
 class I386Rules(SiteRules):
     def entry(self, f):
@@ -45,6 +59,23 @@ class I386Rules(SiteRules):
         if first.raw == b"\x90":
             return first.addr, ""       # a patchable entry: nop before the prologue
         return None, f"first instruction is `{first.text}`, not a prologue"
+
+    def entry_refusal(self, f, image, addr, mechanism):
+        if mechanism != "opt":
+            return ""
+        n = 0
+        for insn in f.insns:
+            if insn.addr >= addr and n < OPT_JMP_BYTES:
+                n += len(insn.raw)
+        inside = sorted(t for t in image.branch_targets if addr < t < addr + n)
+        if inside:
+            return (f"opt: a jump lands on byte +{inside[0] - addr} of the {n} "
+                    "bytes its jmp displaces")
+        for insn in f.insns:
+            if insn.mnemonic.startswith("j") and "*" in insn.text:
+                return (f"opt: the indirect jump at {insn.addr:#x} (`{insn.text}`) "
+                        "may land in the bytes its jmp displaces")
+        return ""
 
     def returns(self, f, image, mechanism):
         sites = []
@@ -89,6 +120,23 @@ class Sparc64Rules(SiteRules):
         if _save_to_sp(_word(first)):
             return first.addr, ""
         return None, f"first instruction is `{first.text}`, not save (a leaf function)"
+
+    def entry_refusal(self, f, image, addr, mechanism):
+        if mechanism != "opt":
+            return ""
+        n = 0
+        for insn in f.insns:
+            if insn.addr >= addr and n < OPT_JMP_BYTES:
+                n += len(insn.raw)
+        inside = sorted(t for t in image.branch_targets if addr < t < addr + n)
+        if inside:
+            return (f"opt: a jump lands on byte +{inside[0] - addr} of the {n} "
+                    "bytes its jmp displaces")
+        for insn in f.insns:
+            if insn.mnemonic.startswith("j") and "*" in insn.text:
+                return (f"opt: the indirect jump at {insn.addr:#x} (`{insn.text}`) "
+                        "may land in the bytes its jmp displaces")
+        return ""
 
     def returns(self, f, image, mechanism):
         sites = []

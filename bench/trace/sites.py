@@ -128,7 +128,9 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
         for f in sorted(matched, key=lambda f: f.addr):
             if kind == "entry":
                 addr, why = rules.entry(f)
-                addrs = [addr] if addr is not None else []
+                if addr is not None and not why:
+                    why = rules.entry_refusal(f, image, addr, mechanism)
+                addrs = [addr] if addr is not None and not why else []
                 if why:
                     notes.append(f"{f.name}: no entry probe: {why}")
             elif kind == "branch":

@@ -9,6 +9,10 @@
  * answer the IPI of the CPU that holds it; once it holds the slot it masks
  * interrupts (no preemption while others wait on it), sends IPI_CALL to
  * every other CPU and spins until each has run the function.
+ *
+ * smp_stop_others uses the same slot: the function the others run parks
+ * them (each notes its stack pointer and spins until released), so the
+ * caller's function runs while no other CPU moves.
  */
 #include "cpu.h"
 #include "atomic.h"
@@ -80,6 +84,46 @@ void smp_call_others(void (*fn)(void *), void *arg)
 	for (unsigned i = 0; i < n; i++)
 		if (i != self)
 			arch_send_ipi(i, IPI_CALL);
+	while (call_pending)
+		arch_cpu_relax();
+	call_busy = 0;
+	arch_irq_restore(f);
+}
+
+static volatile unsigned long stop_parked, stop_release;
+
+static void park(void *unused)
+{
+	volatile uintptr_t here = 0;
+	(void)unused;
+	this_cpu()->stopped_sp = (uintptr_t)&here;
+	atomic_fetch_add(&stop_parked, 1);
+	while (!stop_release)
+		arch_cpu_relax();
+}
+
+void smp_stop_others(void (*fn)(void *), void *arg)
+{
+	while (atomic_cas(&call_busy, 0, 1) != 0)
+		arch_cpu_relax();
+	irqflags_t f = arch_irq_save();
+	unsigned self = this_cpu()->id, n = cpu_count();
+
+	stop_parked = 0;
+	stop_release = 0;
+	call_fn = park;
+	call_arg = 0;
+	call_pending = n - 1;
+	arch_barrier();
+	for (unsigned i = 0; i < n; i++)
+		if (i != self)
+			arch_send_ipi(i, IPI_CALL);
+	while (stop_parked != n - 1)
+		arch_cpu_relax();
+	arch_barrier();
+	fn(arg);
+	arch_barrier();
+	stop_release = 1;
 	while (call_pending)
 		arch_cpu_relax();
 	call_busy = 0;

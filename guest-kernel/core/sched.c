@@ -440,10 +440,19 @@ static void cpu_setup_idle(struct cpu *c)
 	c->idle->cpu = c->id;
 }
 
+static struct thread boot_thread = { .name = "main", .pinned = true };
+
+void sched_for_each_thread(void (*fn)(struct thread *t, void *arg), void *arg)
+{
+	fn(&boot_thread, arg);
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		if (pool_used[i] && thread_pool[i].stack)
+			fn(&thread_pool[i], arg);
+}
+
 void sched_init(void)
 {
 	struct cpu *c = this_cpu();
-	static struct thread boot_thread = { .name = "main", .pinned = true };
 
 	boot_thread.state = THREAD_RUNNABLE;
 	boot_thread.on_cpu = 1;

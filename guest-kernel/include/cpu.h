@@ -38,6 +38,8 @@ struct cpu {
 	uint64_t       switches;        /* context switches */
 	uint64_t       thread_runs;     /* switches into a non-idle thread */
 	void          *arch;            /* arch-private per-CPU data */
+	uintptr_t      boot_stack_lo, boot_stack_hi;  /* a secondary's own stack (its idle loop's) */
+	volatile uintptr_t stopped_sp;  /* in smp_stop_others: its stack pointer while parked */
 };
 
 extern struct cpu cpus[KERNEL_MAX_CPUS];
@@ -57,5 +59,11 @@ void cpu_start_secondaries(void);
  * all have returned. The tracer uses it so that every CPU has executed a
  * serialising instruction after code was patched. */
 void smp_call_others(void (*fn)(void *), void *arg);
+/* Park every other online CPU in its IPI handler (interrupts masked, its
+ * stack pointer in cpus[i].stopped_sp, every context it was running saved
+ * on a stack above that), run fn(arg) here with interrupts masked, then let
+ * them go. fn must not wait for another CPU. The tracer uses it to prove
+ * that no thread's saved EIP lies inside code it is about to rewrite. */
+void smp_stop_others(void (*fn)(void *), void *arg);
 
 #endif

@@ -104,5 +104,9 @@ void sched_tick(void);                 /* from timer_tick, interrupts masked */
 void sched_prepare_cpu(struct cpu *c); /* before arch_cpu_start(c) */
 void sched_wake(struct thread *t);
 uint64_t sched_total_switches(void);
+/* Call fn for every thread that exists (created and not yet reaped, idle
+ * threads and the boot thread included), without locks: for a caller that
+ * has stopped every other CPU (smp_stop_others). */
+void sched_for_each_thread(void (*fn)(struct thread *t, void *arg), void *arg);
 
 #endif

@@ -2,7 +2,7 @@
  * mechanism.h — the ways a probe gets control at its site.
  *
  * A mechanism is one row of the arch's TARCH_MECHANISMS table
- * (tracer/arch/<arch>/mechanisms.h): int3, ud and step on i386; emulate and
+ * (tracer/arch/<arch>/mechanisms.h): int3, ud, step and opt on i386; emulate and
  * shellgame on sparc64. The run picks one (`probe mechanism NAME`); each
  * probe remembers the one it was armed with. Rows carry flags, defined
  * here once for both arches and read by the host too (bench/wire/cdefs.py

@@ -12,8 +12,10 @@
  * Mechanisms are the ways of getting control at a site, chosen per run
  * from the arch's table (mechanism.h, tracer/arch/<arch>/mechanisms.h):
  * the emulating ones (int3 and ud2's #UD on i386 — not illumos' LOCK
- * prefix, which QEMU's TCG executes anyway, fbt.c; ILLTRAP on sparc64) and
- * the lossy baselines of the seeds (single-step in situ, shell game).
+ * prefix, which QEMU's TCG executes anyway, fbt.c; ILLTRAP on sparc64),
+ * i386's jump-optimized one (opt.c: a jmp to a detour that runs copies of
+ * the displaced instructions, no trap) and the lossy baselines of the
+ * seeds (single-step in situ, shell game).
  *
  * The fire path hands tracer_fire a struct tarch_context of its own
  * making — what it knows of the trapped state — and the tarch_context_*

@@ -74,6 +74,8 @@ bool arch_cpu_start(struct cpu *c)
 	*(uint32_t *)tramp_field(tramp_cr3) = paging_root();
 	*(uint32_t *)tramp_field(tramp_stack) =
 		(uint32_t)stack + AP_STACK_PAGES * 4096;
+	c->boot_stack_lo = (uintptr_t)stack;
+	c->boot_stack_hi = (uintptr_t)stack + AP_STACK_PAGES * 4096;
 	*(uint32_t *)tramp_field(tramp_entry) = (uint32_t)ap_main;
 	booting = c;
 	arch_barrier();

@@ -21,6 +21,11 @@
  *         int3 over the first byte, sync every CPU, the second byte, sync,
  *         the first byte. Every fetch in between sees int3 or a whole
  *         instruction; an int3 at a ud site fires like a #UD.
+ *   opt   jump-optimized (opt.c): an entry site becomes jmp to a detour
+ *         that records through record_fire below and runs copies of the
+ *         displaced instructions; its int3 stage (while the jmp goes in or
+ *         out) records here and resumes in the detour's copy. Its return
+ *         sites take the int3 and are emulated as int3's.
  *   step  the lossy baseline of the seeds: an int3 that, when hit, writes the
  *         original byte back, sets EFLAGS.TF and returns to the site; the #DB
  *         after the one instruction re-inserts the int3. Any CPU that runs
@@ -63,6 +68,7 @@
 #include "emulate.h"
 #include "mechanisms.h"
 #include "mm.h"
+#include "opt.h"
 #include "registers.h"
 #include "spinlock.h"
 #include "stamp.h"
@@ -93,8 +99,26 @@ static bool padding_byte(uint8_t b)
 	return b == 0x90 || b == 0x8d || b == 0x66 || b == 0x0f || b == 0xcc;
 }
 
+/* An opt probe jumps at entry sites; its return sites take the int3. */
+static bool jumps(const struct probe *p)
+{
+	return p->mechanism == MECHANISM_OPT && p->kind == WIRE_EVENT_ENTRY;
+}
+
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
+	const struct probe *cover = opt_covering(p->addr);
+	if (cover) {
+		*why = "the site is inside the bytes an opt probe's jmp displaces";
+		return false;
+	}
+	if (jumps(p) && tracer_check_mode) {
+		*why = "check mode: opt emulates nothing to re-run (selftest probes "
+		       "checks opt)";
+		return false;
+	}
+	if (jumps(p))
+		return opt_can_arm(p, why);
 	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
@@ -176,6 +200,10 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
  * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
+	if (jumps(p)) {
+		opt_arm(p);
+		return;
+	}
 	if (p->mechanism == MECHANISM_UD) {
 		store_trap(p);
 		return;
@@ -187,6 +215,10 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
+	if (jumps(p)) {
+		opt_disarm(p);
+		return;
+	}
 	if (p->mechanism == MECHANISM_UD) {
 		store_original(p);
 		return;
@@ -405,9 +437,28 @@ static int i386_probe_trap(struct trapframe *tf)
 		tf->eflags |= EFLAGS_TF;
 		return TRAP_HANDLED;
 	}
+	if (jumps(p)) {         /* its int3 stage: run the detour's copy */
+		uint32_t copy = opt_resume(p);
+		if (copy) {
+			tf->eip = copy;
+			return TRAP_HANDLED;
+		}
+	}
 	emulate(p, tf);
 	tracer_stamp(TRACER_STAMP_EMULATE);
 	return TRAP_HANDLED;
+}
+
+/* An opt probe's detour (opt_detour.S), interrupts masked: tf is a frame
+ * of a trap at the site, the probe in its error slot. The displaced
+ * instructions run natively after it returns. */
+void i386_opt_fire(struct trapframe *tf)
+{
+	tracer_stamp(TRACER_STAMP_ENTRY);
+	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
+	tracer_stamp(TRACER_STAMP_LOOKUP);
+	record_fire(p, tf);
+	tracer_stamp(TRACER_STAMP_FIRE);
 }
 
 /* The #DB hook: the single-step baseline's trap, one instruction after

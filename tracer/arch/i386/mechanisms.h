@@ -13,6 +13,8 @@
 	X(INT3, 0, "int3", "int3, emulate the displaced instruction") \
 	X(UD,   0, "ud",   "ud2 (#UD), emulate the displaced instruction") \
 	X(STEP, MECHANISM_LOSSY, "step", \
-	  "int3, put the original back, single-step (lossy)")
+	  "int3, put the original back, single-step (lossy)") \
+	X(OPT,  0, "opt", \
+	  "jmp to a detour that records and runs the displaced instructions (entry sites; returns take int3)")
 
 #endif

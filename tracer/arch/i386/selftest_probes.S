@@ -116,6 +116,31 @@ dt_site_\name:
 	nop                             /* 90 */
 	jmp	dt_capture
 
+/* Prologues of five bytes or more that `opt` displaces with its jmp
+ * (opt.c); int3 and ud emulate their first instruction(s). */
+	SITE opt_sub
+	.byte	0x55, 0x89, 0xe5        /* push %ebp; mov %esp,%ebp */
+	.byte	0x83, 0xec, 0x18        /* sub $0x18,%esp */
+	jmp	dt_capture
+
+	SITE opt_pushes
+	.byte	0x55, 0x89, 0xe5        /* push %ebp; mov %esp,%ebp */
+	.byte	0x57, 0x56, 0x53        /* push %edi; push %esi; push %ebx */
+	jmp	dt_capture
+
+	SITE opt_load
+	.byte	0x55, 0x89, 0xe5        /* push %ebp; mov %esp,%ebp */
+	.byte	0x8b, 0x45, 0x08        /* mov 0x8(%ebp),%eax */
+	.byte	0x8b, 0x4c, 0x24, 0x10  /* mov 0x10(%esp),%ecx (SIB) */
+	jmp	dt_capture
+
+	SITE opt_flags
+	.byte	0x55                    /* push %ebp */
+	.byte	0x31, 0xd2              /* xor %edx,%edx */
+	.byte	0x01, 0xc8              /* add %ecx,%eax: the flags the copy sets */
+	.byte	0x83, 0xe9, 0x07        /* sub $7,%ecx: after the displaced five */
+	jmp	dt_capture
+
 	.bss
 	.align 4
 	.global dt_out

@@ -19,7 +19,13 @@
  * Both emulating mechanisms run where they apply: int3 everywhere; ud (a
  * two-byte ud2) on the multi-byte forms and on ret followed by padding. The
  * other one-byte sites must be refused under ud with a reason, and are
- * checked to be. One PASS/FAIL line per (form, mechanism); a failure is
+ * checked to be. `opt` (opt.c) runs on the prologue sites of five bytes or
+ * more, where the site must hold its jmp (E9) and the detour's frame must
+ * have passed below ESP; the state after the detour and the copies of the
+ * displaced instructions must equal the state after the CPU ran them in
+ * place: the in-guest half of opt's check mode. Its other entry sites must
+ * be refused with a reason; its return sites take the int3 and are
+ * checked as int3's. One PASS/FAIL line per (form, mechanism); a failure is
  * explained field by field in INFO lines before it.
  *
  * Probes use ids 4000 and up and are all cleared at the end (tracer_clear
@@ -32,6 +38,7 @@
 #include "console.h"
 #include "kstring.h"
 #include "selftest.h"
+#include "thread.h"
 #include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
@@ -47,7 +54,12 @@ extern void dt_call(const struct dt_regs *in, const void *entry);
 extern char dt_capture[];
 extern char dt_site_push_ebp[], dt_site_push_ebp_mov[], dt_site_push_ebp_mov_8b[],
 	dt_site_pop_ebp[], dt_site_leave[], dt_site_ret[], dt_site_ret_imm[],
-	dt_site_ret_imm_big[], dt_site_enter[], dt_site_enter_0[], dt_site_nop[];
+	dt_site_ret_imm_big[], dt_site_enter[], dt_site_enter_0[], dt_site_nop[],
+	dt_site_opt_sub[], dt_site_opt_pushes[], dt_site_opt_load[],
+	dt_site_opt_flags[];
+
+enum mech { M_INT3, M_UD, M_OPT };
+static const char *const mech_names[] = { "int3", "ud", "opt" };
 
 /* What the initial state needs beyond registers. */
 enum setup { SETUP_NONE, SETUP_POP, SETUP_LEAVE, SETUP_RET };
@@ -61,31 +73,42 @@ struct dt_form {
 	bool        ud_ok;      /* armable with ud2 */
 	int32_t     esp_delta;  /* final ESP - initial ESP (LEAVE: from EBP) */
 	bool        locals;     /* enter with a frame: compare from final EBP */
+	bool        opt_ok;     /* an entry site opt jumps at */
 };
 
 static const struct dt_form forms[] = {
 	{ "push %ebp (55)", dt_site_push_ebp, WIRE_EVENT_ENTRY, SETUP_NONE, 1,
-	  false, -4, false },
+	  false, -4, false, false },
 	{ "push %ebp; mov %esp,%ebp (55 89 e5)", dt_site_push_ebp_mov,
-	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4, false },
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4, false, false },
 	{ "push %ebp; mov %esp,%ebp (55 8b ec)", dt_site_push_ebp_mov_8b,
-	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4, false },
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4, false, false },
 	{ "pop %ebp (5d)", dt_site_pop_ebp, WIRE_EVENT_RETURN, SETUP_POP, 1,
-	  false, 4, false },
+	  false, 4, false, false },
 	{ "leave (c9)", dt_site_leave, WIRE_EVENT_RETURN, SETUP_LEAVE, 1,
-	  false, 4, false },
+	  false, 4, false, false },
 	{ "ret (c3)", dt_site_ret, WIRE_EVENT_RETURN, SETUP_RET, 1, true, 4,
-	  false },
+	  false, false },
 	{ "ret $0x10 (c2 10 00)", dt_site_ret_imm, WIRE_EVENT_RETURN, SETUP_RET,
-	  3, true, 4 + 0x10, false },
+	  3, true, 4 + 0x10, false, false },
 	{ "ret $0x1f4 (c2 f4 01)", dt_site_ret_imm_big, WIRE_EVENT_RETURN,
-	  SETUP_RET, 3, true, 4 + 0x1f4, false },
+	  SETUP_RET, 3, true, 4 + 0x1f4, false, false },
 	{ "enter $0x1c,$0 (c8 1c 00 00)", dt_site_enter, WIRE_EVENT_ENTRY,
-	  SETUP_NONE, 4, true, -4 - 0x1c, true },
+	  SETUP_NONE, 4, true, -4 - 0x1c, true, false },
 	{ "enter $0,$0 (c8 00 00 00)", dt_site_enter_0, WIRE_EVENT_ENTRY,
-	  SETUP_NONE, 4, true, -4, false },
+	  SETUP_NONE, 4, true, -4, false, false },
 	{ "nop (90)", dt_site_nop, WIRE_EVENT_ENTRY, SETUP_NONE, 1, false, 0,
-	  false },
+	  false, false },
+	{ "push %ebp; mov %esp,%ebp; sub $0x18,%esp", dt_site_opt_sub,
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4 - 0x18, true, true },
+	{ "push %ebp; mov %esp,%ebp; push %edi; push %esi; push %ebx",
+	  dt_site_opt_pushes, WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -16, false,
+	  true },
+	{ "push %ebp; mov %esp,%ebp; mov 0x8(%ebp),%eax; mov 0x10(%esp),%ecx",
+	  dt_site_opt_load, WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4, false,
+	  true },
+	{ "push %ebp; xor %edx,%edx; add %ecx,%eax", dt_site_opt_flags,
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 1, false, -4, false, true },
 };
 #define NFORMS (sizeof forms / sizeof forms[0])
 
@@ -236,7 +259,7 @@ static bool run_checked(struct dt_run *r, struct tally *t, unsigned p,
 
 /* One case: (form, mechanism, pattern). Returns whether it passed. */
 static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
-		     bool ud, unsigned p, struct tally *t)
+		     enum mech m, unsigned p, struct tally *t)
 {
 	struct dt_regs in;
 	struct dt_run base = { .in = &in, .entry = f->site };
@@ -278,11 +301,13 @@ static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
 		return false;
 	unsigned probed_trail = trail_changes(lo, p + fi);
 
-	bool armed = ud ? probed.at_site[0] == 0x0f && probed.at_site[1] == 0x0b
-			: probed.at_site[0] == 0xcc;
+	bool jmp = m == M_OPT && f->opt_ok;
+	bool armed = m == M_UD ? probed.at_site[0] == 0x0f && probed.at_site[1] == 0x0b
+		   : jmp ? probed.at_site[0] == 0xe9 : probed.at_site[0] == 0xcc;
 	if (!armed) {
-		info(t, "pattern %u: site held %02x %02x when run, not the %s trap", p,
-		     probed.at_site[0], probed.at_site[1], ud ? "ud2" : "int3");
+		info(t, "pattern %u: site held %02x %02x when run, not the %s", p,
+		     probed.at_site[0], probed.at_site[1],
+		     m == M_UD ? "ud2" : jmp ? "jmp (e9)" : "int3");
 		ok = false;
 	}
 	if (probed_trail == 0) {
@@ -334,9 +359,10 @@ static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
 	return ok;
 }
 
-static void test_form(const struct dt_form *f, unsigned fi, bool ud)
+static void test_form(const struct dt_form *f, unsigned fi, enum mech m)
 {
-	const char *mechanism = ud ? "ud" : "int3";
+	const char *mechanism = mech_names[m];
+	bool ud = m == M_UD;
 	unsigned id = PROBE_ID_BASE + fi;
 	char why[128];
 
@@ -346,18 +372,19 @@ static void test_form(const struct dt_form *f, unsigned fi, bool ud)
 		report(false, "mechanism %s refused (probes enabled elsewhere?)", mechanism);
 		goto out;
 	}
-	if (ud && !f->ud_ok) {
+	if ((ud && !f->ud_ok) ||
+	    (m == M_OPT && f->kind == WIRE_EVENT_ENTRY && !f->opt_ok)) {
 		int rc = tracer_probe_set(id, true, why, sizeof why);
 		if (rc == 0)
 			tracer_probe_set(id, false, why, sizeof why);
 		tracer_settle();
-		report(rc != 0, "refused, one-byte site: %s", rc ? why : "(armed!)");
+		report(rc != 0, "refused: %s", rc ? why : "(armed!)");
 		goto out;
 	}
 	struct tally t = { 0 };
 	for (unsigned p = 0; p < NPATTERNS; p++) {
 		t.cases++;
-		if (run_case(f, fi, id, ud, p, &t))
+		if (run_case(f, fi, id, m, p, &t))
 			t.passed++;
 	}
 	report(t.passed == t.cases, "%u/%u cases: probed run equals unprobed "
@@ -365,6 +392,95 @@ static void test_form(const struct dt_form *f, unsigned fi, bool ud)
 	       t.cases);
 out:
 	report_prefix_pop();
+	report_prefix_pop();
+}
+
+/* ---- opt's int3 stage and its proof that no thread is in the tail ----
+ *
+ * A thread sleeps with a trap frame on its stack (EIP, CS, EFLAGS) whose
+ * EIP lies inside a prologue's displaced tail, as if interrupted there. Arming opt there
+ * must stop at the int3 stage: byte 0 int3, bytes 1..4 untouched; a call
+ * of the site meanwhile must fire once and run as unprobed. Once the
+ * thread is gone the same probe must get its jmp, and disarming must give
+ * back every byte. An opt that wrote the tail without the proof, or put
+ * the jmp in without the int3 first, leaves other bytes at the site. */
+static volatile int hold_release;
+
+static void hold_tail(void *arg)
+{
+	uint32_t cs;
+	__asm__ volatile("movl %%cs, %0" : "=r"(cs));
+	/* What a trap frame of an interrupt there holds: EIP, CS, EFLAGS. */
+	volatile uint32_t frame[3] = { (uint32_t)(uintptr_t)arg, cs, 0x202 };
+	while (!hold_release)
+		thread_sleep(1);
+	(void)frame[0];
+}
+
+static bool site_is(const char *site, const uint8_t *want, unsigned n)
+{
+	return memcmp(site, want, n) == 0;
+}
+
+static void test_opt_stage(void)
+{
+	const unsigned fi = NFORMS - 4;            /* opt_sub */
+	const struct dt_form *f = &forms[fi];
+	const unsigned id = PROBE_ID_BASE + fi;
+	char why[128];
+	uint8_t orig[5];
+	memcpy(orig, f->site, 5);
+
+	report_prefix_push("opt int3 stage");
+	if (tracer_set_mechanism("opt") != 0) {
+		report(false, "mechanism opt refused");
+		goto out;
+	}
+	hold_release = 0;
+	struct thread *t = thread_create("opt-hold", hold_tail, f->site + 2,
+					 THREAD_ANY_CPU);
+	if (!t) {
+		report(false, "no thread");
+		goto out;
+	}
+	thread_sleep(2);                            /* it is asleep, inside */
+	bool set = tracer_probe_set(id, true, why, sizeof why) == 0;
+	tracer_settle();
+	uint8_t staged[5] = { 0xcc, orig[1], orig[2], orig[3], orig[4] }, seen[5];
+	memcpy(seen, f->site, 5);
+	bool held = set && site_is(f->site, staged, 5);
+
+	struct dt_regs in;
+	struct dt_run base = { .in = &in, .entry = f->site };
+	struct dt_run probed = { .in = &in, .entry = f->site };
+	make_input(f, fi, 0, &in);
+	unsigned long hits = tracer_probes[id].hits;
+	prepare_stack(f, fi, 0, &in);
+	struct tally tl = { 0 };
+	bool ran = run_checked(&probed, &tl, 0, "staged");
+	hits = tracer_probes[id].hits - hits;
+	tracer_probe_set(id, false, why, sizeof why);
+	tracer_settle();
+	bool back = site_is(f->site, orig, 5);
+	prepare_stack(f, fi, 0, &in);
+	ran = run_checked(&base, &tl, 0, "unprobed") && ran;
+	bool same = ran && memcmp(&base.out, &probed.out, sizeof base.out) == 0;
+	report(held && hits == 1 && same && back, "a thread inside the tail: the "
+	       "site stays at its int3 stage (%02x %02x %02x %02x %02x), fires %lu "
+	       "time(s), runs as unprobed%s; disarmed, its bytes are back",
+	       seen[0], seen[1], seen[2], seen[3], seen[4], hits,
+	       same ? "" : " (NOT)");
+
+	hold_release = 1;
+	thread_join(t);
+	set = tracer_probe_set(id, true, why, sizeof why) == 0;
+	tracer_settle();
+	bool jumped = set && (uint8_t)f->site[0] == 0xe9;
+	tracer_probe_set(id, false, why, sizeof why);
+	tracer_settle();
+	report(jumped && site_is(f->site, orig, 5), "the thread gone: the jmp goes "
+	       "in, and out again to the original bytes");
+out:
 	report_prefix_pop();
 }
 
@@ -398,9 +514,12 @@ static void selftest_probes(void)
 	for (unsigned fi = 0; fi < NFORMS; fi++) {
 		if (!added[fi])
 			continue;
-		test_form(&forms[fi], fi, false);
-		test_form(&forms[fi], fi, true);
+		test_form(&forms[fi], fi, M_INT3);
+		test_form(&forms[fi], fi, M_UD);
+		test_form(&forms[fi], fi, M_OPT);
 	}
+	if (added[NFORMS - 4])
+		test_opt_stage();
 	tracer_clear();
 	if (tracer_set_mechanism(old_mechanism) != 0)
 		report(false, "mechanism %s restored", old_mechanism);

@@ -1,0 +1,38 @@
+/*
+ * opt.h — the jump-optimized mechanism's layout, shared by opt.c and
+ * opt_detour.S, and what fbt.c's fire path asks of it.
+ */
+#ifndef I386_OPT_H
+#define I386_OPT_H
+
+#define OPT_SLOTS          256     /* detours: enabled opt entry probes at most */
+#define OPT_DETOUR_BYTES   64
+#define OPT_COPY_OFFSET    23      /* the displaced instructions' copy in a slot */
+#define OPT_MAX_COPY       12      /* bytes displaced: >= 5, whole instructions */
+
+#ifndef __ASSEMBLY__
+#include <stdbool.h>
+#include <stdint.h>
+
+struct probe;
+struct trapframe;
+
+/* Whether p can be jump-optimized (its displaced run decoded into the
+ * probe's slot); if not, *why says why (a per-call buffer). */
+bool opt_can_arm(const struct probe *p, const char **why);
+/* The site's jmp in / the original bytes back, through an int3 stage. */
+void opt_arm(struct probe *p);
+void opt_disarm(struct probe *p);
+/* Where a firing of p's int3 stage resumes: its displaced instructions'
+ * copy in the detour, which jumps back past them; 0 if p has no detour
+ * (its slot went to another probe: its site holds its own bytes, and a
+ * late int3 is emulated as int3's). */
+uint32_t opt_resume(const struct probe *p);
+/* Whether addr lies in the displaced tail (bytes 1..len-1) of an armed
+ * opt probe other than self. */
+const struct probe *opt_covering(uintptr_t addr);
+/* The detour's C half (fbt.c). */
+void i386_opt_fire(struct trapframe *tf);
+#endif
+
+#endif

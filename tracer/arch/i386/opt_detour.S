@@ -1,0 +1,51 @@
+/*
+ * opt_detour.S — where a jump-optimized probe (`opt`, opt.c) goes: the
+ * detour slots and the code they all call.
+ *
+ * Each opt probe owns one OPT_DETOUR_BYTES slot of opt_detours, on pages
+ * of their own inside the tracer's text (executable, never probed, written
+ * through the text alias before the site's jmp points at it; pages of
+ * their own so that writing a slot never throws away the translations of
+ * the fire path's code). opt.c writes a slot as
+ *
+ *     pushfl                   eflags as at the site
+ *     cli                      one producer per CPU buffer while recording
+ *     pushl %cs
+ *     pushl $site              the frame's eip: the probed address
+ *     pushl $probe             the frame's error slot: the probe
+ *     call  opt_common         the frame's vector slot: the way back
+ *     leal  12(%esp), %esp     drop error, eip, cs (leal: flags untouched)
+ *     popfl                    eflags (and IF) back as they were
+ *   copy:
+ *     <the displaced instructions, byte for byte>
+ *     jmp   site + len
+ *
+ * so that below opt_common's pushal and segment pushes lies exactly a
+ * struct trapframe (trapframe.h) of a ring-0 trap at the site: the stack
+ * pointer at the site is the address just above eflags (trapframe_sp),
+ * and record_fire and probe programs read it as they read a trap's. The
+ * records and programs only read the frame, so opt_common pops the
+ * general registers back unchanged, and the displaced instructions then
+ * run natively, on exactly the state they would have met at the site.
+ */
+#include "opt.h"
+
+	.section .text.notrace.opt, "ax"
+	.balign	4096
+	.global	opt_detours, opt_detours_end, opt_common
+opt_detours:
+	.fill	OPT_SLOTS * OPT_DETOUR_BYTES, 1, 0xcc
+opt_detours_end:
+	.balign	4096
+
+opt_common:
+	pushal
+	pushl	%ds
+	pushl	%es
+	pushl	%fs
+	pushl	%gs
+	pushl	%esp
+	call	i386_opt_fire
+	addl	$20, %esp          /* the argument and the segment registers */
+	popal
+	ret
