@@ -121,23 +121,6 @@ class Sparc64Rules(SiteRules):
             return first.addr, ""
         return None, f"first instruction is `{first.text}`, not save (a leaf function)"
 
-    def entry_refusal(self, f, image, addr, mechanism):
-        if mechanism != "opt":
-            return ""
-        n = 0
-        for insn in f.insns:
-            if insn.addr >= addr and n < OPT_JMP_BYTES:
-                n += len(insn.raw)
-        inside = sorted(t for t in image.branch_targets if addr < t < addr + n)
-        if inside:
-            return (f"opt: a jump lands on byte +{inside[0] - addr} of the {n} "
-                    "bytes its jmp displaces")
-        for insn in f.insns:
-            if insn.mnemonic.startswith("j") and "*" in insn.text:
-                return (f"opt: the indirect jump at {insn.addr:#x} (`{insn.text}`) "
-                        "may land in the bytes its jmp displaces")
-        return ""
-
     def returns(self, f, image, mechanism):
         sites = []
         for i, insn in enumerate(f.insns):
