@@ -6,7 +6,8 @@
  * on any of those would trap inside its own handler. The linker scripts
  * gather that code between __notrace_start and __notrace_end: whole objects
  * (the tracer but its self-tests, whose code they probe; the trap entry and
- * dispatch; the serial link the drain uses) by name, and single functions
+ * dispatch; the serial link and the virtio port the drain uses) by name,
+ * and single functions
  * marked NOTRACE from elsewhere (the arch's UART accessors among them: a
  * probe there would fire for every byte the drain sends, each firing a
  * record to send). The tracer refuses any probe inside that

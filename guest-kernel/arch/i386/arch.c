@@ -92,14 +92,18 @@ uint64_t arch_cycles_hz(void)
 	return tsc_hz();
 }
 
-irqflags_t arch_irq_save(void)
+/* The drain calls these for every frame (spin_lock_irqsave in the link):
+ * probed, each frame sent would record two firings more to send, and the
+ * drain, which keeps its CPU while it has records, would never let go of
+ * it. */
+NOTRACE irqflags_t arch_irq_save(void)
 {
 	irqflags_t flags = read_eflags();
 	__asm__ volatile("cli" ::: "memory");
 	return flags;
 }
 
-void arch_irq_restore(irqflags_t flags)
+NOTRACE void arch_irq_restore(irqflags_t flags)
 {
 	if (flags & EFLAGS_IF)
 		__asm__ volatile("sti" ::: "memory");

@@ -106,7 +106,7 @@ NOTRACE uint64_t arch_cycles(void)
 	return rd_tick();
 }
 
-uint64_t arch_cycles_hz(void)
+NOTRACE uint64_t arch_cycles_hz(void)
 {
 	return TICK_HZ;
 }
@@ -154,14 +154,18 @@ void arch_context_init(struct arch_context *ctx, void *stack_top, void (*entry)(
 	ctx->sp = frame - STACK_BIAS;
 }
 
-irqflags_t arch_irq_save(void)
+/* The drain calls these for every frame (spin_lock_irqsave in the link):
+ * probed, each frame sent would record two firings more to send, and the
+ * drain, which keeps its CPU while it has records, would never let go of
+ * it. */
+NOTRACE irqflags_t arch_irq_save(void)
 {
 	irqflags_t pstate = rdpr(pstate);
 	wrpr(pstate, pstate & ~PSTATE_IE);
 	return pstate;
 }
 
-void arch_irq_restore(irqflags_t flags)
+NOTRACE void arch_irq_restore(irqflags_t flags)
 {
 	if (flags & PSTATE_IE)
 		wrpr(pstate, rdpr(pstate) | PSTATE_IE);
