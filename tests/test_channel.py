@@ -168,6 +168,11 @@ def test_damage_on_the_virtio_stream_is_found(i386, damage):
     assert not rep.ok, "a damaged stream must fail the run"
 
 
+def _full(channel_reply: str) -> int:
+    """How often the guest found its port's transmit buffers all busy."""
+    return int(channel_reply.split("full=")[1].split()[0])
+
+
 def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
     with Guest(i386, label="channel-stall", channel="virtio",
                command_timeout=120) as g:
@@ -175,9 +180,14 @@ def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
         s.setup("fbt:ct_*:entry,fbt:ct_*:return", "int3", buffer_bytes=65536)
         g.pause_channel(True)
         s.enable(True, strict=True)
-        # ~90,000 records (~2.9 MB): more than QEMU's socket, the port's
-        # buffers and the trace buffer hold together.
-        s.must("run calltree threads=2 iters=1000")
+        # ~90,000 records (~2.9 MB) a run: more than QEMU's socket, the
+        # port's buffers and the trace buffer hold together — run again
+        # until the guest finds its port full (how much the host's socket
+        # absorbs first varies), a few times at most.
+        for _ in range(4):
+            s.must("run calltree threads=2 iters=1000")
+            if _full(g.command("channel").message):
+                break
         t0 = time.monotonic()
         assert g.command("echo still here").message == "still here"
         stalled = g.command("channel").message
@@ -189,8 +199,7 @@ def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
     # Answered at all is the point (a wedged guest answers never); the bound
     # is loose because this machine's load, not the guest, sets the pace.
     assert answer_s < 60, f"the command line took {answer_s:.1f} s while stalled"
-    full = int(stalled.split("full=")[1].split()[0])
-    assert full > 0, stalled
+    assert _full(stalled) > 0, stalled
     rep = verify(cap, s.probes, g.link_errors)
     # Records were lost to the full buffer, each one counted: every firing
     # arrived or is in a drop count; no frame was lost or damaged.
