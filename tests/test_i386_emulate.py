@@ -19,7 +19,7 @@ from bench.check import fuzz_i386 as F
 from bench.check.hostc import OUT, build
 from bench.paths import REPO
 
-STATES = int(os.environ.get("TRAPBENCH_FUZZ_STATES", "20000"))
+STATES = int(os.environ.get("TRAPBENCH_FUZZ_STATES", "8000"))
 FORMS = list(F.CLASSES)
 
 

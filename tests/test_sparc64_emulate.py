@@ -25,7 +25,7 @@ from bench.check.fuzz_sparc64 import (I7, O7, U64, bicc, bpcc, bpr, call, fbfcc,
 from bench.check.hostc import OUT, build
 from bench.paths import REPO
 
-STATES = int(os.environ.get("TRAPBENCH_FUZZ_STATES", "20000"))
+STATES = int(os.environ.get("TRAPBENCH_FUZZ_STATES", "8000"))
 CLASSES = list(F.CLASSES)
 
 
