@@ -109,6 +109,16 @@ def _probe_args(args, arch, all_mechanisms: bool = False) -> None:
                          f"(asked for {args.smp})")
 
 
+def _assemble_file(path: str, arch):
+    """The probe program in path, assembled for arch: refused before any
+    guest boots when it cannot be read or is not a valid program."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise UsageError(f"cannot read the program {path}: {e}") from None
+    return asm.assemble(text, arch, path)
+
+
 def cmd_run(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
@@ -117,11 +127,7 @@ def cmd_run(args) -> int:
     sites.parse_spec(args.probes)          # a bad spec: refused before booting
     program = formatter = None
     if args.program:                       # a bad program: refused before booting
-        try:
-            text = open(args.program, encoding="utf-8").read()
-        except OSError as e:
-            raise UsageError(f"cannot read the program {args.program}: {e}") from None
-        program = asm.assemble(text, arch, args.program)
+        program = _assemble_file(args.program, arch)
     if args.program or args.templates:
         formatter = templates.Formatter.load(args.templates or
                                              PROGRAMS / "templates")
@@ -217,11 +223,7 @@ def _run_watch(args, arch) -> int:
             raise UsageError(f"--watch does not combine with {flag} yet")
     program = None
     if args.program:
-        try:
-            text = open(args.program, encoding="utf-8").read()
-        except OSError as e:
-            raise UsageError(f"cannot read the program {args.program}: {e}") from None
-        program = asm.assemble(text, arch, args.program)
+        program = _assemble_file(args.program, arch)
     if args.workload:
         line = args.run or build.workload_name(args.workload)
         image = build.user_image(arch, args.workload)

@@ -796,7 +796,7 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                  f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
     for name in sorted(k for k in F if k.startswith("ratio_")):
         rows.append((f"  {F[name]['what']}", _spread(F[name], ".2f"), _judge(F[name])))
-    stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]  # rows
+    stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]
     if stages:
         cols = ["entry", "lookup", "fire", "emulate", "exit", "total"]
         rows.append((f"fire path by stage (guest cycles, median; call "
