@@ -132,8 +132,13 @@ HAND = {
 }
 
 
+@pytest.fixture(scope="module")
+def model():
+    return ref_sparc64.Reference()
+
+
 @pytest.mark.parametrize("case", HAND)
-def test_hand_computed_cases(runner, case):
+def test_hand_computed_cases(runner, model, case):
     """A few states whose outcome is worked out here from the manual, for
     the model and the emulator alike (so they cannot agree on a mistake)."""
     word, pc, given, ccr, fsr, new_pc, new_npc, written = HAND[case]
@@ -145,7 +150,10 @@ def test_hand_computed_cases(runner, case):
         after[n] = v
     want = (0, new_pc & U64, new_npc & U64, tuple(after))
     state = (word, pc, regs, ccr, fsr)
-    assert ref_sparc64.Reference.fresh(*state) == want
+    got = model.run(*state)
+    if got != want:     # judged again by a fresh model, as the fuzz does
+        got = ref_sparc64.Reference.fresh(*state)
+    assert got == want
     res = F.run_c(runner, [state])[0]
     assert (res[0], res[4], res[5], tuple(res[6:38])) == want
     assert not F.diffs(state, want, res)
@@ -194,6 +202,6 @@ def test_a_broken_emulator_is_caught(name, cls, old, new):
     OUT.mkdir(parents=True, exist_ok=True)
     mutant.write_text(src.replace(old, new))
     exe = build(f"sparc64_emulate_mutant_{name}", [F.SOURCES[0], str(mutant)], F.INCLUDES)
-    bad, stats = F.chunk((exe, cls, 7, 3000))
+    bad, stats = F.chunk((exe, cls, 7, 3000, 1))
     assert bad, f"the {name} mutant ({old!r} -> {new!r}) went unnoticed"
     print(f"\n{name}: caught within {stats['compared']} states, first: {bad[0]}")
