@@ -23,8 +23,8 @@ chardev on sparc64's COM2 — libvirt puts its own serial first, so COM1
 stays the console) and the caller's extra_args (e.g. `-gdb unix:PATH,...`,
 which only a daemon on this host can serve).
 
-Ports. The guest's ports (COM1 first, then any channel) are streams over
-the connection (console.py), opened while the domain is still paused and
+Ports. The guest's ports (COM1 first, then any channel — the virtio
+trace port is one, on i386) are streams over the connection (console.py), opened while the domain is still paused and
 only then resumed, so not one byte of the boot is lost. QEMU closing a
 port ends its stream; what the pty dropped at that moment comes from
 QEMU's log of the port once the domain has stopped (read_port).
@@ -57,7 +57,9 @@ from ..errors import (GuestExited, GuestTimeout, HostLost, LaunchError,
                       ProtocolError, UsageError)
 from ..paths import LOG_DIR, REPO
 from . import libvirtd, volumes
-from .console import COM1, ConsoleStream
+from .. import arches
+from ..wire import frames as wire
+from .console import COM1, ConsoleStream, Port
 from .qemu import _EOF, ExitInfo, Guest
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
@@ -193,16 +195,21 @@ def socket_dir(uri: str | None) -> Path:
 
 class LibvirtGuest(Guest):
     def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
-        # The trace comes over COM1: the virtio trace port is QEMU's own
-        # socket in the qemu backend, and not yet a port stream here.
-        if kw.get("channel") == "virtio":
-            raise UsageError("the libvirt backend carries the trace over COM1 "
-                             "(--channel serial); the virtio trace port is the "
-                             "qemu backend's")
-        kw["channel"] = "serial"
-        super().__init__(arch, **kw)
+        a = arch if isinstance(arch, arches.Arch) else arches.get(arch)
+        if a.virtio_serial_bus:
+            # libvirt places the virtio-serial controller itself, on the
+            # root bus; sun4u's root bus has no slot for it (it must sit
+            # behind simba B), so there the trace stays on COM1.
+            if kw.get("channel") == "virtio":
+                raise UsageError(
+                    f"{a.name}: the libvirt backend cannot place the virtio-serial "
+                    f"controller where this machine needs it ({a.virtio_serial_bus}); "
+                    "the trace comes over COM1 (--channel serial)")
+            kw["channel"] = "serial"
+        self._channel_ports: tuple = ()
+        super().__init__(a, **kw)
         self.uri = connect
-        self.ports = tuple(ports)
+        self.ports = tuple(ports) + self._channel_ports
         if not self.ports or self.ports[0].kind != "serial":
             raise LaunchError("a guest's first port is its console, a serial port")
         self.domain_name = DOMAIN_PREFIX + self.name
@@ -321,6 +328,28 @@ class LibvirtGuest(Guest):
             raise HostLost(f"lost the libvirt connection to {self.uri} "
                            f"({self._host_lost}); domain {self.domain_name} "
                            "may still run there", uri=self.uri, **self._context())
+
+    # ---- the virtio trace port: one more stream ----
+
+    def _plan_channel(self) -> None:
+        """A <channel> with a virtio target named as the guest looks for it
+        (libvirt adds the virtio-serial controller; ioeventfd off as in the
+        qemu backend, through -global since the controller is libvirt's)."""
+        self._channel_ports = (Port("channel", wire.VIRTIO_PORT),)
+        self.extra_args += ("-global", "virtio-serial-pci.ioeventfd=off")
+
+    def _open_channel(self) -> bool:
+        return len(self.streams) > self._channel_index >= 0
+
+    @property
+    def _channel_index(self) -> int:
+        for i, p in enumerate(self.ports):
+            if p.kind == "channel" and p.name == wire.VIRTIO_PORT:
+                return i
+        return -1
+
+    def _read_channel_chunk(self, buf: bytearray) -> bytes:
+        return self.read_port(self._channel_index)
 
     # ---- serial over the console stream ----
 
@@ -475,10 +504,10 @@ class LibvirtGuest(Guest):
                           not self._stopped.is_set()
                           else self._stop_detail or "state unknown"))
             self.dom = None
-        for f in (self._log, self._raw):
+        for f in (self._log, self._raw, self._chan_raw):
             if f:
                 f.close()
-        self._log = self._raw = None
+        self._log = self._raw = self._chan_raw = None
 
     def _reach_again(self, timeout: float = 10.0) -> None:
         """The connection was lost but the host may still answer (a cut

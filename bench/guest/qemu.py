@@ -150,9 +150,7 @@ class Guest:
             raise UsageError(f"channel {self.channel!r}: one of {', '.join(CHANNELS)}")
         self.channel_socket: Path | None = None
         if self.channel == "virtio":
-            self._chan_dir = tempfile.mkdtemp(prefix="tbch-")
-            self.channel_socket = Path(self._chan_dir) / "trace"
-            self.args += self._channel_args(self.channel_socket)
+            self._plan_channel()
         # QEMU's GDB stub on a private unix socket (bench/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
@@ -195,6 +193,13 @@ class Guest:
         # Fault injection (tests): a function of each chunk read from the
         # virtio stream, applied before it is logged and deframed.
         self.channel_tamper = None
+
+    def _plan_channel(self) -> None:
+        """The virtio trace port, this backend's way: a unix socket QEMU
+        listens on, in a directory of its own."""
+        self._chan_dir = tempfile.mkdtemp(prefix="tbch-")
+        self.channel_socket = Path(self._chan_dir) / "trace"
+        self.args += self._channel_args(self.channel_socket)
 
     def _channel_args(self, sock: Path) -> list[str]:
         bus = f",{self.arch.virtio_serial_bus}" if self.arch.virtio_serial_bus else ""
@@ -254,13 +259,13 @@ class Guest:
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
-        if self.channel_socket and self._connect_channel():
+        if self.channel == "virtio" and self._open_channel():
             self._chan_raw = open(self.channel_path, "wb")
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
             self._threads.append(t)
 
-    def _connect_channel(self) -> bool:
+    def _open_channel(self) -> bool:
         """Connect to the socket QEMU listens on for the trace port; False
         if QEMU is gone (wait_ready then says how it ended)."""
         deadline = time.monotonic() + self.boot_timeout
@@ -571,6 +576,15 @@ class Guest:
             self._events.put(item)
         self._events.put(_EOF)
 
+    def _read_channel_chunk(self, buf: bytearray) -> bytes:
+        """The next bytes of the virtio stream (buf is scratch space for
+        them); b"" at its end."""
+        try:
+            n = self._chan_sock.recv_into(buf)
+        except OSError:
+            n = 0
+        return bytes(buf[:n])
+
     def _read_channel(self) -> None:
         """The virtio stream: its own deframer and seq, into the queue."""
         # The harness is connected before the guest's first frame there,
@@ -580,13 +594,9 @@ class Guest:
         while True:
             while self._chan_paused.is_set():
                 time.sleep(0.01)
-            try:
-                n = self._chan_sock.recv_into(buf)
-            except OSError:
-                n = 0
-            if not n:
+            chunk = self._read_channel_chunk(buf)
+            if not chunk:
                 break
-            chunk = bytes(buf[:n])
             if self.channel_tamper:
                 chunk = self.channel_tamper(chunk)
             if self._chan_raw:

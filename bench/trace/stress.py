@@ -31,6 +31,7 @@ class LosslessResult:
     capture: Capture
     result_ok: bool
     seconds: float
+    channel: str = ""       # where the trace travelled (HELLO's channel)
 
     @property
     def missed(self) -> int:
@@ -87,10 +88,11 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         cap = s.finish()
         rep = verify(cap, s.probes, g.link_errors,
                      allow_missing=mechanism in arch.lossy, refused=s.refused)
+        channel = g.channel_used
         g.exit(0)
     if not rep.entries_probed | rep.returns_probed:
         raise TraceError("no calltree function could be probed")
-    return LosslessResult(mechanism, rep, cap, r.ok, secs)
+    return LosslessResult(mechanism, rep, cap, r.ok, secs, channel)
 
 
 @dataclass
