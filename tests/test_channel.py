@@ -6,7 +6,8 @@ on that stream only; a guest started without the device falls back to
 the 16550 and says why, and refuses `channel virtio`; both channels in one
 boot, each stream with its own seq; a byte flipped and bytes cut on the
 virtio stream found as on the serial one; and a host that stops reading
-the port does not wedge the command line, its losses all counted.
+the port does not wedge the command line, its losses all counted; and a
+ring past half full wakes its drain before the tick, on both arches.
 Throughput is the bench's (`make bench`: the drain rows), not a test's."""
 
 import time
@@ -230,3 +231,42 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     assert s.channel == "serial" and len(s.ports) == 1
     with pytest.raises(UsageError, match="cannot place the virtio-serial controller"):
         LibvirtGuest(arches.get("sparc64"), connect="qemu:///session", channel="virtio")
+
+
+def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):
+    """fib(12)'s 930 records into a one-page ring, with the tick at its
+    slowest: left to its tick, the drain wakes too late and records are
+    lost (each counted); woken when the ring passes half full
+    (sched_kick_self: a self-IPI on i386, a software interrupt on sun4u),
+    it empties the ring in time and nothing is lost."""
+    built(arch)
+    a = arches.get(arch)
+    lost = {}
+    with Guest(a, label="drain-kick") as g:
+        s = open_session(g)
+        page = 8192 if a.name == "sparc64" else 4096
+        s.setup("fbt:fib:entry,fbt:fib:return", a.default_mechanism, buffer_bytes=page)
+        slowest = {"i386": 10, "sparc64": 1}[a.name]
+        usual = g.hello["timer_hz"]
+        for kick in ("off", "on"):
+            r = s.must(f"trace kick {kick}")
+            assert r.message.startswith(f"kick {kick}"), r.message
+            since = len(g.trace_frames)
+            s.must("trace reset")
+            s.enable(True, strict=True)
+            s.must(f"timer {slowest}")
+            s.must("run fib n=12")
+            s.must(f"timer {usual}")    # flush's waits are ticks
+            s.enable(False)
+            s.must("trace flush")
+            cap = records.decode(g.trace_frames[since:], g.byte_order,
+                                 g.hello["word_bytes"])
+            rep = verify(cap, s.probes, g.link_errors, allow_missing=True)
+            lost[kick] = (rep.fired, rep.dropped,
+                          int(g.command("trace kick").message.split("early ")[1].split()[0]))
+        g.exit(0)
+    print(f"\n{arch}: (fired, dropped, early wake-ups) kick off {lost['off']}, "
+          f"on {lost['on']}")
+    assert lost["off"][0] == 2 * 465 and lost["off"][1] > 0, lost
+    assert lost["on"][0] == 2 * 465 and lost["on"][1] == 0, lost
+    assert lost["on"][2] > 0, lost

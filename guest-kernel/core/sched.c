@@ -386,29 +386,49 @@ static bool stealable_work(void)
 	return false;
 }
 
+/* Interrupts masked. Wake the sleepers whose time has come on c's tick;
+ * kicked (sched_kick_self), every prompt thread pinned to c, now. */
+static void wake_sleepers(struct cpu *c, bool kicked)
+{
+	if (!sleepers)
+		return;
+	uint64_t now = timer_ticks();
+	spin_lock(&sleep_lock);
+	struct thread **link = &sleepers;
+	while (*link) {
+		struct thread *t = *link;
+		bool own = t->prompt && t->pinned && t->cpu == c->id;
+		if (own ? kicked || t->wake_cpu_tick <= c->ticks
+			: !kicked && !(t->prompt && t->pinned) && c->id == 0 &&
+			  t->wake_tick <= now) {
+			*link = t->next;
+			sched_wake(t);
+		} else {
+			link = &t->next;
+		}
+	}
+	spin_unlock(&sleep_lock);
+}
+
 void sched_tick(void)
 {
 	struct cpu *c = this_cpu();
 	c->ticks++;
-	if (sleepers) {
-		uint64_t now = timer_ticks();
-		spin_lock(&sleep_lock);
-		struct thread **link = &sleepers;
-		while (*link) {
-			struct thread *t = *link;
-			bool own = t->prompt && t->pinned;
-			if (own ? t->cpu == c->id && t->wake_cpu_tick <= c->ticks
-				: c->id == 0 && t->wake_tick <= now) {
-				*link = t->next;
-				sched_wake(t);
-			} else {
-				link = &t->next;
-			}
-		}
-		spin_unlock(&sleep_lock);
-	}
+	wake_sleepers(c, false);
 	if (c->current == c->idle ? stealable_work() : c->ticks >= c->slice_end)
 		c->need_resched = true;
+}
+
+NOTRACE void sched_kick_self(void)
+{
+	arch_self_interrupt();
+}
+
+void sched_kick_interrupt(void)
+{
+	struct cpu *c = this_cpu();
+	c->kicks++;
+	wake_sleepers(c, true);
 }
 
 void sched_irq_exit(void)

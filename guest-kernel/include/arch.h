@@ -74,6 +74,13 @@ bool arch_cpu_start(struct cpu *c);
 enum ipi_kind { IPI_RESCHEDULE, IPI_CALL };
 void arch_send_ipi(unsigned cpu, enum ipi_kind kind);
 
+/* Interrupt this CPU: the interrupt is taken as soon as interrupts are
+ * enabled here again (at once if they are), and its handler calls
+ * sched_kick_interrupt() then sched_irq_exit(). Callable from any context,
+ * a trap handler with interrupts masked included; it touches no lock and
+ * is NOTRACE (sched_kick_self's way in). */
+void arch_self_interrupt(void);
+
 /* Thread contexts: make ctx start entry() on a fresh stack; save the
  * callee-saved state into save and resume load. Interrupts stay masked
  * across the switch. */
@@ -127,5 +134,7 @@ void uart_interrupt(void);
 void ipi_interrupt(enum ipi_kind kind);
 /* Last thing in every interrupt handler, after the EOI: may switch threads. */
 void sched_irq_exit(void);
+/* The arch_self_interrupt handler's work (thread.h: sched_kick_self). */
+void sched_kick_interrupt(void);
 
 #endif

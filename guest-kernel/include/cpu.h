@@ -40,6 +40,7 @@ struct cpu {
 	void          *arch;            /* arch-private per-CPU data */
 	uintptr_t      boot_stack_lo, boot_stack_hi;  /* a secondary's own stack (its idle loop's) */
 	volatile uintptr_t stopped_sp;  /* in smp_stop_others: its stack pointer while parked */
+	uint64_t       kicks;           /* sched_kick_self interrupts taken here */
 };
 
 extern struct cpu cpus[KERNEL_MAX_CPUS];

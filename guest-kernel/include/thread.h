@@ -65,6 +65,15 @@ struct thread {
  * deschedules the boot CPU's vCPU does not hold it asleep. */
 void thread_set_prompt(struct thread *t, bool prompt);
 
+/* Wake this CPU's sleeping prompt threads now rather than at its next
+ * tick: for a producer whose consumer must not wait for the tick (the
+ * trace drain when its CPU's buffer passes half full; ticks come late
+ * when QEMU's main loop waits for its lock). Lock-free and NOTRACE, so a
+ * trap handler with interrupts masked may call it: it raises an
+ * interrupt on this CPU (arch_self_interrupt), which does the waking and
+ * the switch once interrupts are enabled again. */
+void sched_kick_self(void);
+
 /* NULL if out of memory. cpu = THREAD_ANY_CPU lets the scheduler place it. */
 #define THREAD_ANY_CPU (~0u)
 struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,

@@ -57,6 +57,8 @@ struct tracer_cpu {
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  fired, recorded, dropped, sent;
 	uint64_t           marks;      /* of recorded, DROPS records */
+	uint64_t           kicks;      /* drain wake-ups asked for (half full) */
+	volatile bool      kicked;     /* asked, and the ring not yet emptied */
 	/* Lost since the last record written, not yet marked (DROPS). */
 	uint32_t           lost;
 	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
@@ -83,6 +85,9 @@ uint64_t tracer_recorded_count(void)
 	return n;
 }
 static volatile bool draining_paused;
+/* Whether a ring past half full wakes its drain (`trace kick`). Off, every
+ * CPU's `kicked` stays set, so the fire path's test is the same one. */
+static volatile bool kick_on = true;
 
 /* Write one record at t's head; false (nothing written) if it does not fit. */
 static inline __attribute__((always_inline)) bool
@@ -113,6 +118,16 @@ put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 	compiler_barrier();
 	t->head = head + len;
 	t->recorded++;
+	/* Past half full, the drain is woken now, not at its tick: ticks come
+	 * late while every CPU fires (QEMU's timers wait for the lock the
+	 * firings' traps hold), and a 256 KiB ring fills in a tenth of a
+	 * second. Once per filling: the drain clears `kicked` when it has
+	 * emptied the ring. */
+	if (head + len - tail > t->size / 2 && !t->kicked) {
+		t->kicked = true;
+		t->kicks++;
+		sched_kick_self();
+	}
 	return true;
 }
 
@@ -255,6 +270,9 @@ static void drain_thread(void *arg)
 		if (!draining_paused)
 			sent = drain_one(cpu);
 		if (!sent) {
+			struct tracer_cpu *t = &tcpu[cpu];
+			if (t->tail == t->head && kick_on)
+				t->kicked = false;
 			link_bulk_push();
 			thread_sleep(1);
 		}
@@ -284,6 +302,26 @@ void buffer_flush(void)
 	link_bulk_push();
 }
 
+void buffer_kick_enable(bool on)
+{
+	kick_on = on;
+	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++)
+		tcpu[c].kicked = !on;
+}
+
+bool buffer_kick_enabled(void)
+{
+	return kick_on;
+}
+
+uint64_t buffer_kicks(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tcpu[c].kicks;
+	return n;
+}
+
 void buffer_send_stats(void)
 {
 	for (unsigned c = 0; c < cpu_count(); c++) {
@@ -302,6 +340,7 @@ void buffer_reset_counters(void)
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
 		t->fired = t->recorded = t->dropped = t->sent = t->marks = 0;
+		t->kicks = 0;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Each CPU's buffer from boot, and again when a bigger one cannot be had. */
 #define BUFFER_DEFAULT_BYTES (256u * 1024)
@@ -16,6 +17,13 @@ void buffer_start_drain(void);
 void buffer_flush(void);
 /* One STATS frame per CPU. */
 void buffer_send_stats(void);
+/* How often, summed over CPUs, a ring past half full woke its drain
+ * before its tick (sched_kick_self). */
+uint64_t buffer_kicks(void);
+/* `trace kick off` leaves the drains to their ticks (to measure what the
+ * wake-up is worth); on is the default. */
+void buffer_kick_enable(bool on);
+bool buffer_kick_enabled(void);
 void buffer_reset_counters(void);
 /* New rings of `bytes` (a power of two, at least a page) on every CPU;
  * false if memory ran out (then no CPU has a ring). */

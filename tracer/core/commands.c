@@ -436,7 +436,8 @@ static int trace_stats(const struct subcommand *s, int argc, char **argv,
 		return usage_of(s, argv, r);
 	buffer_send_stats();
 	gate_send_counts();
-	return command_reply(r, WIRE_REPLY_OK, "stats sent");
+	return command_reply(r, WIRE_REPLY_OK, "stats sent; drains woken early %llu times",
+			     (unsigned long long)buffer_kicks());
 }
 
 /* trace aggregations: every CPU's aggregation entries (AGGS frames) */
@@ -498,12 +499,27 @@ static int trace_buffer(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "%zu bytes per cpu", buffer_size());
 }
 
+/* trace kick [on|off]: whether a CPU's ring past half full wakes its
+ * drain at once (buffer.c), or the drain waits for its tick */
+static int trace_kick(const struct subcommand *s, int argc, char **argv,
+		      struct command_reply *r)
+{
+	if (argc == 3 && (!strcmp(argv[2], "on") || !strcmp(argv[2], "off")))
+		buffer_kick_enable(!strcmp(argv[2], "on"));
+	else if (argc != 2)
+		return usage_of(s, argv, r);
+	return command_reply(r, WIRE_REPLY_OK, "kick %s; drains woken early %llu times",
+			     buffer_kick_enabled() ? "on" : "off",
+			     (unsigned long long)buffer_kicks());
+}
+
 static const struct subcommand trace_subcommands[] = {
 	{ "flush",  "",        trace_flush },
 	{ "stats",  "",        trace_stats },
 	{ "aggregations", "",  trace_aggregations },
 	{ "reset",  "",        trace_reset },
 	{ "buffer", "[BYTES]", trace_buffer },
+	{ "kick",   "[on|off]", trace_kick },
 };
 
 static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)

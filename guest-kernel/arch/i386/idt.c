@@ -77,6 +77,9 @@ static bool interrupt_dispatch(unsigned vector)
 	} else if (vector == IPI_CALL_VECTOR) {
 		ipi_interrupt(IPI_CALL);
 		lapic_eoi();
+	} else if (vector == KICK_VECTOR) {
+		lapic_eoi();
+		sched_kick_interrupt();
 	} else if (vector == SPURIOUS_VECTOR) {
 		return true;                      /* no EOI for a spurious one */
 	} else {

@@ -15,6 +15,7 @@
 #include "cpu.h"
 #include "vectors.h"
 #include "x86.h"
+#include "notrace.h"
 
 #define LAPIC_ID       0x020
 #define LAPIC_TPR      0x080
@@ -39,6 +40,7 @@
 #define ICR_ASSERT     (1u << 14)
 #define ICR_INIT       0x500
 #define ICR_STARTUP    0x600
+#define ICR_SELF       (1u << 18)   /* destination shorthand 01: this CPU */
 
 #define PIT_HZ         1193182u
 #define LAPIC_DEFAULT_PHYS 0xfee00000u
@@ -166,4 +168,12 @@ void lapic_send_startup(unsigned apic_id, unsigned vector)
 void lapic_send_fixed(unsigned apic_id, unsigned vector)
 {
 	send_icr(apic_id, ICR_ASSERT | (vector & 0xff));
+}
+
+/* An interrupt to this CPU (ICR shorthand "self": no destination, no wait
+ * for a previous IPI's delivery, which on a self-IPI is at once). From
+ * trap handlers too, hence NOTRACE and no irq_save: one register write. */
+NOTRACE void arch_self_interrupt(void)
+{
+	lapic[LAPIC_ICR_LO / 4] = ICR_SELF | ICR_ASSERT | KICK_VECTOR;
 }

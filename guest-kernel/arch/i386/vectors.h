@@ -60,6 +60,7 @@
 #define LAPIC_TIMER_VECTOR  64
 #define IPI_RESCHED_VECTOR  240
 #define IPI_CALL_VECTOR     241
+#define KICK_VECTOR         242   /* arch_self_interrupt */
 #define SPURIOUS_VECTOR     255
 
 /* GDT: null, flat code, flat data, then per CPU i: its TSS, its

@@ -129,6 +129,13 @@ void arch_send_ipi(unsigned cpu, enum ipi_kind kind)
 	panic("IPI %d to cpu%u on a single-CPU machine", (int)kind, cpu);
 }
 
+/* A software interrupt at KICK_LEVEL: taken once PSTATE.IE is set again
+ * (PIL stays 0), through trap_dispatch. */
+NOTRACE void arch_self_interrupt(void)
+{
+	wr_set_softint(UL(1) << KICK_LEVEL);
+}
+
 void arch_free_memory(uintptr_t *lo, uintptr_t *hi)
 {
 	*lo = (uintptr_t)__kernel_end;

@@ -91,6 +91,10 @@
 /* Trap types several files refer to (trap.c has the named list). */
 #define TT_ILLEGAL_INSTRUCTION 0x10
 #define TT_INTERRUPT_LEVEL_14 0x4e
+/* arch_self_interrupt: software interrupt level 13 (SOFTINT bit 13, trap
+ * type 0x40 + 13), just below the tick's 14. */
+#define KICK_LEVEL            13
+#define TT_INTERRUPT_KICK     (0x40 + KICK_LEVEL)
 #define TT_INTERRUPT_VECTOR   0x60
 
 /* sun4u devices: the ebus ISA I/O space starts at physical 0x1fe02000000;
@@ -172,6 +176,12 @@ static inline uint64_t rd_softint(void)
 static inline void wr_clear_softint(uint64_t bits)
 {
 	__asm__ volatile("wr %0, 0, %%asr21" : : "r"(bits));
+}
+
+/* SET_SOFTINT (ASR 20): raise software interrupt levels. */
+static inline void wr_set_softint(uint64_t bits)
+{
+	__asm__ volatile("wr %0, 0, %%asr20" : : "r"(bits));
 }
 
 static inline uint8_t lduba_phys(uint64_t pa)

@@ -342,6 +342,12 @@ void trap_dispatch(struct trapframe *tf)
 		sched_irq_exit();
 		return;
 	}
+	if (tt == TT_INTERRUPT_KICK) {
+		wr_clear_softint(UL(1) << KICK_LEVEL);
+		sched_kick_interrupt();
+		sched_irq_exit();
+		return;
+	}
 	describe(tf, &t);
 	/* Interrupts are never offered to trap_try (trap.h). */
 	uintptr_t landing = interrupt ? 0 : trap_try_intercept(&t);
