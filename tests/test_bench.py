@@ -72,7 +72,7 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
         want += ["virtio_raw", "virtio_payload", "virtio_payload_over_raw",
                  "virtio_raw_over_serial", f"dp5_{m}_log_virtio", f"dp5_{m}_log_serial"]
     if a.max_smp >= 4:
-        want += ["sustained_serial"] + (["sustained_virtio"]
+        want += ["sustained_serial"] + (["sustained_virtio", "sustained_virtio_ticks"]
                                         if a.default_channel == "virtio" else [])
     missing = [w for w in want if w not in figs]
     assert not missing, f"figures missing from results.json: {missing}; " \
