@@ -124,8 +124,11 @@ def test_bench_emulated_tracing_is_lossless(arch, built, bench_run):
     sv = res["figures"].get("sustained_virtio")
     if sv and sv["lost"]["spread"] != [0, 0]:
         wrong.append(f"sustained over virtio: lost {sv['lost']['values']}")
+    # How often kernel functions run during two iterations of calltree is
+    # mostly scheduling, which the host's load sets (847 to 6,182 seen on
+    # sparc64 in one run): enough firings to count, not a number.
     k = res["figures"]["kernel_count"]
-    if k["lost"]["spread"] != [0, 0] or not k["fired"]["spread"][0] > 1000:
+    if k["lost"]["spread"] != [0, 0] or not k["fired"]["spread"][0] > 100:
         wrong.append(f"whole kernel, count.rpn: {k['fired']['values']} firings, "
                      f"{k['lost']['values']} not counted")
     r = res["figures"]["kernel_record"]
