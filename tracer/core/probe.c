@@ -241,9 +241,9 @@ static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->nargs = (uint8_t)nargs;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
-	p->hits = 0;
 	p->gated = 0;
 	probe_gates[id] = (struct probe_gate){ 0 };
+	tracer_probe_hits_zero(id);
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
 	unsigned i = hash_of(a);
