@@ -228,6 +228,11 @@ void tarch_disarm(struct probe *p)
 	spin_unlock_irqrestore(&step_lock, f);
 }
 
+void tarch_stage(void)
+{
+	opt_stage();
+}
+
 /* ---- the fire path ---- */
 
 struct access_log {
