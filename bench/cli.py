@@ -372,7 +372,11 @@ def cmd_toggle(args) -> int:
         print(f"  NESTING BROKEN: {e.message}")
         for h in e.history:
             print(f"      {h}")
-    bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors
+    if not res.nesting_checked:
+        print("  PROBLEM: no return was checked inside an armed window (the workload "
+              "ended before the toggles did? raise --iters): the run proves nothing")
+    bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors \
+        or not res.nesting_checked
     return EXIT_FAILED if bad else EXIT_OK
 
 

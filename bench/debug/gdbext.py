@@ -123,6 +123,20 @@ def probe_table() -> list[dict]:
     count = int(_sym("tarch_nmechanisms"))
     names = [_string(mechanisms[i]["name"]) for i in range(count)]
     lo, hi = table.type.range()
+    # Hits: every CPU's row of tracer_hits plus the gate's shared count
+    # (tracer/core/hits.c), summed as the guest's tracer_probe_hits does.
+    # One read_guest each, not one per probe (and a page the guest's TLB
+    # does not hold at the stop is read as physical memory there).
+    rows, gates = _sym("tracer_hits"), _sym("probe_gates")
+    order, wb = byte_order(), word_bytes()
+    wfmt = {4: "I", 8: "Q"}[wb]
+    ncpus = rows.type.range()[1] + 1
+    nprobes = hi - lo + 1
+    raw = read_guest(int(rows.address), ncpus * nprobes * wb)
+    row = struct.unpack(f"{order}{ncpus * nprobes}{wfmt}", raw)
+    gsize = gates.type.target().sizeof
+    goff = next(f.bitpos // 8 for f in gates.type.target().fields() if f.name == "hits")
+    graw = read_guest(int(gates.address), nprobes * gsize)
     out = []
     for i in range(lo, hi + 1):
         p = table[i]
@@ -135,7 +149,9 @@ def probe_table() -> list[dict]:
             "kind": KIND_NAMES.get(int(p["kind"]), str(int(p["kind"]))).lower(),
             "state": states.get(state, str(state)).removeprefix("PROBE_").lower(),
             "mechanism": names[m] if m < count else str(m),
-            "nargs": int(p["nargs"]), "hits": int(p["hits"]),
+            "nargs": int(p["nargs"]),
+            "hits": struct.unpack_from(f"{order}{wfmt}", graw, i * gsize + goff)[0]
+            + sum(row[c * nprobes + i] for c in range(ncpus)),
         })
     return out
 

@@ -162,14 +162,18 @@ void tracer_fire(const struct probe *p, unsigned kind,
 		 const unsigned long *words, unsigned nwords,
 		 const struct tarch_context *ctx)
 {
-	struct tracer_cpu *t = &tcpu[this_cpu()->id];
+	unsigned cpu = this_cpu()->id;
+	struct tracer_cpu *t = &tcpu[cpu];
 	t->fired++;
-	/* p is tracer_probes[p->id]; the table itself is writable. */
-	unsigned long hit = atomic_fetch_add(&tracer_probes[p->id].hits, 1) + 1;
-	/* A program, a pass or a maximum: gate.c's, the one test it costs a
-	 * probe with none. */
-	if (p->gated && !gate_fire(p, hit, ctx))
-		return;
+	/* A program, a pass or a maximum: gate.c's, which counts the hit in
+	 * the gate's shared count; the one test it costs a probe with none,
+	 * which counts in this CPU's row alone (hits.c). */
+	if (p->gated) {
+		if (!gate_fire(p, ctx))
+			return;
+	} else {
+		tracer_hits[cpu][p->id]++;
+	}
 	switch (p->action) {
 	case TRACER_ACTION_NULL:
 		return;

@@ -358,13 +358,20 @@ static int probe_list(const struct subcommand *s, int argc, char **argv,
 		char program[16] = "none";
 		if (g->program)
 			ksnprintf(program, sizeof program, "%u", g->program->slot);
+		/* Each CPU's ungated hits (hits.c), after the totals. */
+		char cpus[KERNEL_MAX_CPUS * 12] = "";
+		size_t used = 0;
+		for (unsigned c = 0; c < cpu_count(); c++)
+			used += ksnprintf(cpus + used, sizeof cpus - used, "%s%lu",
+					  c ? "," : "", tracer_hits[c][i]);
 		kprintf("probe %u 0x%lx %s %s nargs=%u mechanism=%s action=%s hits=%lu"
-			" program=%s pass=%u maxhits=%lu runs=%lu faults=%lu over=%lu\n",
+			" program=%s pass=%u maxhits=%lu runs=%lu faults=%lu over=%lu"
+			" cpus=%s\n",
 			p->id, (unsigned long)p->addr, tracer_probe_kind_word(p->kind),
 			probe_state_names[p->state], p->nargs,
 			tarch_mechanisms[p->mechanism].name,
-			tracer_action_names[p->action], p->hits, program,
-			(unsigned)g->pass, g->maxhits, g->runs, g->faults, g->over);
+			tracer_action_names[p->action], tracer_probe_hits(p->id), program,
+			(unsigned)g->pass, g->maxhits, g->runs, g->faults, g->over, cpus);
 	}
 	return command_reply(r, WIRE_REPLY_OK, "%u probes, %u enabled, mechanism %s%s",
 			     tracer_probes_added(), tracer_probes_enabled(),

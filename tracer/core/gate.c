@@ -3,7 +3,8 @@
  * pass count and probe handler (the program), and the counts they keep.
  *
  * Hits count since the probe was added or the last `trace reset` (as
- * `probe list` shows them). A hit past maxhits does nothing but count in
+ * `probe list` shows them; a gated probe's in the gate's shared count,
+ * hits.c). A hit past maxhits does nothing but count in
  * `over` (the arch still emulates the displaced instruction, as always); a
  * hit that is not a multiple of pass runs nothing; otherwise the program
  * runs instead of the probe's action: `exit` appends its LOG record through
@@ -37,10 +38,13 @@ static struct program_log logs[KERNEL_MAX_CPUS];
  * that can fire points at it (program.c refuses), so a live probe
  * switches programs between two firings, with no window in which it is
  * disarmed and misses some. */
-bool gate_fire(const struct probe *p, unsigned long hit,
-	       const struct tarch_context *ctx)
+bool gate_fire(const struct probe *p, const struct tarch_context *ctx)
 {
 	struct probe_gate *g = &probe_gates[p->id];
+	/* This hit's ordinal: the gated hits, shared, and the ungated ones
+	 * made before the probe was gated (hits.c). */
+	unsigned long hit = atomic_fetch_add(&g->hits, 1) + 1 +
+			    tracer_probe_hits_ungated(p->id);
 	unsigned long max = g->maxhits;
 	if (max && hit > max) {
 		atomic_fetch_add(&g->over, 1);
@@ -144,7 +148,7 @@ void gate_reap(void)
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
 		unsigned long max = probe_gates[i].maxhits;
-		if (p->state == PROBE_ENABLED && max && p->hits > max &&
+		if (p->state == PROBE_ENABLED && max && tracer_probe_hits(i) > max &&
 		    tracer_probe_set(i, false, why, sizeof why) == 0)
 			n++;
 	}
@@ -163,7 +167,7 @@ void gate_send_counts(void)
 			continue;
 		const struct probe_gate *g = &probe_gates[i];
 		struct wire_probe_counts c = {
-			.probe = p->id, .hits = p->hits, .runs = g->runs,
+			.probe = p->id, .hits = tracer_probe_hits(i), .runs = g->runs,
 			.faults = g->faults, .over = g->over,
 		};
 		if (used + sizeof c > WIRE_MAX_PAYLOAD) {
@@ -181,7 +185,7 @@ void gate_reset_counts(void)
 {
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe_gate *g = &probe_gates[i];
-		tracer_probes[i].hits = 0;
+		tracer_probe_hits_zero(i);
 		g->runs = g->faults = g->over = 0;
 	}
 }

@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include "tracer.h"
 
-/* Fire path, interrupts masked, for a probe whose `gated` is set, at its
- * hit-th hit: true if the probe's own action is still to be done. */
-bool gate_fire(const struct probe *p, unsigned long hit,
-	       const struct tarch_context *ctx);
+/* Fire path, interrupts masked, for a probe whose `gated` is set: count
+ * the hit and do what its ordinal calls for; true if the probe's own
+ * action is still to be done. */
+bool gate_fire(const struct probe *p, const struct tarch_context *ctx);
 /* The drain thread, every tick: disable the probes past their maximum. */
 void gate_reap(void);
 /* PROBES frames: every probe added, its hits, runs, faults and over. */

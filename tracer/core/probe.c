@@ -128,7 +128,9 @@ void tracer_sync_cpus(void)
 }
 
 
-/* Make a batch of site stores visible to every CPU's instruction stream.
+/* Make a batch of site stores visible to every CPU's instruction stream
+ * (between the first sync and the re-stores, an arch whose trap goes in
+ * stages makes its later stages for the whole batch: tarch_stage).
  * One store and one sync are not enough under QEMU's multi-threaded TCG:
  * a CPU that is translating a block over the site while the store lands
  * reads the old bytes, and publishes its translation after the store's
@@ -142,6 +144,7 @@ void tracer_settle(void)
 {
 	tracer_lock();
 	tracer_sync_cpus();
+	tarch_stage();          /* staged traps: the rest, for the whole batch */
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
 		if (!p->unsettled)
@@ -241,9 +244,9 @@ static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->nargs = (uint8_t)nargs;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
-	p->hits = 0;
 	p->gated = 0;
 	probe_gates[id] = (struct probe_gate){ 0 };
+	tracer_probe_hits_zero(id);
 	p->state = PROBE_DISABLED;
 	compiler_barrier();
 	unsigned i = hash_of(a);

@@ -172,7 +172,7 @@ static void test_pass_and_maxhits(void)
 	unsigned right = call(9);
 	recorded = tracer_recorded_count() - recorded;
 	disarm();
-	report(right == 9 && probe()->hits == 9 && gate()->runs == 3 && recorded == 3,
+	report(right == 9 && tracer_probe_hits(PROBE_ID) == 9 && gate()->runs == 3 && recorded == 3,
 	       "pass 3: 9 hits run the program 3 times (%lu runs, %llu records)",
 	       gate()->runs, (unsigned long long)recorded);
 
@@ -182,16 +182,16 @@ static void test_pass_and_maxhits(void)
 	recorded = tracer_recorded_count();
 	right = call(6);
 	recorded = tracer_recorded_count() - recorded;
-	report(right == 6 && probe()->hits == 6 && gate()->over == 2 && recorded == 4,
+	report(right == 6 && tracer_probe_hits(PROBE_ID) == 6 && gate()->over == 2 && recorded == 4,
 	       "maxhits 4, no program: 6 hits, 4 records, 2 over");
 	unsigned ticks = 0;
 	while (probe()->state == PROBE_ENABLED && ticks < 500) {
 		thread_sleep(1);
 		ticks++;
 	}
-	unsigned long hits = probe()->hits;
+	unsigned long hits = tracer_probe_hits(PROBE_ID);
 	right = call(3);
-	report(probe()->state == PROBE_DISABLED && probe()->hits == hits && right == 3,
+	report(probe()->state == PROBE_DISABLED && tracer_probe_hits(PROBE_ID) == hits && right == 3,
 	       "a spent probe is disarmed soon after, outside the fire path");
 
 	if (!arm(P_LOG))

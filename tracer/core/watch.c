@@ -161,9 +161,9 @@ static int watch_add(unsigned id, unsigned type, uintptr_t addr, unsigned len,
 	p->kind = WIRE_EVENT_WATCH;
 	p->nargs = (uint8_t)len;
 	p->action = (uint8_t)action;
-	p->hits = 0;
 	p->gated = 0;
 	probe_gates[id] = (struct probe_gate){ 0 };
+	tracer_probe_hits_zero(id);
 	watches[slot] = (struct watch){ id + 1, (uint8_t)type, (uint8_t)len };
 	p->state = PROBE_ENABLED;
 	compiler_barrier();
@@ -305,7 +305,7 @@ static int cmd_watch(int argc, char **argv, const char *rest, struct command_rep
 			return command_reply(r, WIRE_REPLY_FAILED, "%s", why);
 		return command_reply(r, WIRE_REPLY_OK, "watch %u removed, hits=%lu "
 				     "tx=%lu rx=%lu%s", (unsigned)id,
-				     tracer_probes[id].hits, tx, rx, stopped);
+				     tracer_probe_hits(id), tx, rx, stopped);
 	}
 	if (argc == 2 && strcmp(argv[1], "list") == 0) {
 		for (unsigned i = 0; i < TRACER_MAX_WATCHES; i++) {
@@ -317,7 +317,7 @@ static int cmd_watch(int argc, char **argv, const char *rest, struct command_rep
 			stopped_note(p->id, stopped, sizeof stopped);
 			kprintf("watch %u slot %u %s 0x%lx/%u hits=%lu%s\n", p->id, i,
 				tracer_watch_type_word(w->type), (unsigned long)p->addr,
-				w->len, p->hits, stopped);
+				w->len, tracer_probe_hits(p->id), stopped);
 		}
 		return command_reply(r, WIRE_REPLY_OK, "%u watches, %u slots",
 				     nwatches, tarch_watch_slots);

@@ -66,9 +66,7 @@ struct probe {
 	 * the fire path's one test before it does the action (gate.c). */
 	volatile uint8_t   gated;
 	struct tarch_site  site;      /* the decoded original instruction */
-	/* Firings of this probe on all CPUs since it was added or the last
-	 * `trace reset` (tracer_fire; `probe list` and the debugger read it). */
-	volatile unsigned long hits;
+	/* Its firings are counted per CPU in tracer_hits (below). */
 };
 
 /* What a gated probe does at a firing, and what came of it (gate.c;
@@ -77,16 +75,29 @@ struct probe {
  * runs instead of the action (NULL: none), on hits that are multiples of
  * pass (0 and 1: every hit); hits past maxhits (0: no limit) do nothing
  * but count in over. Of the hits: runs of the program, runs a fault
- * ended, hits past maxhits. probe_gates[N] is probe N's. */
+ * ended, hits past maxhits. probe_gates[N] is probe N's. hits counts the
+ * firings made while the probe was gated (shared by every CPU: a pass
+ * and a maximum need each hit's ordinal), the rest count per CPU. */
 struct probe_gate {
 	const struct program *volatile program;
 	volatile uint32_t      pass;
 	volatile unsigned long maxhits;
-	volatile unsigned long runs, faults, over;
+	volatile unsigned long hits, runs, faults, over;
 };
 
 extern struct probe tracer_probes[TRACER_MAX_PROBES];
 extern struct probe_gate probe_gates[TRACER_MAX_PROBES];
+
+/* Hit counts (hits.c): tracer_hits[cpu][id] is probe id's ungated
+ * firings on that CPU, written only by that CPU's fire path. A probe's
+ * hits, since it was added or the last `trace reset`, are the sum of its
+ * column and its gate's hits: tracer_probe_hits; the column alone:
+ * tracer_probe_hits_ungated. Zeroing races with firings on other CPUs,
+ * as any reset of a live count does. */
+extern unsigned long tracer_hits[][TRACER_MAX_PROBES];
+unsigned long tracer_probe_hits(unsigned id);
+unsigned long tracer_probe_hits_ungated(unsigned id);
+void tracer_probe_hits_zero(unsigned id);
 
 /* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
  * if kind is not one a probe is added as; a word's kind, or -1; and every

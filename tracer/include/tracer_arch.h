@@ -48,6 +48,12 @@ bool tarch_can_arm(const struct probe *p, const char **why);
 void tarch_arm(struct probe *p);
 void tarch_disarm(struct probe *p);
 void tracer_sync_cpus(void);
+/* In tracer_settle, after its first sync (so every store of the batch's
+ * tarch_arm/tarch_disarm is seen by every CPU): the later stages of an
+ * arch whose trap goes in in stages (i386's opt: the tail bytes with
+ * every CPU parked, then byte 0), for the whole batch at once. Thread
+ * context; may park CPUs. Nothing to do for most. */
+void tarch_stage(void);
 
 /* What a probe program reads of a firing's trapped context (program_run.c),
  * ctx being what the arch's fire path passed to tracer_fire for p (never

@@ -228,6 +228,11 @@ void tarch_disarm(struct probe *p)
 	spin_unlock_irqrestore(&step_lock, f);
 }
 
+void tarch_stage(void)
+{
+	opt_stage();
+}
+
 /* ---- the fire path ---- */
 
 struct access_log {
@@ -372,10 +377,66 @@ static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 	      i386_site_kind_names[p->site.insn.kind], addr);
 }
 
+/* The common entry forms — nop, push %ebp and the fused push %ebp; mov
+ * %esp,%ebp — applied to the frame in place: no copy of the registers out
+ * and back, no call of the general emulator through its memory callbacks.
+ * The push's store is deferred as emulate() defers it (trapframe.h).
+ * false for any other form, or a push whose slot is not on the stack (the
+ * general path says why, and panics). The differential self-test runs
+ * these forms through here, and check mode records them as it records the
+ * general path, so unicorn re-runs both. */
+static inline __attribute__((always_inline)) bool
+emulate_entry(const struct probe *p, struct trapframe *tf)
+{
+	unsigned k = p->site.insn.kind;
+	if (k == I386_NOP) {
+		tf->eip = (uint32_t)p->addr + 1;
+		return true;
+	}
+	if (k != I386_PUSH_EBP && k != I386_PUSH_EBP_MOV)
+		return false;
+	uint32_t sp = trapframe_sp(tf) - 4;
+	if (!mapped(sp))
+		return false;
+	tf->vector = sp;
+	tf->error = tf->ebp;
+	tf->resume_esp = sp;
+	if (k == I386_PUSH_EBP_MOV)
+		tf->ebp = sp;
+	tf->eip = (uint32_t)p->addr + p->site.insn.len;
+	return true;
+}
+
+/* Check mode around emulate_entry: the same CHECK record as emulate()
+ * writes, the state before and after and the one stack word stored. */
+static bool emulate_entry_checked(const struct probe *p, struct trapframe *tf)
+{
+	unsigned long w[I386_CHECK_WORDS];
+	struct i386_regs r;
+	regs_from_frame(tf, (uint32_t)p->addr, &r);
+	regs_words(&r, w);
+	uint32_t sp = trapframe_sp(tf) - 4;
+	uint32_t before = mapped(sp) ? *(const volatile uint32_t *)sp : 0;
+	if (!emulate_entry(p, tf))
+		return false;
+	regs_from_frame(tf, tf->eip, &r);
+	r.esp = tf->resume_esp;
+	regs_words(&r, w + I386_CHECK_NREGS);
+	bool stored = p->site.insn.kind != I386_NOP;
+	w[I386_CHECK_STACK_ADDR] = stored ? sp : 0;
+	w[I386_CHECK_STACK_BEFORE] = stored ? before : 0;
+	w[I386_CHECK_STACK_AFTER] = stored ? tf->error : 0;
+	tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_WORDS);
+	return true;
+}
+
 /* Emulate p's instruction on the trapped state; an ESP it moved goes to
  * tf->resume_esp, with the deferred stack store (trapframe.h). */
 static void emulate(const struct probe *p, struct trapframe *tf)
 {
+	if (tracer_check_mode && emulate_entry_checked(p, tf))
+		return;
+
 	struct i386_regs r;
 	struct access_log log = { 0 };
 	const struct i386_mem mem = { log_read, log_write, &log };
@@ -444,7 +505,8 @@ static int i386_probe_trap(struct trapframe *tf)
 			return TRAP_HANDLED;
 		}
 	}
-	emulate(p, tf);
+	if (tracer_check_mode || !emulate_entry(p, tf))    /* inline: no call */
+		emulate(p, tf);
 	tracer_stamp(TRACER_STAMP_EMULATE);
 	return TRAP_HANDLED;
 }

@@ -27,24 +27,28 @@
  * of the displaced instructions and jumps back to site + len.
  *
  * Installation never lets a CPU decode half of the change, and every
- * execution of the site meanwhile is traced:
- *   1. the detour slot is written (while no CPU is inside it, below);
- *   2. int3 over byte 0, sync every CPU: from now on a CPU reaching the
- *      site traps, records, and resumes in the detour's copy — nobody
+ * execution of the site meanwhile is traced. It goes in stages, each
+ * made for every probe of a batch at once (a whole `probe enable all`),
+ * so a batch costs three rounds of IPIs however many probes it holds:
+ *   1. probe_set (tarch_arm): int3 over byte 0. Then the settle's first
+ *      sync (tracer_settle): from now on a CPU reaching the site traps,
+ *      records, and resumes in the detour's copy (or, before the detour
+ *      is written, has the instruction emulated as under int3) — nobody
  *      enters bytes 1..len-1 any more;
- *   3. every other CPU is parked (smp_stop_others) and every thread's
- *      stack is read from its saved (or parked) stack pointer up, every
- *      nested trap frame included. No displaced instruction calls, so the
- *      only way a thread can be between them is a trap frame (saved EIP,
- *      the kernel's CS, EFLAGS with its always-one bit 1, side by side):
- *      if one holds an EIP inside bytes 1..len-1, that thread was
- *      interrupted between the displaced instructions and will resume
- *      there, so the bytes cannot change yet — release, yield,
- *      try again (OPT_TRIES times); if it never clears, the probe stays at
- *      its int3 stage (lossless, a trap per firing) and the console says
- *      which thread and EIP held it. Otherwise bytes 1..4 (the rel32) are
- *      written while every CPU is parked, and the release syncs them;
- *   4. byte 0 becomes the jmp (E9).
+ *   2. opt_stage (tarch_stage, from the settle): every other CPU is parked
+ *      (smp_stop_others) and every thread's stack is read once from its
+ *      saved (or parked) stack pointer up, every nested trap frame
+ *      included. No displaced instruction calls, so the only way a thread
+ *      can be between them is a trap frame (saved EIP, the kernel's CS,
+ *      EFLAGS with its always-one bit 1, side by side): a site whose tail
+ *      some frame's EIP lies in is held, the others get their detour (if
+ *      not yet written for them, and no frame's EIP is in it) and bytes
+ *      1..4 (the rel32) while every CPU is parked; the release syncs them;
+ *   3. byte 0 of every site not held becomes the jmp (E9), and the
+ *      settle's last sync follows. Held sites are tried again alone
+ *      (release, yield, park again; OPT_TRIES times); one that never
+ *      clears stays at its int3 stage (lossless, a trap per firing) and
+ *      the console says which thread and EIP held it.
  * Removal runs the same stages backwards (int3 over the E9, sync, the
  * original bytes 1..4 with every CPU parked, the original byte 0). The
  * scan matches frames by their three words anywhere from the stack
@@ -73,39 +77,69 @@
 extern char opt_detours[], opt_detours_end[], opt_common[];
 extern const char boot_stack[], boot_stack_top[];
 
+/* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
+enum opt_stage {
+	OPT_ORIG,       /* the site holds its own bytes */
+	OPT_INT3,       /* int3 over byte 0, its own tail: arming */
+	OPT_INT3_REL,   /* int3 over byte 0, the jmp's rel32 in the tail: disarming */
+	OPT_JMP,        /* jmp detour */
+};
+
 struct opt_slot {
 	uintptr_t site;            /* the site the detour was written for, 0: none */
-	const struct probe *probe; /* ... and the probe it pushes */
+	const struct probe *probe; /* ... and the probe it pushes (or will) */
 	uint8_t   len;             /* bytes displaced */
 	uint8_t   bytes[OPT_MAX_COPY];
-	bool      jumped;          /* the site holds the jmp */
+	uint8_t   stage;           /* enum opt_stage */
+	bool      want;            /* armed: the jmp is wanted, else the original */
+	bool      todo, held;      /* in this stage's scan: to change, and held */
+	unsigned  held_tid;        /* held: by which thread, which word, why */
+	uint32_t  held_word;
+	const char *held_what;
 };
 
 static struct opt_slot slots[OPT_SLOTS];
 unsigned long opt_tries;        /* stopped-world scans made (read it with gdb) */
+unsigned long opt_stages;       /* opt_stage calls that changed a site (gdb) */
 static uint16_t slot_of[TRACER_MAX_PROBES];     /* probe id -> slot + 1 */
+static bool pending;            /* a slot waits at its int3 stage */
 
 static struct opt_slot *slot(const struct probe *p)
 {
 	return &slots[slot_of[p->id] - 1];
 }
 
+static char *slot_code_at(unsigned i)
+{
+	return opt_detours + i * OPT_DETOUR_BYTES;
+}
+
 static char *slot_code(const struct probe *p)
 {
-	return opt_detours + (slot_of[p->id] - 1) * OPT_DETOUR_BYTES;
+	return slot_code_at(slot_of[p->id] - 1u);
+}
+
+/* The slot's detour is written for its probe at its probe's site. */
+static bool written(const struct opt_slot *s)
+{
+	return s->probe && s->site == s->probe->addr;
 }
 
 /* A slot for p: its own; one written for p at this site; one never
  * written; one whose probe is not enabled (rewritten once no thread is
- * inside it, opt_arm). -1 if all hold enabled probes' detours. */
+ * inside it, opt_stage). -1 if all hold enabled probes' detours. A slot
+ * whose site is not back to its own bytes is never taken. */
 static int slot_for(const struct probe *p)
 {
-	if (slot_of[p->id] && !slots[slot_of[p->id] - 1].jumped)
-		return slot_of[p->id] - 1;
+	if (slot_of[p->id]) {
+		const struct opt_slot *own = &slots[slot_of[p->id] - 1];
+		if (own->stage == OPT_ORIG || own->probe == p)
+			return slot_of[p->id] - 1;
+	}
 	int spare = -1;
 	for (int i = 0; i < OPT_SLOTS; i++) {
 		const struct opt_slot *s = &slots[i];
-		if (s->jumped)
+		if (s->stage != OPT_ORIG)
 			continue;
 		if (s->probe == p && s->site == p->addr)
 			return i;
@@ -196,8 +230,9 @@ bool opt_can_arm(const struct probe *p, const char **why)
 			return false;
 		}
 	}
-	if (!known) {                   /* the slot is (re)written by opt_arm */
-		if (s->probe && s->probe != p)  /* its old probe falls back to int3 */
+	if (!known) {                   /* the slot is (re)written by opt_stage */
+		if (s->probe && s->probe != p &&        /* its old probe falls back */
+		    slot_of[s->probe->id] == (uint16_t)(i + 1))     /* to int3 */
 			slot_of[s->probe->id] = 0;
 		s->site = 0;
 		s->len = (uint8_t)len;
@@ -211,7 +246,8 @@ const struct probe *opt_covering(uintptr_t addr)
 {
 	for (unsigned i = 0; i < OPT_SLOTS; i++) {
 		const struct opt_slot *s = &slots[i];
-		if (s->jumped && addr > s->site && addr < s->site + s->len)
+		if (s->stage != OPT_ORIG && s->probe &&
+		    addr > s->probe->addr && addr < s->probe->addr + s->len)
 			return s->probe;
 	}
 	return 0;
@@ -219,7 +255,7 @@ const struct probe *opt_covering(uintptr_t addr)
 
 uint32_t opt_resume(const struct probe *p)
 {
-	if (!slot_of[p->id] || slot(p)->probe != p)
+	if (!slot_of[p->id] || slot(p)->probe != p || !written(slot(p)))
 		return 0;
 	return (uint32_t)(uintptr_t)slot_code(p) + OPT_COPY_OFFSET;
 }
@@ -237,10 +273,10 @@ static void store32(uintptr_t addr, uint32_t v)
 		store(addr + i, (uint8_t)(v >> (8 * i)));
 }
 
-static void write_slot(const struct probe *p)
+static void write_slot(unsigned i, const struct probe *p)
 {
-	const struct opt_slot *s = slot(p);
-	uintptr_t d = (uintptr_t)slot_code(p);
+	const struct opt_slot *s = &slots[i];
+	uintptr_t d = (uintptr_t)slot_code_at(i);
 	static const uint8_t head[] = { 0x9c, 0xfa, 0x0e };    /* pushfl; cli; push %cs */
 	for (unsigned i = 0; i < sizeof head; i++)
 		store(d + i, head[i]);
@@ -263,15 +299,9 @@ static void write_slot(const struct probe *p)
 /* ---- proving no thread is inside a range ---- */
 
 struct scan {
-	uintptr_t lo, hi;             /* the range no saved EIP may lie in */
 	uint32_t cs;                  /* the kernel's code selector */
 	const struct thread *me;
-	bool found;
-	unsigned tid;
-	uint32_t word;
-	const char *what;             /* "saved EIP" or "stack pointer on no known stack" */
-	void (*write)(void *);        /* made while parked, if nothing is found */
-	void *write_arg;
+	uintptr_t lo, hi;             /* every todo slot's ranges lie inside */
 };
 
 static bool within(uintptr_t x, uintptr_t lo, uintptr_t hi)
@@ -293,10 +323,36 @@ static uintptr_t stack_top(const struct thread *t, uintptr_t sp)
 	return 0;
 }
 
+static void hold(struct opt_slot *s, unsigned tid, uint32_t word, const char *what)
+{
+	if (s->held)
+		return;
+	s->held = true;
+	s->held_tid = tid;
+	s->held_word = word;
+	s->held_what = what;
+}
+
+/* Which todo slots a saved EIP w holds: inside a tail, or inside a
+ * detour that is to be (re)written. */
+static void hold_at(unsigned tid, uint32_t w)
+{
+	for (unsigned i = 0; i < OPT_SLOTS; i++) {
+		struct opt_slot *s = &slots[i];
+		if (!s->todo)
+			continue;
+		uintptr_t a = s->probe->addr, d = (uintptr_t)slot_code_at(i);
+		if (within(w, a + 1, a + s->len))
+			hold(s, tid, w, "saved EIP");
+		else if (s->want && !written(s) && within(w, d, d + OPT_DETOUR_BYTES))
+			hold(s, tid, w, "saved EIP inside the detour slot");
+	}
+}
+
 static void scan_thread(struct thread *t, void *arg)
 {
-	struct scan *j = arg;
-	if (j->found || t == j->me)
+	const struct scan *j = arg;
+	if (t == j->me)
 		return;
 	uintptr_t sp = 0;
 	unsigned self = this_cpu()->id;
@@ -307,29 +363,18 @@ static void scan_thread(struct thread *t, void *arg)
 		sp = t->ctx.esp;
 	uintptr_t top = stack_top(t, sp);
 	if (!top) {
-		*j = (struct scan){ .found = true, .tid = t->id, .word = (uint32_t)sp,
-				    .what = "stack pointer on no stack the tracer knows" };
+		for (unsigned i = 0; i < OPT_SLOTS; i++)
+			if (slots[i].todo)
+				hold(&slots[i], t->id, (uint32_t)sp,
+				     "stack pointer on no stack the tracer knows");
 		return;
 	}
 	for (uintptr_t a = sp & ~(uintptr_t)3; a + 12 <= top; a += 4) {
 		const volatile uint32_t *w3 = (const volatile uint32_t *)a;
 		uint32_t w = w3[0];
-		if (within(w, j->lo, j->hi) && w3[1] == j->cs && (w3[2] & 2)) {
-			j->found = true;
-			j->tid = t->id;
-			j->word = w;
-			j->what = "saved EIP";
-			return;
-		}
+		if (within(w, j->lo, j->hi) && w3[1] == j->cs && (w3[2] & 2))
+			hold_at(t->id, w);
 	}
-}
-
-static void parked(void *arg)
-{
-	struct scan *j = arg;
-	sched_for_each_thread(scan_thread, j);
-	if (!j->found && j->write)
-		j->write(j->write_arg);
 }
 
 static uint32_t kernel_cs(void)
@@ -339,100 +384,167 @@ static uint32_t kernel_cs(void)
 	return cs;
 }
 
-/* Park the other CPUs, prove no thread is in [lo, hi), and make write's
- * stores meanwhile; try OPT_TRIES times. true once written. */
-static bool quiet_write(uintptr_t lo, uintptr_t hi, void (*write)(void *),
-			void *arg, struct scan *last)
+static void store_tail(uintptr_t site, const uint8_t *b)
 {
-	for (unsigned try = 0; try < OPT_TRIES; try++) {
-		*last = (struct scan){ .lo = lo, .hi = hi, .cs = kernel_cs(),
-				       .me = thread_current(),
-				       .write = write, .write_arg = arg };
-		opt_tries++;
-		smp_stop_others(parked, last);
-		if (!last->found)
-			return true;
-		thread_yield();
-	}
-	return false;
-}
-
-struct tail_write {
-	uintptr_t site;
-	uint8_t   bytes[4];
-};
-
-static void write_tail(void *arg)
-{
-	const struct tail_write *w = arg;
 	for (unsigned i = 0; i < 4; i++)
-		store(w->site + 1 + i, w->bytes[i]);
+		store(site + 1 + i, b[i]);
 }
 
-static void write_slot_parked(void *arg)
+static void rel_bytes(unsigned i, const struct probe *p, uint8_t *b)
 {
-	write_slot(arg);
+	uint32_t rel = (uint32_t)((uintptr_t)slot_code_at(i) - (p->addr + 5));
+	for (unsigned k = 0; k < 4; k++)
+		b[k] = (uint8_t)(rel >> (8 * k));
 }
 
-static void held(const struct probe *p, const char *doing, const struct scan *j)
+/* On the CPU that stopped the others, while they are parked: every
+ * thread's stack is scanned once for every todo slot, and each slot no
+ * thread holds gets its tail (and, arming, its detour first). */
+static void parked(void *arg)
 {
-	kprintf("opt: probe %u at 0x%lx stays at its int3 stage (%s): thread %u's "
-		"%s 0x%x after %u tries\n", p->id, (unsigned long)p->addr, doing,
-		j->tid, j->what, (unsigned)j->word, OPT_TRIES);
+	sched_for_each_thread(scan_thread, arg);
+	for (unsigned i = 0; i < OPT_SLOTS; i++) {
+		struct opt_slot *s = &slots[i];
+		if (!s->todo || s->held)
+			continue;
+		const struct probe *p = s->probe;
+		uint8_t b[4];
+		if (s->want) {
+			if (!written(s)) {
+				write_slot(i, p);
+				s->site = p->addr;
+			}
+			rel_bytes(i, p, b);
+		} else {
+			memcpy(b, s->bytes + 1, 4);
+		}
+		store_tail(p->addr, b);
+	}
 }
 
+/* Stage 1 (probe_set, through tarch_arm): the int3 over byte 0; the
+ * tail and the jmp wait for opt_stage, at the settle after the sync. A
+ * site at its jmp only has the same bytes stored again (settle's
+ * re-store); one whose tail still holds the rel32 (a disarm not yet
+ * staged, or held) gets its jmp back at once. */
 void opt_arm(struct probe *p)
 {
 	struct opt_slot *s = slot(p);
-	struct scan j;
 	uintptr_t a = p->addr;
-	uint32_t rel = (uint32_t)((uintptr_t)slot_code(p) - (a + 5));
-
-	if (s->jumped) {        /* settling: the same bytes again */
-		store(a, 0xe9);
-		store32(a + 1, rel);
-		return;
-	}
-	if (s->site != a || s->probe != p) {
-		uintptr_t d = (uintptr_t)slot_code(p);
-		if (!quiet_write(d, d + OPT_DETOUR_BYTES, write_slot_parked, p, &j)) {
-			kprintf("opt: probe %u at 0x%lx is not armed: thread %u's %s 0x%x "
-				"is inside its detour slot\n", p->id, (unsigned long)a,
-				j.tid, j.what, (unsigned)j.word);
-			return;
-		}
-		s->site = a;
+	s->want = true;
+	if (s->probe != p) {            /* the detour is written at the stage */
 		s->probe = p;
+		s->site = 0;
 	}
-	store(a, 0xcc);
-	tracer_sync_cpus();
-	struct tail_write w = { a, { (uint8_t)rel, (uint8_t)(rel >> 8),
-				     (uint8_t)(rel >> 16), (uint8_t)(rel >> 24) } };
-	if (!quiet_write(a + 1, a + s->len, write_tail, &w, &j)) {
-		held(p, "arming", &j);
-		return;
+	switch (s->stage) {
+	case OPT_JMP: {
+		uint8_t b[4];
+		rel_bytes((unsigned)(s - slots), p, b);
+		store(a, 0xe9);
+		store_tail(a, b);
+		break;
 	}
-	store(a, 0xe9);
-	s->jumped = true;
+	case OPT_INT3_REL:
+		store(a, 0xe9);
+		s->stage = OPT_JMP;
+		break;
+	default:
+		store(a, 0xcc);
+		s->stage = OPT_INT3;
+		pending = true;
+	}
 }
 
+/* Stage 1 of removal: int3 over the jmp's E9; a site that never got past
+ * its int3 (or is settling) gets its own byte 0 back at once. */
 void opt_disarm(struct probe *p)
 {
-	struct opt_slot *s = slot(p);
-	struct scan j;
 	uintptr_t a = p->addr;
-	if (!s->jumped) {       /* never got past int3, or settling */
+	if (!slot_of[p->id]) {          /* never armed here: its own byte */
+		store(a, p->site.insn.orig[0]);
+		return;
+	}
+	struct opt_slot *s = slot(p);
+	s->want = false;
+	switch (s->stage) {
+	case OPT_JMP:
+	case OPT_INT3_REL:
+		store(a, 0xcc);
+		s->stage = OPT_INT3_REL;
+		pending = true;
+		break;
+	default:
 		store(a, s->bytes[0]);
-		return;
+		s->stage = OPT_ORIG;
 	}
-	store(a, 0xcc);
-	tracer_sync_cpus();
-	struct tail_write w = { a, { s->bytes[1], s->bytes[2], s->bytes[3],
-				     s->bytes[4] } };
-	if (!quiet_write(a + 1, a + s->len, write_tail, &w, &j)) {
-		held(p, "disarming", &j);
+}
+
+static void held(const struct opt_slot *s)
+{
+	kprintf("opt: probe %u at 0x%lx stays at its int3 stage (%s): thread %u's "
+		"%s 0x%x after %u tries\n", s->probe->id, (unsigned long)s->probe->addr,
+		s->want ? "arming" : "disarming", s->held_tid, s->held_what,
+		(unsigned)s->held_word, OPT_TRIES);
+}
+
+/* Stages 2 and 3 for every slot waiting at its int3, all at once, after
+ * the settle's first sync (tarch_stage): one stopped world writes every
+ * tail no thread holds (the release is the sync), then every such site's
+ * byte 0 becomes the jmp or its own byte again; the settle's last sync
+ * follows. Slots a thread holds are tried again, alone, OPT_TRIES times. */
+void opt_stage(void)
+{
+	if (!pending)
 		return;
+	pending = false;
+	opt_stages++;
+	for (unsigned try = 0; try < OPT_TRIES; try++) {
+		struct scan j = { .cs = kernel_cs(), .me = thread_current(),
+				  .lo = ~(uintptr_t)0, .hi = 0 };
+		unsigned todo = 0;
+		for (unsigned i = 0; i < OPT_SLOTS; i++) {
+			struct opt_slot *s = &slots[i];
+			s->held = false;
+			s->todo = s->probe && (s->want ? s->stage == OPT_INT3 :
+					       s->stage == OPT_INT3_REL);
+			if (!s->todo)
+				continue;
+			todo++;
+			uintptr_t a = s->probe->addr, d = (uintptr_t)slot_code_at(i);
+			j.lo = a + 1 < j.lo ? a + 1 : j.lo;
+			j.hi = a + s->len > j.hi ? a + s->len : j.hi;
+			if (s->want && !written(s)) {
+				j.lo = d < j.lo ? d : j.lo;
+				j.hi = d + OPT_DETOUR_BYTES > j.hi ? d + OPT_DETOUR_BYTES : j.hi;
+			}
+		}
+		if (!todo)
+			return;
+		opt_tries++;
+		smp_stop_others(parked, &j);
+		unsigned left = 0;
+		for (unsigned i = 0; i < OPT_SLOTS; i++) {
+			struct opt_slot *s = &slots[i];
+			if (!s->todo)
+				continue;
+			if (s->held) {
+				left++;
+				continue;
+			}
+			s->todo = false;
+			if (s->want) {
+				store(s->probe->addr, 0xe9);
+				s->stage = OPT_JMP;
+			} else {
+				store(s->probe->addr, s->bytes[0]);
+				s->stage = OPT_ORIG;
+			}
+		}
+		if (!left)
+			return;
+		thread_yield();
 	}
-	s->jumped = false;
-	store(a, s->bytes[0]);
+	for (unsigned i = 0; i < OPT_SLOTS; i++)
+		if (slots[i].todo && slots[i].held)
+			held(&slots[i]);
 }

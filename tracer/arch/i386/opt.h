@@ -20,9 +20,13 @@ struct trapframe;
 /* Whether p can be jump-optimized (its displaced run decoded into the
  * probe's slot); if not, *why says why (a per-call buffer). */
 bool opt_can_arm(const struct probe *p, const char **why);
-/* The site's jmp in / the original bytes back, through an int3 stage. */
+/* The site's jmp in / the original bytes back, through an int3 stage:
+ * these store the int3 (stage 1) ... */
 void opt_arm(struct probe *p);
 void opt_disarm(struct probe *p);
+/* ... and this, after the settle's first sync, makes every waiting
+ * site's tail and then its byte 0, with one stopped world for all. */
+void opt_stage(void);
 /* Where a firing of p's int3 stage resumes: its displaced instructions'
  * copy in the detour, which jumps back past them; 0 if p has no detour
  * (its slot went to another probe: its site holds its own bytes, and a

@@ -454,11 +454,11 @@ static void test_opt_stage(void)
 	struct dt_run base = { .in = &in, .entry = f->site };
 	struct dt_run probed = { .in = &in, .entry = f->site };
 	make_input(f, fi, 0, &in);
-	unsigned long hits = tracer_probes[id].hits;
+	unsigned long hits = tracer_probe_hits(id);
 	prepare_stack(f, fi, 0, &in);
 	struct tally tl = { 0 };
 	bool ran = run_checked(&probed, &tl, 0, "staged");
-	hits = tracer_probes[id].hits - hits;
+	hits = tracer_probe_hits(id) - hits;
 	tracer_probe_set(id, false, why, sizeof why);
 	tracer_settle();
 	bool back = site_is(f->site, orig, 5);

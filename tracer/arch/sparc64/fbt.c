@@ -205,6 +205,11 @@ void tarch_disarm(struct probe *p)
 	store_word(p, p->site.insn);
 }
 
+/* Every sparc64 trap is one word, stored at once: no later stages. */
+void tarch_stage(void)
+{
+}
+
 /* ---- the fire path ---- */
 
 /* %fsr, with the FPU on for the moment it takes: PSTATE.PEF and FPRS.FEF
