@@ -18,7 +18,12 @@ endif
 
 # USER_SRC: a user's C file with its own WORKLOAD() linked in as well
 # (`python3 -m bench run --workload FILE.c`); build it into its own OUT.
+# KOBJ: where the kernel's objects are (default $(OUT)/obj). A user image
+# links the arch image's own objects (KOBJ=build/<arch>/obj, built first by
+# bench/guest/build.py) and compiles only the user's file: the same flags
+# make the same objects, and a kernel build per workload cost a minute.
 OUT ?= build/$(ARCH)
+KOBJ ?= $(OUT)/obj
 .DEFAULT_GOAL := all
 include guest-kernel/arch/$(ARCH)/arch.mk
 
@@ -35,7 +40,7 @@ CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
 	tracer/arch/$(ARCH)/*.c tracer/arch/$(ARCH)/*.S) \
 	$(ARCH_SRCS)
-OBJS := $(patsubst %,$(OUT)/obj/%.o,$(SRCS))
+OBJS := $(patsubst %,$(KOBJ)/%.o,$(SRCS))
 ifneq ($(USER_SRC),)
 USER_OBJ := $(OUT)/obj/user/$(notdir $(USER_SRC)).o
 OBJS += $(USER_OBJ)
@@ -48,7 +53,7 @@ endif
 # __cyg_profile_func_enter/exit (tracer/core/hooks.c) are the bench's
 # compiler-hook baseline; such an image goes to its own OUT.
 ifneq ($(INSTRUMENT),)
-$(patsubst %,$(OUT)/obj/%.o,$(INSTRUMENT)): CFLAGS += -finstrument-functions
+$(patsubst %,$(KOBJ)/%.o,$(INSTRUMENT)): CFLAGS += -finstrument-functions
 endif
 
 # The code every probe firing runs — the tracer's own (not its self-tests,
@@ -62,7 +67,7 @@ endif
 # refills trap_try's window from the %sp it saved, and a windowless leaf
 # that moved %sp before it faulted had trap_try's registers spilled
 # elsewhere (seen: a program's load from an unmapped page hung the guest).
-FIRE_PATH_OBJS := $(patsubst %,$(OUT)/obj/%.o,$(filter-out %/selftest_%, \
+FIRE_PATH_OBJS := $(patsubst %,$(KOBJ)/%.o,$(filter-out %/selftest_%, \
 	$(filter-out tracer/core/peek.c,$(wildcard tracer/core/*.c tracer/arch/$(ARCH)/*.c))) \
 	$(FIRE_PATH_SRCS))
 $(FIRE_PATH_OBJS): CFLAGS += $(FIRE_PATH_CFLAGS)
@@ -82,11 +87,11 @@ $(OBJS): | $(INCLUDE_LINKS)
 $(OUT)/kernel.elf: $(OBJS) $(LDSCRIPT)
 	$(CC) $(CFLAGS) $(ARCH_LDFLAGS) -Wl,-z,noexecstack -nostdlib -T $(LDSCRIPT) -o $@ $(OBJS) -lgcc
 
-$(OUT)/obj/%.c.o: %.c
+$(KOBJ)/%.c.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(OUT)/obj/%.S.o: %.S
+$(KOBJ)/%.S.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -D__ASSEMBLY__ -c -o $@ $<
 

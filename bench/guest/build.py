@@ -2,10 +2,18 @@
 boots a stale image: it asks make (guest-kernel/image.mk), which rebuilds
 only what changed. Besides the image of an arch: the image with a user's
 own C workload linked in, and the image whose workloads are built with
--finstrument-functions (the bench's compiler-hook baseline)."""
+-finstrument-functions (the bench's compiler-hook baseline).
+
+A user image links the arch image's own kernel objects (image.mk's KOBJ)
+and compiles only the user's file, so the arch image is brought up to date
+first. Builds of one arch hold a lock (build/<arch>.lock): the matrix runs
+cells in parallel, and two makes writing the same object would leave a
+torn one."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 import subprocess
 from pathlib import Path
@@ -15,7 +23,25 @@ from ..errors import BuildError, UsageError
 from ..paths import REPO
 
 
+@contextlib.contextmanager
+def _locked(arch: arches.Arch):
+    """One build of arch's objects at a time, across processes."""
+    path = REPO / "build" / f"{arch.name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def ensure_image(arch: arches.Arch) -> None:
+    with _locked(arch):
+        _ensure_image(arch)
+
+
+def _ensure_image(arch: arches.Arch) -> None:
     cmd = ["make", "-s", "--no-print-directory", "-f", "guest-kernel/image.mk",
            f"ARCH={arch.name}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
@@ -45,7 +71,10 @@ def user_image(arch: arches.Arch, source) -> Path:
     if not src.is_file():
         raise UsageError(f"no such workload file: {source}")
     out = Path("build") / f"{arch.name}-user" / src.stem
-    _make(arch, out, f"building {source} into the {arch.name} image", f"USER_SRC={src}")
+    with _locked(arch):
+        _ensure_image(arch)
+        _make(arch, out, f"building {source} into the {arch.name} image",
+              f"USER_SRC={src}", f"KOBJ=build/{arch.name}/obj")
     return REPO / out / arch.boot_image
 
 
