@@ -1,0 +1,204 @@
+"""`python3 -m bench itrace`: trace every instruction of a function's
+regions, list them per thread, and compare them with QEMU's own log.
+
+One boot: the function's entry probe is added (its own record off:
+`probe action null`, so the wire carries ITRACE records only), the
+workload runs once untraced (the cost baseline), then the probe is
+enabled, `itrace on` armed and the workload runs again, traced. The
+records become regions (itrace.py), each checked against the ELF; the
+listing shows every instruction as address, symbol+offset, bytes and
+capstone's disassembly. Figures: the traps the tracer caused by kind
+(the guest's `itrace stats`), bytes per instruction on the wire, and the
+cost per traced instruction in guest cycles, (traced - untraced) /
+instructions, both measured in this boot.
+
+With --reference qemu, a second boot of the same image under
+`-singlestep -d nochain` runs the same commands but adds no probe, and
+QEMU's exec log of the workload's run is the reference (qemuref.py says
+how its regions are delimited). The last line is
+`itrace: N instructions traced, N compared with QEMU, N differences`;
+the exit status is 1 on any difference, any problem in the records (a
+lost or reordered record, a step the ELF contradicts), a wrong workload
+result or a region that did not end.
+
+--tamper drop:K|swap:K removes the K-th ITRACE record of the capture or
+swaps it with the next, before decoding: what a test uses to show that
+a lost or reordered record is caught.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from ..guest import build
+from ..guest.backend import open_guest
+from . import itrace, qemuref
+from .session import open_session
+
+
+def _tamper(events, spec: str):
+    if not spec:
+        return events
+    how, _, k = spec.partition(":")
+    idx = [i for i, e in enumerate(events) if e.kind == itrace.K_ITRACE]
+    k = int(k)
+    if how not in ("drop", "swap") or not 0 <= k < len(idx) - (how == "swap"):
+        raise UsageError(f"--tamper {spec}: drop:K or swap:K with K below "
+                         f"{len(idx)} ITRACE records")
+    events = list(events)
+    if how == "drop":
+        del events[idx[k]]
+    else:
+        a, b = idx[k], idx[k + 1]
+        events[a], events[b] = events[b], events[a]
+    return events
+
+
+def _stats(message: str) -> dict[str, int]:
+    out = {}
+    for word in message.split():
+        name, _, value = word.partition("=")
+        if value.isdigit():
+            out[name] = int(value)
+    return out
+
+
+def _name_of(image, addr: int) -> str:
+    f = image.function_at(addr)
+    return f"{f.name}+{addr - f.addr:#x}" if f else "?"
+
+
+def _listing(image, r, limit: int) -> list[str]:
+    import capstone                      # only the listing needs it
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_32)
+    out = []
+    for n, a in enumerate(r.addrs):
+        if limit and n >= limit:
+            out.append(f"  ... {len(r.addrs) - limit} more (--lines 0 lists all)")
+            break
+        f = image.function_at(a)
+        ins = next(md.disasm(image.code(a, 15), a, 1), None)
+        raw = bytes(ins.bytes) if ins else image.code(a, 1)
+        text = f"{ins.mnemonic} {ins.op_str}".strip() if ins else "(undecodable)"
+        name = f"{f.name}+{a - f.addr:#x}" if f else "?"
+        out.append(f"  {a:#010x} {name:<18} {raw.hex(' '):<24} {text}")
+    return out
+
+
+def _workload_lines(reply) -> list[str]:
+    return [f"{res['name']} = {res['value']} ({'ok' if res['status'] == 0 else 'WRONG'})"
+            for res in reply.results]
+
+
+def _traced_boot(args, arch, line):
+    with open_guest(arch, label="itrace", smp=args.smp,
+                    command_timeout=args.timeout) as g:
+        s = open_session(g)
+        s.setup(f"fbt:{args.function}:entry", args.mechanism, buffer_bytes=args.buffer)
+        pid = s.probes[0].id
+        s.must(f"probe action {pid} null")
+        base = s.cmd(f"run {line}")
+        s.enable(True, strict=True)
+        s.must(f"itrace on {pid} {args.method} {args.skip} {args.regions}")
+        traced = s.cmd(f"run {line}")
+        st = s.must("itrace stats")
+        s.must("itrace off")
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    return s, g, cap, base, traced, st
+
+
+def _reference_boot(args, arch, line, workdir: Path):
+    log, qmp = workdir / "exec.log", workdir / "qmp.sock"
+    with open_guest(arch, label="itrace-ref", smp=args.smp,
+                    command_timeout=args.timeout, boot_timeout=120,
+                    extra_args=qemuref.qemu_args(log, qmp)) as g:
+        mon = qemuref.Monitor(qmp)
+        try:
+            g.command(f"run {line}")              # the traced boot's first run
+            mon.hmp("log exec,nochain")
+            r = g.command(f"run {line}")
+            mon.hmp("log nochain")
+        finally:
+            mon.close()
+        g.exit(0)
+    return log, r
+
+
+def run(args, arch) -> int:
+    line = args.run
+    if not args.function:
+        args.function = line.split()[0]
+    build.ensure_image(arch)
+    s, g, cap, base, traced, st = _traced_boot(args, arch, line)
+    image = s.image
+    f = image.functions.get(args.function)
+    insns = itrace.InsnTable(image)
+    events = _tamper(cap.events, args.tamper)
+    regs = itrace.regions(events, image, g.byte_order, arch.word_bytes, insns)
+    status = EXIT_OK
+    total = sum(len(r.addrs) for r in regs)
+    for k, r in enumerate(regs, 1):
+        print(f"thread {r.thread} region {k} (cpu {','.join(map(str, sorted(r.cpus)))}): "
+              f"{len(r.addrs)} instructions ({r.emulated} emulated by probes, "
+              f"{r.calls_out} calls out untraced), {r.records} records, "
+              f"ended by {r.ended or 'nothing'}")
+        for ln in _listing(image, r, args.lines):
+            print(ln)
+    problems = [p for r in regs for p in r.problems]
+    problems += [f"region of thread {r.thread} did not end by its return ({r.ended or 'open'})"
+                 for r in regs if r.ended != "return"]
+    stats = _stats(st.message)
+    wire_bytes = sum(r.wire_bytes for r in regs)
+    print(f"itrace {line!r} on {arch.name}, function {args.function} at "
+          f"{f.addr:#x}, method {args.method}: {total} instructions in {len(regs)} "
+          f"regions of {len({r.thread for r in regs})} threads")
+    print(f"guest: {st.message}")
+    print("traps the tracer caused: #DB single-steps {db}, probe traps (emulated) "
+          "{pt}, return-pad #UD {pad}, stray #DB {stray}; tracer TLB misses: {tlb}".format(
+              db=stats.get("db_steps", 0), pt=stats.get("probe_traps", 0),
+              pad=stats.get("pad_traps", 0), stray=stats.get("stray_db", 0),
+              tlb=stats["tlb_misses"] if "tlb_misses" in stats
+              else "not counted (no software TLB on this arch)"))
+    if total:
+        print(f"wire: {wire_bytes} bytes in {sum(r.records for r in regs)} records, "
+              f"{wire_bytes / total:.2f} bytes per instruction")
+    bc = base.results[0]["cycles"] if base.results else 0
+    tc = traced.results[0]["cycles"] if traced.results else 0
+    if total and bc and tc:
+        print(f"cost: untraced {bc} cycles, traced {tc} cycles: "
+              f"{(tc - bc) / total:.0f} guest cycles per traced instruction")
+    for name, rep in (("untraced", base), ("traced", traced)):
+        for ln in _workload_lines(rep):
+            print(f"workload {name}: {ln}")
+        if not rep.ok or any(res["status"] != 0 for res in rep.results):
+            problems.append(f"the {name} run failed: {rep.message}")
+    if stats.get("stray_db"):
+        problems.append(f"{stats['stray_db']} single-steps on threads with no region")
+    if stats.get("no_state"):
+        problems.append(f"{stats['no_state']} regions not started: the guest's pool was empty")
+    if not regs:
+        problems.append("no region was traced")
+    summary = f"itrace: {total} instructions traced"
+    if args.reference == "qemu":
+        with tempfile.TemporaryDirectory(prefix="itrace-ref-") as d:
+            log, ref_reply = _reference_boot(args, arch, line, Path(d))
+            if not ref_reply.ok:
+                problems.append(f"the reference run failed: {ref_reply.message}")
+            lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
+            refs = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns)
+        cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
+        for ln in cmp.lines:
+            print(ln)
+        summary += f", {cmp.compared} compared with QEMU, {cmp.differences} differences"
+        if cmp.differences:
+            status = EXIT_FAILED
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    if problems:
+        status = EXIT_FAILED
+    print(summary)
+    return status
