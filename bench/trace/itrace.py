@@ -184,7 +184,7 @@ def regions(events, image, order: str, word_bytes: int,
         where = f"thread {ev.thread} record {seq}"
         if seq != want_seq:
             r.problems.append(f"{where}: expected record {want_seq} "
-                              f"({'lost' if seq > want_seq else 'out of order'})")
+                              f"({'lost, or late' if seq > want_seq else 'out of order: it came late'})")
         if cur != cursor:
             r.problems.append(f"{where}: starts at {cur:#x}, the last one left "
                               f"off at {cursor:#x}")
