@@ -40,7 +40,8 @@ def runs(built):
     out = {}
     with Guest("i386", smp=4, label="itrace") as g:
         s = open_session(g)
-        s.setup("fbt:fib:entry,fbt:ct_thread:entry,fbt:ct_add:return", "int3")
+        s.setup("fbt:fib:entry,fbt:ct_thread:entry,fbt:ct_add:return,"
+                "fbt:yielder:entry", "int3")
         ids = {(p.function, p.kind): p.id for p in s.probes}
         for p in s.probes:
             s.must(f"probe action {p.id} null")
@@ -55,6 +56,8 @@ def runs(built):
         out["fib3"] = _traced(s, fib, "address", "fib n=5")
         out["ref"] = _traced(s, ct, "previous", CT, skip=0, regions=1)
         out["one"] = _traced(s, ct, "previous", CT, skip=1, regions=1)
+        out["pp"] = _traced(s, ids["yielder", "entry"], "previous",
+                            "pingpong threads=2 iters=3")
         s.enable(False)
         cap = s.finish()
         g.exit(0)
@@ -94,7 +97,7 @@ def test_both_methods_trace_fib_alike(runs):
 def test_one_thread_stepped_while_others_run(runs):
     regs = _regions(runs, runs["events"])
     ref, one = regs[2], regs[3]
-    assert len(regs) == 4, [(r.thread, len(r.addrs)) for r in regs]
+    assert len(regs) == 6, [(r.thread, len(r.addrs)) for r in regs]
     for name in ("ref", "one"):
         reply, st = runs[name]
         assert reply.ok and reply.results[0]["status"] == 0, reply.message
@@ -104,6 +107,21 @@ def test_one_thread_stepped_while_others_run(runs):
     # workers' (they would make the region longer or add a region).
     assert one.thread != ref.thread
     assert one.addrs == ref.addrs and not one.problems and one.ended == "return"
+
+
+def test_kernel_calls_run_untraced(runs):
+    # pingpong's yielder calls thread_yield 3 times in each of 2 threads on
+    # one CPU: each call runs at full speed and comes back through the
+    # return pad; the switches inside it never carry TF to the other thread.
+    a, b = _regions(runs, runs["events"])[4:6]
+    reply, st = runs["pp"]
+    assert reply.ok and reply.results[0]["status"] == 0, reply.message
+    assert a.thread != b.thread and a.addrs == b.addrs
+    assert (a.calls_out, b.calls_out) == (3, 3) and not a.problems + b.problems
+    assert st["pad_traps"] == 6 and st["stray_db"] == 0 and st["regions"] == 2, st
+    image = runs["image"]
+    lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
+    assert all(lo <= x < hi for x in a.addrs + b.addrs)
 
 
 @pytest.mark.parametrize("how", ["drop", "swap"])

@@ -50,6 +50,7 @@ class Region:
     addrs: list[int] = field(default_factory=list)     # instructions, in order
     emulated: int = 0                   # of them, run by a probe's emulation
     calls_out: int = 0                  # calls out of the traced text
+    outs: set = field(default_factory=set)  # indexes in addrs of those calls
     records: int = 0
     wire_bytes: int = 0                 # records' bytes as sent
     ended: str = ""                     # "return", "left", or "" (still open)
@@ -135,6 +136,7 @@ def _replay(region: Region, cursor: int, data: bytes, insns: InsnTable,
             i += 1 + ADDR_BYTES
         elif b == S.OUT:
             region.calls_out += 1
+            region.outs.add(len(region.addrs) - 1)
             cursor = addr_at(i + 1)
             i += 1 + ADDR_BYTES
         elif b == S.FAR:

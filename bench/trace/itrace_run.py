@@ -84,6 +84,8 @@ def _listing(image, r, limit: int) -> list[str]:
         text = f"{ins.mnemonic} {ins.op_str}".strip() if ins else "(undecodable)"
         name = f"{f.name}+{a - f.addr:#x}" if f else "?"
         out.append(f"  {a:#010x} {name:<18} {raw.hex(' '):<24} {text}")
+        if n in r.outs:
+            out.append("             (the callee ran untraced: not workload text)")
     return out
 
 
