@@ -152,7 +152,8 @@ def test_qemu_reference_equals_trace(runs, built):
             g.exit(0)
         assert r.ok
         lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
-        refs = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns)
+        refs, _ = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns,
+                               image.symbols["arch_context_switch"])
     fib4 = _regions(runs, runs["events"])[:1]
     good = qemuref.compare(fib4, refs, lambda a: "")
     assert len(refs) == 1 and good.differences == 0, good.lines

@@ -184,6 +184,9 @@ def run(args, arch) -> int:
         problems.append(f"{stats['no_state']} regions not started: the guest's pool was empty")
     if not regs:
         problems.append("no region was traced")
+    if stats.get("regions") != len(regs):
+        problems.append(f"the guest started {stats.get('regions')} regions, the "
+                        f"records hold {len(regs)}")
     summary = f"itrace: {total} instructions traced"
     if args.reference == "qemu":
         with tempfile.TemporaryDirectory(prefix="itrace-ref-") as d:
@@ -191,8 +194,11 @@ def run(args, arch) -> int:
             if not ref_reply.ok:
                 problems.append(f"the reference run failed: {ref_reply.message}")
             lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
-            refs = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns)
+            refs, ambiguous = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns,
+                                   image.symbols.get("arch_context_switch"))
         cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
+        print(f"QEMU's log: {len(refs)} regions, {ambiguous} ambiguous resumes "
+              "(threads that could go on at the same pc; the first suspended went on)")
         for ln in cmp.lines:
             print(ln)
         summary += f", {cmp.compared} compared with QEMU, {cmp.differences} differences"

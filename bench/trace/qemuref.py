@@ -14,17 +14,18 @@ logs is the workload running untraced. Each line is
 with the guest pc the second field in the brackets (QEMU 7.2's
 log_cpu_exec, on both arches).
 
-Delimiting a region in the log, per CPU: keep only pcs in the workload
-text (the kernel's handlers, the scheduler and other threads' kernel code
-fall away, as they do in the trace, where the CPU clears TF on entry to
-a handler); a region opens at the traced function's entry address while
-none is open on that CPU, and closes after the `ret` that brings the call
-depth back to 0 (a `call` counts one deeper unless the next workload pc
-on that CPU is its own return address: a call out of the workload text,
-untraced). A region that migrates to another CPU midway, or two
-threads interleaving workload code on one CPU, would break this per-CPU
-delimiting; the comparison then reports differences rather than
-pretending, and region counts that differ are a difference too.
+Delimiting a region in the log (regions() below): keep only pcs in the
+workload text (the kernel's handlers, the scheduler and other threads'
+kernel code fall away, as they do in the trace, where the CPU clears TF
+on entry to a handler); a region opens at the traced function's entry
+address, and closes after the `ret` that brings its call depth below 0.
+The log has no thread ids, so threads are told apart by the kernel's
+context switch: a CPU that runs it suspends its open region, and a
+region resumes (on any CPU) where its last instruction can go next;
+where several could, the one suspended first (counted and reported as
+ambiguous resumes). Anything this does not delimit right shows as
+differences, never as agreement: region counts that differ are
+differences too.
 
 Comparison: each traced region is matched with an unused QEMU region of
 the same instruction sequence if there is one, else with the next unused
@@ -89,8 +90,8 @@ class Monitor:
         self.sock.close()
 
 
-def exec_pcs(log: Path) -> dict[int, list[int]]:
-    """The log's executed pcs, per CPU, in order. QEMU prints a Trace line
+def exec_pcs(log: Path) -> list[tuple[int, int]]:
+    """The log's executed (cpu, pc), in the log's order. QEMU prints a Trace line
     before it runs the block; a block that an interrupt request stops
     before its first instruction is followed by `Stopped execution of TB
     chain before HOSTPTR [PC]` (no CPU number): the latest Trace line of
@@ -110,44 +111,98 @@ def exec_pcs(log: Path) -> dict[int, list[int]]:
                     if runs[k] and runs[k][1] == ptr and runs[k][2] == pc:
                         runs[k] = None
                         break
-    per_cpu: dict[int, list[int]] = {}
-    for run in runs:
-        if run:
-            per_cpu.setdefault(run[0], []).append(run[2])
-    return per_cpu
+    return [(run[0], run[2]) for run in runs if run]
 
 
 @dataclass
 class RefRegion:
     cpu: int
     addrs: list[int] = field(default_factory=list)
+    depth: int = 0
+    done: bool = False
+    pending_call: int | None = None     # its last instruction, a call
 
 
-def regions(per_cpu: dict[int, list[int]], entry: int, lo: int, hi: int,
-            insns) -> list[RefRegion]:
-    """The traced function's regions in QEMU's log (see the top)."""
+_TARGET = re.compile(r"^\S+\s+([0-9a-f]+)\b")
+
+
+def successors(insns, pc: int) -> set[int] | None:
+    """Where the workload's instruction at pc may go next (None: anywhere,
+    a return or an indirect transfer)."""
+    i = insns.by_addr.get(pc)
+    if i is None:
+        return None
+    nxt = pc + len(i.raw)
+    m = i.mnemonic
+    if m.startswith("ret") or "*" in i.text:
+        return None
+    t = _TARGET.match(i.text)
+    if m.startswith("jmp"):
+        return {int(t.group(1), 16)} if t else None
+    if m.startswith(("j", "call", "loop")) and t:
+        return {int(t.group(1), 16), nxt}
+    return {nxt}
+
+
+def regions(runs: list[tuple[int, int]], entry: int, lo: int, hi: int,
+            insns, switch_pc: int | None = None) -> tuple[list[RefRegion], int]:
+    """The traced function's regions in QEMU's log. Per CPU, only pcs in
+    the workload text count; a region opens at the function's entry and
+    closes after the `ret` that brings its call depth below 0 (a `call`
+    counts one deeper unless the next workload pc is its own return
+    address: a call out of the workload text). When the CPU runs the
+    kernel's context switch (switch_pc), its open region is suspended;
+    the next workload pc on a CPU resumes the suspended region (of any
+    CPU: threads migrate) whose last instruction can go there, or opens a
+    new region at the entry. Where several suspended regions could go
+    there, the one suspended first resumes (a round-robin scheduler's
+    order); how often that choice was made is returned with the regions,
+    and a wrong choice shows as differences, never as agreement."""
     out: list[RefRegion] = []
-    for cpu, pcs in sorted(per_cpu.items()):
-        pcs = [pc for pc in pcs if lo <= pc < hi]
-        cur: RefRegion | None = None
-        depth = 0
-        for k, pc in enumerate(pcs):
-            if cur is None:
+    suspended: list[RefRegion] = []
+    # The log's order is the order the vCPUs wrote their lines in: a
+    # region suspended on one CPU is in the pool before another resumes it.
+    cur: dict[int, RefRegion | None] = {cpu: None for cpu, _ in runs}
+    ambiguous = [0]
+
+    def feed(cpu: int, pc: int) -> None:
+        if switch_pc is not None and pc == switch_pc:
+            if cur[cpu] is not None:
+                suspended.append(cur[cpu])
+                cur[cpu] = None
+            return
+        if not lo <= pc < hi:
+            return
+        r = cur[cpu]
+        if r is None:
+            fit = [k for k, sr in enumerate(suspended)
+                   if (succ := successors(insns, sr.addrs[-1])) is None or pc in succ]
+            if len(fit) > 1:
+                ambiguous[0] += 1
+            if fit:
+                r = cur[cpu] = suspended.pop(fit[0])
+            else:
                 if pc != entry:
-                    continue
-                cur, depth = RefRegion(cpu), 0
-                out.append(cur)
-            cur.addrs.append(pc)
-            m = insns.mnemonic(pc)
-            if m.startswith("call"):
-                nxt = pcs[k + 1] if k + 1 < len(pcs) else None
-                if nxt != pc + (insns.length(pc) or 0):
-                    depth += 1
-            elif m.startswith("ret"):
-                depth -= 1
-                if depth < 0:
-                    cur = None
-    return out
+                    return
+                r = cur[cpu] = RefRegion(cpu)
+                out.append(r)
+        if r.pending_call is not None:
+            if pc != r.pending_call + (insns.length(r.pending_call) or 0):
+                r.depth += 1            # the callee is workload code
+            r.pending_call = None
+        r.addrs.append(pc)
+        m = insns.mnemonic(pc)
+        if m.startswith("call"):
+            r.pending_call = pc
+        elif m.startswith("ret"):
+            r.depth -= 1
+            if r.depth < 0:
+                r.done = True
+                cur[cpu] = None
+
+    for cpu, pc in runs:
+        feed(cpu, pc)
+    return out, ambiguous[0]
 
 
 @dataclass
