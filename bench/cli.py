@@ -326,6 +326,9 @@ def cmd_itrace(args) -> int:
     _probe_args(args, arch)
     if args.skip < 0 or args.regions < 0:
         raise UsageError("--skip and --regions are counts")
+    if arch.itrace != "step" and (args.skip or args.regions or args.method != "previous"):
+        raise UsageError(f"{arch.name} rebuilds instructions from branch records: "
+                         "--skip, --regions and --method are for single-stepping arches")
     from .trace import itrace_run            # capstone: only this command
     return itrace_run.run(args, arch)
 

@@ -35,19 +35,21 @@ from pathlib import Path
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from ..guest import build
 from ..guest.backend import open_guest
-from . import itrace, qemuref
+from ..wire import records
+from . import itrace, itrace_branches, qemuref
 from .session import open_session
 
 
-def _tamper(events, spec: str):
+def _tamper(events, spec: str, steps: bool = True):
     if not spec:
         return events
     how, _, k = spec.partition(":")
-    idx = [i for i, e in enumerate(events) if e.kind == itrace.K_ITRACE]
+    kind = itrace.K_ITRACE if steps else records.K_BRANCH
+    idx = [i for i, e in enumerate(events) if e.kind == kind]
     k = int(k)
     if how not in ("drop", "swap") or not 0 <= k < len(idx) - (how == "swap"):
         raise UsageError(f"--tamper {spec}: drop:K or swap:K with K below "
-                         f"{len(idx)} ITRACE records")
+                         f"{len(idx)} records")
     events = list(events)
     if how == "drop":
         del events[idx[k]]
@@ -71,9 +73,12 @@ def _name_of(image, addr: int) -> str:
     return f"{f.name}+{addr - f.addr:#x}" if f else "?"
 
 
-def _listing(image, r, limit: int) -> list[str]:
+def _listing(image, arch, r, limit: int) -> list[str]:
     import capstone                      # only the listing needs it
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_32)
+    mode = 0
+    for name in arch.capstone[1:]:
+        mode |= getattr(capstone, name)
+    md = capstone.Cs(getattr(capstone, arch.capstone[0]), mode)
     out = []
     for n, a in enumerate(r.addrs):
         if limit and n >= limit:
@@ -96,21 +101,28 @@ def _workload_lines(reply) -> list[str]:
 
 
 def _traced_boot(args, arch, line):
+    steps = arch.itrace == "step"
+    spec = f"fbt:{args.function}:entry"
+    if not steps:
+        spec += f",branch:{args.within}"
     with open_guest(arch, label="itrace", smp=args.smp,
                     command_timeout=args.timeout) as g:
         s = open_session(g)
-        s.setup(f"fbt:{args.function}:entry", args.mechanism, buffer_bytes=args.buffer)
+        s.setup(spec, args.mechanism, buffer_bytes=args.buffer)
         pid = s.probes[0].id
-        s.must(f"probe action {pid} null")
+        if steps:
+            s.must(f"probe action {pid} null")
         # Untraced twice: the first run also pays QEMU's translation of
         # the workload's code; the lesser cycle count is the baseline.
         base = min((s.cmd(f"run {line}") for _ in range(2)),
                    key=lambda r: r.results[0]["cycles"] if r.results else 0)
         s.enable(True, strict=True)
-        s.must(f"itrace on {pid} {args.method} {args.skip} {args.regions}")
+        if steps:
+            s.must(f"itrace on {pid} {args.method} {args.skip} {args.regions}")
         traced = s.cmd(f"run {line}")
-        st = s.must("itrace stats")
-        s.must("itrace off")
+        st = s.must("itrace stats") if steps else None
+        if steps:
+            s.must("itrace off")
         s.enable(False)
         cap = s.finish()
         g.exit(0)
@@ -139,13 +151,31 @@ def run(args, arch) -> int:
     line = args.run
     if not args.function:
         args.function = line.split()[0]
+    args.within = args.within or args.function
     build.ensure_image(arch)
     s, g, cap, base, traced, st = _traced_boot(args, arch, line)
     image = s.image
     f = image.functions.get(args.function)
     insns = itrace.InsnTable(image)
-    events = _tamper(cap.events, args.tamper)
-    regs = itrace.regions(events, image, g.byte_order, arch.word_bytes, insns)
+    steps = arch.itrace == "step"
+    events = _tamper(cap.events, args.tamper, steps)
+    if steps:
+        regs = itrace.regions(events, image, g.byte_order, arch.word_bytes, insns)
+    else:
+        regs, outside = itrace_branches.regions(events, image, s.probes[0].id,
+                                                f.addr, args.within)
+        if outside:
+            print(f"note: {outside} branch records from the traced functions "
+                  "called outside any region (not walked)")
+        traced_events = [e for e in events
+                         if e.kind in (records.K_BRANCH, records.K_ENTRY)]
+        for r in regs:
+            r.wire_bytes = 0
+        per = {}
+        for e in traced_events:
+            per[e.thread] = per.get(e.thread, 0) + 16 + len(e.words) * arch.word_bytes
+        for r in regs:
+            r.wire_bytes = per.pop(r.thread, 0)   # a thread's bytes, on its first region
     status = EXIT_OK
     total = sum(len(r.addrs) for r in regs)
     for k, r in enumerate(regs, 1):
@@ -153,23 +183,35 @@ def run(args, arch) -> int:
               f"{len(r.addrs)} instructions ({r.emulated} emulated by probes, "
               f"{r.calls_out} calls out untraced), {r.records} records, "
               f"ended by {r.ended or 'nothing'}")
-        for ln in _listing(image, r, args.lines):
+        for ln in _listing(image, arch, r, args.lines):
             print(ln)
     problems = [p for r in regs for p in r.problems]
     problems += [f"region of thread {r.thread} did not end by its return ({r.ended or 'open'})"
                  for r in regs if r.ended != "return"]
-    stats = _stats(st.message)
+    if steps:
+        stats = _stats(st.message)
+        guest_line = st.message
+    else:
+        fired = sum(c["fired"] for c in cap.stats.values())
+        stats = {"regions": len(regs), "probe_traps": fired}
+        guest_line = (f"probe traps {fired} (entry and branch probes: every "
+                      "transfer of the traced functions)")
     wire_bytes = sum(r.wire_bytes for r in regs)
     print(f"itrace {line!r} on {arch.name}, function {args.function} at "
-          f"{f.addr:#x}, method {args.method}: {total} instructions in {len(regs)} "
+          f"{f.addr:#x}, method {args.method if steps else 'branches (' + args.within + ')'}: "
+          f"{total} instructions in {len(regs)} "
           f"regions of {len({r.thread for r in regs})} threads")
-    print(f"guest: {st.message}")
-    print("traps the tracer caused: #DB single-steps {db}, probe traps (emulated) "
-          "{pt}, return-pad #UD {pad}, stray #DB {stray}; tracer TLB misses: {tlb}".format(
-              db=stats.get("db_steps", 0), pt=stats.get("probe_traps", 0),
-              pad=stats.get("pad_traps", 0), stray=stats.get("stray_db", 0),
-              tlb=stats["tlb_misses"] if "tlb_misses" in stats
-              else "not counted (no software TLB on this arch)"))
+    print(f"guest: {guest_line}")
+    tlb = (stats["tlb_misses"] if "tlb_misses" in stats else
+           "not counted by this build (a column for the per-CPU miss counters)")
+    if steps:
+        print(f"traps the tracer caused: #DB single-steps {stats.get('db_steps', 0)}, "
+              f"probe traps (emulated) {stats.get('probe_traps', 0)}, return-pad #UD "
+              f"{stats.get('pad_traps', 0)}, stray #DB {stats.get('stray_db', 0)}; "
+              f"tracer TLB misses: {tlb}")
+    else:
+        print(f"traps the tracer caused: probe traps {stats['probe_traps']} (entry "
+              f"and branch probes, emulated); tracer TLB misses: {tlb}")
     if total:
         print(f"wire: {wire_bytes} bytes in {sum(r.records for r in regs)} records, "
               f"{wire_bytes / total:.2f} bytes per instruction")
@@ -189,7 +231,7 @@ def run(args, arch) -> int:
         problems.append(f"{stats['no_state']} regions not started: the guest's pool was empty")
     if not regs:
         problems.append("no region was traced")
-    if stats.get("regions") != len(regs):
+    if steps and stats.get("regions") != len(regs):
         problems.append(f"the guest started {stats.get('regions')} regions, the "
                         f"records hold {len(regs)}")
     summary = f"itrace: {total} instructions traced"
@@ -200,7 +242,9 @@ def run(args, arch) -> int:
                 problems.append(f"the reference run failed: {ref_reply.message}")
             lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
             refs, ambiguous = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns,
-                                   image.symbols.get("arch_context_switch"))
+                                              image.symbols.get("arch_context_switch"),
+                                              arch.delay_slots, None if steps else
+                                              lambda a: itrace_branches.follows(image, a))
         cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
         print(f"QEMU's log: {len(refs)} regions, {ambiguous} ambiguous resumes "
               "(threads that could go on at the same pc; the first suspended went on)")

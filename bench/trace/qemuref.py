@@ -118,9 +118,13 @@ def exec_pcs(log: Path) -> list[tuple[int, int]]:
 class RefRegion:
     cpu: int
     addrs: list[int] = field(default_factory=list)
+    entries: list[int] = field(default_factory=list)    # their places in runs
     depth: int = 0
     done: bool = False
-    pending_call: int | None = None     # its last instruction, a call
+    pending_call: int | None = None     # a call whose callee is not known yet
+    slot_left: int = 0                  # delay slots still to come before it is
+    closing: bool = False               # the final return's delay slot is next
+    kernel_since: bool = False          # kernel code ran since its last pc
 
 
 _TARGET = re.compile(r"^\S+\s+([0-9a-f]+)\b")
@@ -145,7 +149,8 @@ def successors(insns, pc: int) -> set[int] | None:
 
 
 def regions(runs: list[tuple[int, int]], entry: int, lo: int, hi: int,
-            insns, switch_pc: int | None = None) -> tuple[list[RefRegion], int]:
+            insns, switch_pc: int | None = None,
+            delay_slots: bool = False, follows=None) -> tuple[list[RefRegion], int]:
     """The traced function's regions in QEMU's log. Per CPU, only pcs in
     the workload text count; a region opens at the function's entry and
     closes after the `ret` that brings its call depth below 0 (a `call`
@@ -153,30 +158,57 @@ def regions(runs: list[tuple[int, int]], entry: int, lo: int, hi: int,
     address: a call out of the workload text). When the CPU runs the
     kernel's context switch (switch_pc), its open region is suspended;
     the next workload pc on a CPU resumes the suspended region (of any
-    CPU: threads migrate) whose last instruction can go there, or opens a
-    new region at the entry. Where several suspended regions could go
-    there, the one suspended first resumes (a round-robin scheduler's
+    CPU: threads migrate) whose instructions can go there next
+    (follows(addrs): a set of pcs, or None for unknown; default: the
+    last instruction's successors() on a machine without delay slots),
+    or opens a new region at the entry (where only a region known to go
+    to the entry next is resumed). Where several suspended regions could
+    go there, the one suspended first resumes (a round-robin scheduler's
     order); how often that choice was made is returned with the regions,
-    and a wrong choice shows as differences, never as agreement."""
+    and a wrong choice shows as differences, never as agreement.
+
+    With delay_slots (SPARC), a call's callee is known two workload pcs
+    later (after its slot: pc + 8 is its return), and the region closes
+    after the final return's delay slot. On every arch, a region's
+    instruction logged again after kernel code ran (on its CPU, or a
+    context switch away and back), with none of its workload pcs between,
+    is one that trapped (a TLB miss, a register-window spill or fill, an
+    interrupt that switched threads before it could finish) and ran again
+    after the handler's `retry`: it is counted once, as the trace counts
+    it."""
     out: list[RefRegion] = []
     suspended: list[RefRegion] = []
     # The log's order is the order the vCPUs wrote their lines in: a
     # region suspended on one CPU is in the pool before another resumes it.
     cur: dict[int, RefRegion | None] = {cpu: None for cpu, _ in runs}
     ambiguous = [0]
+    if follows is None:
+        def follows(addrs):
+            return successors(insns, addrs[-1])
 
-    def feed(cpu: int, pc: int) -> None:
+    def feed(cpu: int, pc: int, n: int) -> None:
         if switch_pc is not None and pc == switch_pc:
             if cur[cpu] is not None:
+                cur[cpu].kernel_since = True
                 suspended.append(cur[cpu])
                 cur[cpu] = None
             return
         if not lo <= pc < hi:
+            if cur[cpu] is not None:
+                cur[cpu].kernel_since = True
             return
         r = cur[cpu]
         if r is None:
-            fit = [k for k, sr in enumerate(suspended)
-                   if (succ := successors(insns, sr.addrs[-1])) is None or pc in succ]
+            known, unknown = [], []
+            for k, sr in enumerate(suspended):
+                succ = follows(sr.addrs)
+                if succ is None:
+                    unknown.append(k)
+                elif pc in succ:
+                    known.append(k)
+            # A new thread starts at the entry: only a region known to go
+            # there next is resumed by it.
+            fit = known if known or pc == entry else unknown
             if len(fit) > 1:
                 ambiguous[0] += 1
             if fit:
@@ -186,22 +218,39 @@ def regions(runs: list[tuple[int, int]], entry: int, lo: int, hi: int,
                     return
                 r = cur[cpu] = RefRegion(cpu)
                 out.append(r)
+        if r.kernel_since and r.addrs and pc == r.addrs[-1]:
+            r.kernel_since = False
+            return                      # it trapped, and ran again after retry
+        r.kernel_since = False
         if r.pending_call is not None:
-            if pc != r.pending_call + (insns.length(r.pending_call) or 0):
-                r.depth += 1            # the callee is workload code
-            r.pending_call = None
+            if r.slot_left:
+                r.slot_left -= 1
+            else:
+                back = 8 if delay_slots else (insns.length(r.pending_call) or 0)
+                if pc != r.pending_call + back:
+                    r.depth += 1        # the callee is workload code
+                r.pending_call = None
         r.addrs.append(pc)
+        r.entries.append(n)
+        if r.closing:
+            r.done = True
+            cur[cpu] = None
+            return
         m = insns.mnemonic(pc)
         if m.startswith("call"):
             r.pending_call = pc
+            r.slot_left = 1 if delay_slots else 0
         elif m.startswith("ret"):
             r.depth -= 1
             if r.depth < 0:
-                r.done = True
-                cur[cpu] = None
+                if delay_slots:
+                    r.closing = True
+                else:
+                    r.done = True
+                    cur[cpu] = None
 
-    for cpu, pc in runs:
-        feed(cpu, pc)
+    for n, (cpu, pc) in enumerate(runs):
+        feed(cpu, pc, n)
     return out, ambiguous[0]
 
 
