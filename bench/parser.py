@@ -134,9 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--function", help="the function whose regions are traced, "
                    "entry to matching return, nested calls included (default: "
                    "the workload's name)")
-    s.add_argument("--within", metavar="GLOB", help="arches with no single-step "
-                   "(sparc64): the functions whose transfers are probed and "
-                   "walked (default: the function itself)")
+    s.add_argument("--within", metavar="GLOB[,GLOB]", help="arches with no "
+                   "single-step (sparc64): the functions whose transfers are "
+                   "probed and walked (default: the function itself)")
     s.add_argument("--method", choices=("previous", "address"), default="previous",
                    help="previous (seed 003's method 4: the instruction that ran, "
                    "its length or its bytes) or address (method 3: addresses, "

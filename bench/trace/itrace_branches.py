@@ -73,10 +73,12 @@ def follows(image, addrs: list[int]) -> set[int] | None:
     return {addrs[-1] + 4}
 
 
-def traced_ranges(image, glob: str) -> list[tuple[int, int, str]]:
-    """The functions whose transfers are probed: (start, end, name)."""
+def traced_ranges(image, globs: str) -> list[tuple[int, int, str]]:
+    """The functions whose transfers are probed (a comma list of globs):
+    (start, end, name)."""
+    pats = globs.split(",")
     return sorted((f.addr, f.addr + f.size, f.name) for f in image.functions.values()
-                  if fnmatch.fnmatchcase(f.name, glob) and f.size)
+                  if any(fnmatch.fnmatchcase(f.name, p) for p in pats) and f.size)
 
 
 def _inside(ranges, pc: int) -> bool:

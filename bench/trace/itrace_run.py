@@ -91,7 +91,7 @@ def _listing(image, arch, r, limit: int) -> list[str]:
         name = f"{f.name}+{a - f.addr:#x}" if f else "?"
         out.append(f"  {a:#010x} {name:<18} {raw.hex(' '):<24} {text}")
         if n in r.outs:
-            out.append("             (the callee ran untraced: not workload text)")
+            out.append("             (the callee ran untraced)")
     return out
 
 
@@ -104,7 +104,7 @@ def _traced_boot(args, arch, line):
     steps = arch.itrace == "step"
     spec = f"fbt:{args.function}:entry"
     if not steps:
-        spec += f",branch:{args.within}"
+        spec += "".join(f",branch:{g}" for g in args.within.split(","))
     with open_guest(arch, label="itrace", smp=args.smp,
                     command_timeout=args.timeout) as g:
         s = open_session(g)
