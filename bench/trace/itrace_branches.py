@@ -66,7 +66,10 @@ def classify(w: int) -> str:
 def follows(image, addrs: list[int]) -> set[int] | None:
     """Where a thread whose last instructions were addrs goes next, for
     QEMU's log (qemuref.regions): pc + 4 after an instruction that is no
-    transfer or is one (its delay slot), unknown after a delay slot."""
+    transfer; unknown after a transfer (its slot, or past it when
+    annulled, or its target for `ba,a`) and after a delay slot."""
+    if classify(_word(image, addrs[-1])):
+        return None
     if len(addrs) >= 2 and classify(_word(image, addrs[-2])) \
             and addrs[-1] == addrs[-2] + 4:
         return None

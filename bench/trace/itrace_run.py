@@ -29,6 +29,7 @@ a lost or reordered record is caught.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def _name_of(image, addr: int) -> str:
     return f"{f.name}+{addr - f.addr:#x}" if f else "?"
 
 
-def _listing(image, arch, r, limit: int) -> list[str]:
+def _listing(image, arch, r, limit: int, insns) -> list[str]:
     import capstone                      # only the listing needs it
     mode = 0
     for name in arch.capstone[1:]:
@@ -86,8 +87,12 @@ def _listing(image, arch, r, limit: int) -> list[str]:
             break
         f = image.function_at(a)
         ins = next(md.disasm(image.code(a, 15), a, 1), None)
-        raw = bytes(ins.bytes) if ins else image.code(a, 1)
-        text = f"{ins.mnemonic} {ins.op_str}".strip() if ins else "(undecodable)"
+        if ins:
+            raw, text = bytes(ins.bytes), f"{ins.mnemonic} {ins.op_str}".strip()
+        else:                            # capstone lacks it: objdump's words
+            elf = insns.by_addr.get(a)
+            raw = elf.raw if elf else image.code(a, 1)
+            text = f"{elf.text} (objdump)" if elf else "(undecodable)"
         name = f"{f.name}+{a - f.addr:#x}" if f else "?"
         out.append(f"  {a:#010x} {name:<18} {raw.hex(' '):<24} {text}")
         if n in r.outs:
@@ -130,6 +135,8 @@ def _traced_boot(args, arch, line):
 
 
 def _reference_boot(args, arch, line, workdir: Path):
+    """QEMU's exec log of the workload's run, its reply, and where the
+    guest's own log went (the exec log is kept beside it on a difference)."""
     log, qmp = workdir / "exec.log", workdir / "qmp.sock"
     with open_guest(arch, label="itrace-ref", smp=args.smp,
                     command_timeout=args.timeout, boot_timeout=120,
@@ -144,7 +151,7 @@ def _reference_boot(args, arch, line, workdir: Path):
         finally:
             mon.close()
         g.exit(0)
-    return log, r
+    return log, r, g.log_path
 
 
 def run(args, arch) -> int:
@@ -183,7 +190,7 @@ def run(args, arch) -> int:
               f"{len(r.addrs)} instructions ({r.emulated} emulated by probes, "
               f"{r.calls_out} calls out untraced), {r.records} records, "
               f"ended by {r.ended or 'nothing'}")
-        for ln in _listing(image, arch, r, args.lines):
+        for ln in _listing(image, arch, r, args.lines, insns):
             print(ln)
     problems = [p for r in regs for p in r.problems]
     problems += [f"region of thread {r.thread} did not end by its return ({r.ended or 'open'})"
@@ -237,7 +244,7 @@ def run(args, arch) -> int:
     summary = f"itrace: {total} instructions traced"
     if args.reference == "qemu":
         with tempfile.TemporaryDirectory(prefix="itrace-ref-") as d:
-            log, ref_reply = _reference_boot(args, arch, line, Path(d))
+            log, ref_reply, guest_log = _reference_boot(args, arch, line, Path(d))
             if not ref_reply.ok:
                 problems.append(f"the reference run failed: {ref_reply.message}")
             lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
@@ -245,7 +252,11 @@ def run(args, arch) -> int:
                                               image.symbols.get("arch_context_switch"),
                                               arch.delay_slots, None if steps else
                                               lambda a: itrace_branches.follows(image, a))
-        cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
+            cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
+            if cmp.differences:
+                kept = Path(str(guest_log) + ".exec")
+                shutil.copyfile(log, kept)
+                cmp.lines.append(f"QEMU's exec log kept: {kept}")
         print(f"QEMU's log: {len(refs)} regions, {ambiguous} ambiguous resumes "
               "(threads that could go on at the same pc; the first suspended went on)")
         for ln in cmp.lines:
