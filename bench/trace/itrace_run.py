@@ -225,8 +225,8 @@ def run(args, arch) -> int:
     bc = base.results[0]["cycles"] if base.results else 0
     tc = traced.results[0]["cycles"] if traced.results else 0
     if total and bc and tc:
-        print(f"cost: untraced {bc} cycles, traced {tc} cycles: "
-              f"{(tc - bc) / total:.0f} guest cycles per traced instruction")
+        print(f"cost: untraced {bc} cycles, traced {tc} cycles ({tc / bc:.0f}x, "
+              f"one boot): {(tc - bc) / total:.0f} guest cycles per traced instruction")
     for name, rep in (("untraced", base), ("traced", traced)):
         for ln in _workload_lines(rep):
             print(f"workload {name}: {ln}")
