@@ -70,6 +70,15 @@ class Arch:
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
     branch_provider: bool = False
+    # How `bench itrace` traces instructions (bench/trace/itrace_run.py):
+    # "step" (the guest single-steps: ITRACE records) or "branches" (branch
+    # probes on every CTI; the host rebuilds the rest from the ELF); and
+    # whether a control transfer has a delay slot (the instruction after it
+    # runs before the transfer lands, unless annulled).
+    itrace: str = "step"
+    delay_slots: bool = False
+    # capstone's arch and mode constants for the listing's disassembly.
+    capstone: tuple[str, ...] = ("CS_ARCH_X86", "CS_MODE_32")
     # The host half of check mode: the module whose verify(checks, sites)
     # re-executes the CHECK records in unicorn (imported when needed), and
     # the module that fuzzes the emulator against unicorn (bench/check/fuzz.py).
@@ -181,6 +190,9 @@ ARCHES: dict[str, Arch] = {
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",
         branch_provider=True,
+        itrace="branches",
+        delay_slots=True,
+        capstone=("CS_ARCH_SPARC", "CS_MODE_V9", "CS_MODE_BIG_ENDIAN"),
         # No target.xml on sun4u: gdb is told the arch; `g` is 32 window
         # registers, 64 words of FP registers, then pc npc state fsr fprs y.
         gdb_setup=("set architecture sparc:v9", "set endian big"),

@@ -321,6 +321,18 @@ def cmd_export(args) -> int:
     return EXIT_OK
 
 
+def cmd_itrace(args) -> int:
+    arch = arches.get(args.arch)
+    _probe_args(args, arch)
+    if args.skip < 0 or args.regions < 0:
+        raise UsageError("--skip and --regions are counts")
+    if arch.itrace != "step" and (args.skip or args.regions or args.method != "previous"):
+        raise UsageError(f"{arch.name} rebuilds instructions from branch records: "
+                         "--skip, --regions and --method are for single-stepping arches")
+    from .trace import itrace_run            # capstone: only this command
+    return itrace_run.run(args, arch)
+
+
 def cmd_lossless(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch, all_mechanisms=True)
@@ -563,7 +575,7 @@ COMMANDS = {
     "check": cmd_check, "selftest": cmd_selftest, "boot-time": cmd_boot_time,
     "cmd": cmd_cmd, "run": cmd_run, "lossless": cmd_lossless,
     "toggle": cmd_toggle, "bench": cmd_bench, "fuzz": cmd_fuzz, "export": cmd_export,
-    "debug": debugger.cmd_debug,
+    "debug": debugger.cmd_debug, "itrace": cmd_itrace,
     "matrix": cmd_matrix, "image": cmd_image, "daemon": cmd_daemon,
 }
 

@@ -124,6 +124,39 @@ def build_parser() -> argparse.ArgumentParser:
                    "into DIR/timeline-cpuN.png")
     _add_backend(s)
 
+    s = sub.add_parser("itrace", help="trace every instruction of a function's "
+                       "regions (i386: single-step); --reference qemu compares "
+                       "them with QEMU's exec log")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--run", required=True, help="the run command's arguments, "
+                   "e.g. 'fib n=10'")
+    s.add_argument("--function", help="the function whose regions are traced, "
+                   "entry to matching return, nested calls included (default: "
+                   "the workload's name)")
+    s.add_argument("--within", metavar="GLOB[,GLOB]", help="arches with no "
+                   "single-step (sparc64): the functions whose transfers are "
+                   "probed and walked (default: the function itself)")
+    s.add_argument("--method", choices=("previous", "address"), default="previous",
+                   help="previous (seed 003's method 4: the instruction that ran, "
+                   "its length or its bytes) or address (method 3: addresses, "
+                   "resolved by the host from the ELF)")
+    s.add_argument("--skip", type=int, default=0, metavar="K",
+                   help="do not trace the first K entries of the function")
+    s.add_argument("--regions", type=int, default=0, metavar="N",
+                   help="trace at most N regions (0: every one)")
+    _add_mechanism(s, "the entry probe's mechanism (int3 or ud)")
+    s.add_argument("--reference", choices=("qemu",), help="boot again under "
+                   "QEMU's -singlestep exec log and compare, per thread")
+    s.add_argument("--lines", type=int, default=40, metavar="N",
+                   help="listing lines per region (0: all)")
+    s.add_argument("--buffer", type=int, default=1 << 20, help="trace buffer bytes per CPU")
+    s.add_argument("--timeout", type=float, default=300)
+    s.add_argument("--tamper", default="", metavar="drop:K|swap:K",
+                   help="(tests) drop the K-th ITRACE record, or swap it with the "
+                   "next, before decoding")
+    _add_backend(s)
+
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
                        "expected vs traced, missed, dropped")
     s.add_argument("--arch", required=True)

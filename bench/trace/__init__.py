@@ -7,4 +7,8 @@
   verify   counts, nesting, drops: the Report
   format   the ctrace-like text trace and the per-function summary
   stress   the lossless and toggle stresses
+  itrace   instruction traces: ITRACE records (single-step) into regions
+  itrace_branches  sparc64's regions, rebuilt from branch records
+  qemuref  QEMU's -singlestep exec log as the independent reference
+  itrace_run  `bench itrace`: both boots, the listing, the figures
 """

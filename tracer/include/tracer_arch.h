@@ -121,4 +121,18 @@ extern const unsigned tarch_check_words;
 /* The probe kind the probecost workload measures with (WIRE_EVENT_*). */
 extern const unsigned tarch_cost_kind;
 
+/* Instruction tracing (`itrace`, tracer/core/itrace.c; wire.h's ITRACE
+ * record). tarch_itrace_arm makes entry probe p start a region in the
+ * threads that enter it — after the first `skip` entries, at most
+ * `regions` of them (0: every one) — recording by method (a
+ * WIRE_ITRACE_METHODS value); 0, or -1 with *why set (an arch that cannot
+ * step says so and how it traces instead). tarch_itrace_disarm starts no
+ * more regions (running ones run to their end). tarch_itrace_stats prints
+ * per-CPU counts of the traps the tracing itself caused and writes the
+ * totals as `name=value` words into buf. */
+int tarch_itrace_arm(const struct probe *p, unsigned method, unsigned long skip,
+		     unsigned long regions, const char **why);
+void tarch_itrace_disarm(void);
+size_t tarch_itrace_stats(char *buf, size_t size);
+
 #endif

@@ -160,7 +160,8 @@ struct wire_result {
 	X(BRANCH, 4, "a control transfer executed") \
 	X(DROPS,  5, "records this CPU lost (its buffer was full) right before this point") \
 	X(LOG,    6, "a probe program's exit: its log buffer") \
-	X(WATCH,  7, "a watched access (tracer/core/watch.c)")
+	X(WATCH,  7, "a watched access (tracer/core/watch.c)") \
+	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -232,6 +233,53 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(VALUE, 2, "the value there after the access (I/O: eax after in/out); 0 for x") \
 	X(SIZE,  3, "bytes watched") \
 	X(TYPE,  4, "the watch's WIRE_WATCH_TYPES value")
+
+/* Instruction tracing (tracer/arch/<arch>/itrace.c): a thread stepped
+ * from a function's entry probe to its matching return (a region) sends
+ * ITRACE records under that probe's id, in order: SEQ counts them from 0
+ * in each region (the host finds a lost or reordered one by it), CURSOR
+ * is the address the record's first step starts from, and DATA is a
+ * byte stream of steps (WIRE_ITRACE_STEPS), INFO's BYTES of it, packed
+ * into words in the guest's byte order. Each step tells what ran at the
+ * cursor and moves the cursor to the next instruction. */
+#define WIRE_ITRACE_WORDS(X) \
+	X(SEQ,    0, "this record's number in its region, from 0") \
+	X(CURSOR, 1, "the address the first step starts from") \
+	X(INFO,   2, "bytes of DATA | method << 16 | WIRE_ITRACE_FLAGS << 24") \
+	X(DATA,   3, "the steps, BYTES of them, packed into words")
+
+/* INFO's flags. X(name, bit value, meaning) */
+#define WIRE_ITRACE_FLAGS(X) \
+	X(START,  1, "the region's first record: CURSOR is the function's entry") \
+	X(END,    2, "the region's last record: the matching return ran") \
+	X(LEFT,   4, "the region's last record: the thread left the traced text by a jump")
+
+/* The methods (seed 003): what a step records. X(name, value, word) */
+#define WIRE_ITRACE_METHODS(X) \
+	X(ADDRESS,  3, "address") \
+	X(PREVIOUS, 4, "previous")
+
+/* Steps, by their first byte. X(name, first byte, bytes after it, meaning).
+ * Addresses are WIRE_ITRACE_ADDR_BYTES in the guest's byte order. */
+#define WIRE_ITRACE_ADDR_BYTES   4
+#define WIRE_ITRACE_INSN_BYTES   15   /* the longest IA-32 instruction */
+#define WIRE_ITRACE_STEPS(X) \
+	X(JUMP,     0x00, 19, "previous: the instruction at the cursor (its 15 bytes of code follow) went to ADDR (4 bytes after them)") \
+	X(SEQ,      0x01, 0,  "previous: 0x01-0x0f, an instruction of that many bytes at the cursor; it fell through") \
+	X(EMUL,     0x10, 0,  "0x11-0x1f: a probe emulated instructions at the cursor spanning the low 4 bits' bytes; they fell through") \
+	X(EMUL_JUMP, 0x20, 4, "a probe emulated the instruction at the cursor; it went to ADDR") \
+	X(OUT,      0x21, 4,  "a call at the previous step left the traced text; the callee ran untraced and returned to ADDR") \
+	X(FAR,      0x30, 4,  "address: the next instruction is at ADDR") \
+	X(NEAR,     0x40, 0,  "address: 0x40-0x7f, the next instruction is at the cursor + (byte - 0x50): -16 to +47")
+
+#define WIRE_ITRACE_WORD_ENUM(name, index, meaning) WIRE_ITRACE_##name = index,
+#define WIRE_ITRACE_FLAG_ENUM(name, value, meaning) WIRE_ITRACE_F_##name = value,
+#define WIRE_ITRACE_METHOD_ENUM(name, value, word)  WIRE_ITRACE_M_##name = value,
+#define WIRE_ITRACE_STEP_ENUM(name, first, after, meaning) WIRE_ITRACE_S_##name = first,
+enum wire_itrace_word   { WIRE_ITRACE_WORDS(WIRE_ITRACE_WORD_ENUM) };
+enum wire_itrace_flag   { WIRE_ITRACE_FLAGS(WIRE_ITRACE_FLAG_ENUM) };
+enum wire_itrace_method { WIRE_ITRACE_METHODS(WIRE_ITRACE_METHOD_ENUM) };
+enum wire_itrace_step   { WIRE_ITRACE_STEPS(WIRE_ITRACE_STEP_ENUM) };
 
 /* Bits of a BRANCH record's FLAGS word. X(name, bit value, meaning) */
 #define WIRE_BRANCH_BITS(X) \

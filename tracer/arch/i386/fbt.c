@@ -66,6 +66,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "emulate.h"
+#include "itrace.h"
 #include "mechanisms.h"
 #include "mm.h"
 #include "opt.h"
@@ -508,6 +509,8 @@ static int i386_probe_trap(struct trapframe *tf)
 	if (tracer_check_mode || !emulate_entry(p, tf))    /* inline: no call */
 		emulate(p, tf);
 	tracer_stamp(TRACER_STAMP_EMULATE);
+	if (i386_itrace_live)
+		i386_itrace_probe(p, site, tf);
 	return TRAP_HANDLED;
 }
 
@@ -546,6 +549,7 @@ void tarch_init(void)
 	step_slot = thread_slot_claim();
 	i386_watch_init();      /* its #DB hook first: a stepped access may hit a watch */
 	trap_hook_add(VEC_DB, i386_step_trap);
+	i386_itrace_init();     /* its #DB hook after the step baseline's */
 	trap_hook_add(VEC_BP, i386_probe_trap);
 	trap_hook_add(VEC_UD, i386_probe_trap);
 }
