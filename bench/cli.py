@@ -119,6 +119,17 @@ def _assemble_file(path: str, arch):
     return asm.assemble(text, arch, path)
 
 
+def _workload_image(args, arch, default_run: str):
+    """(image, ELF, run line) for --workload FILE.c (built into its own
+    image) or the arch's own image (None, None: the guest's defaults)."""
+    if args.workload:
+        image = build.user_image(arch, args.workload)
+        return (image, image.parent / arch.symbols,
+                args.run or build.workload_name(args.workload))
+    build.ensure_image(arch)
+    return None, None, args.run or default_run
+
+
 def cmd_run(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
@@ -131,14 +142,7 @@ def cmd_run(args) -> int:
     if args.program or args.templates:
         formatter = templates.Formatter.load(args.templates or
                                              PROGRAMS / "templates")
-    if args.workload:
-        line = args.run or build.workload_name(args.workload)
-        image = build.user_image(arch, args.workload)
-        elf = image.parent / arch.symbols
-    else:
-        build.ensure_image(arch)
-        image, elf = None, None
-        line = args.run or "fib n=10"
+    image, elf, line = _workload_image(args, arch, "fib n=10")
     stub_states = []
     with open_guest(arch, label="run", smp=args.smp, image=image, elf=elf,
                     command_timeout=args.timeout, gdbstub=args.stub_check) as g:
@@ -146,6 +150,7 @@ def cmd_run(args) -> int:
         s.setup(args.probes, args.mechanism, check=args.check,
                 buffer_bytes=args.buffer, strict=False, program=program,
                 pass_count=args.pass_count, maxhits=args.maxhits)
+        s.must(f"trace kick {args.kick}")
         s.enable(True)
         for n in s.notes:
             print(f"note: {n}")
@@ -224,14 +229,9 @@ def _run_watch(args, arch) -> int:
     program = None
     if args.program:
         program = _assemble_file(args.program, arch)
-    if args.workload:
-        line = args.run or build.workload_name(args.workload)
-        image = build.user_image(arch, args.workload)
-        elf = image.parent / arch.symbols
-    else:
-        build.ensure_image(arch)
-        image, elf = None, arch.elf()
-        line = args.run or "watchctr threads=8 writes=1000 reads=1000"
+    image, elf, line = _workload_image(args, arch,
+                                       "watchctr threads=8 writes=1000 reads=1000")
+    elf = elf or arch.elf()
     img = load_image(elf)
     planned = watch.plan(args.watch, img, arch)     # bad input: nothing boots
     with open_guest(arch, label="watch", smp=args.smp, image=image,

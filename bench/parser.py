@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true", help="verify every emulation "
                    "in unicorn")
     s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
+    s.add_argument("--kick", choices=("on", "off"), default="on",
+                   help="on (default): a CPU's buffer past half full wakes its "
+                   "drain at once; off: the drain waits for its tick, so a small "
+                   "buffer overflows (the guest's `trace kick`)")
     s.add_argument("--limit", type=int, default=200, help="trace lines to print")
     s.add_argument("--timeout", type=float, default=300)
     s.add_argument("--stub-check", action="store_true", dest="stub_check",

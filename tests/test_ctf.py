@@ -132,11 +132,12 @@ def differences(got, want) -> list[str]:
     return out
 
 
-def _run(arch, spec, line, buffer_bytes, check=False):
+def _run(arch, spec, line, buffer_bytes, check=False, kick="on"):
     a = arches.get(arch)
     with Guest(a, label=f"ctf-{arch}", smp=min(2, a.max_smp)) as g:
         s = open_session(g)
         s.setup(spec, a.default_mechanism, check=check, buffer_bytes=buffer_bytes)
+        s.must(f"trace kick {kick}")
         s.enable(True)
         assert s.cmd(f"run {line}").ok
         s.enable(False)
@@ -203,7 +204,7 @@ def test_the_metadata_is_tsdl_and_details_read_it(traced):
 def test_lost_records_are_discarded_events(built, tmp_path):
     built("i386")
     cap, probes, image, g = _run("i386", "fbt:ct_*:entry,fbt:ct_*:return",
-                                 "calltree threads=4 iters=60", 4096)
+                                 "calltree threads=4 iters=60", 4096, kick="off")
     lost = sum(s["dropped"] for s in cap.stats.values())
     assert lost > 0 and cap.marked, "the buffer was meant to overflow"
     w = ctf.write(tmp_path / "lossy", cap, probes, image, g.hello)
