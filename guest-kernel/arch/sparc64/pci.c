@@ -27,8 +27,10 @@
  * DMA: sabre's IOMMU is off after reset, and QEMU's sun4u_iommu.c then
  * passes every PCI address through as the physical address; the kernel
  * maps RAM one to one, so mm_virt_to_phys gives the bus address of a ring
- * or buffer as it does on the pc. Simba B's own bus-master bit is set so
- * that devices behind it may master the bus.
+ * or buffer as it does on the pc. Simba B's bus-master bit is set, as a
+ * bridge needs to forward its devices' DMA upstream; QEMU 7.2 does not
+ * check it (with the bit clear the port still worked), so nothing here
+ * proves it is needed, only that it is what the hardware asks.
  */
 #include "arch.h"
 #include "arch_sparc64.h"
