@@ -8,11 +8,11 @@
  * buffers and says DEVICE_READY; the device answers PORT_ADD per port;
  * the driver says PORT_READY for each, and the device names it
  * (PORT_NAME) and says whether the host end is connected (PORT_OPEN).
- * The device's config says how many ports it has (max_nr_ports, read
- * through virtio_config_read in the guest's byte order); a port id at or
- * beyond it is refused, so a config read in the wrong order cannot pass
- * unnoticed. The
- * driver opens the one port it wants with PORT_OPEN. The handshake polls
+ * The driver opens the one port it wants with PORT_OPEN. The device's
+ * config says how many ports it has (max_nr_ports, read through
+ * virtio_config_read in the guest's byte order); a port id at or beyond
+ * it is refused, so a config read in the wrong order cannot pass
+ * unnoticed (it reads 31 as 0x1f000000 on sun4u). The handshake polls
  * for the port's name for at most a quarter of a second: QEMU answers a
  * kick at once (ioeventfd=off) or from its main loop soon after.
  *
