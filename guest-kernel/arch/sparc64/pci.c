@@ -16,7 +16,7 @@
  * Address map (physical, reached with the MMU's bypass ASIs):
  *   0x1fe01000000 + (bus << 16 | devfn << 8 | reg)   configuration space
  *   0x1fe02000000 + port                             PCI I/O space
- * Both regions are little-endian devices in QEMU (as on the real PBM), so
+ * Both regions are little-endian devices in QEMU (sabre.c, virtio-pci.c), so
  * 16- and 32-bit accesses use ASI 0x1d, ASI_PHYS_BYPASS_EC_E_L: the CPU
  * swaps the bytes and the value comes out as the device meant it, which
  * is what arch.h asks of these accessors. (Bytes are the same through
