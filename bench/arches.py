@@ -208,9 +208,10 @@ ARCHES: dict[str, Arch] = {
         watch_checker="bench.check.sparc64_watch",
         max_memory_mb=256,
         # pciA's slots hold the on-board devices; simba B's are free. The
-        # guest does not drive sun4u's PCI yet (arch/sparc64/pci.c), so a
-        # guest asked for virtio says so and keeps the 16550.
+        # guest numbers simba B as bus 1 and gives the device its I/O BAR
+        # (guest-kernel/arch/sparc64/pci.c).
         virtio_serial_bus="bus=pciB,addr=3",
+        default_channel="virtio",
     ),
 }
 

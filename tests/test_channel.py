@@ -1,6 +1,8 @@
 """The trace channel: a virtio-console port beside the 16550.
 
-What the harness asks QEMU for, per arch and --channel; in an i386 guest:
+What the harness asks QEMU for, per arch and --channel; a sparc64 guest
+finds the device behind simba B, reads its config in its own byte order
+and traces over it; in an i386 guest:
 fib traced over the virtio port with every call counted and the records
 on that stream only; a guest started without the device falls back to
 the 16550 and says why, and refuses `channel virtio`; both channels in one
@@ -43,14 +45,15 @@ def test_qemu_gets_the_port_the_guest_looks_for():
     assert g.channel_socket and f"path={g.channel_socket}" in _args(g)
     g.close()
     assert "virtio-serial" not in _args(Guest("i386", channel="serial"))
-    # The default: virtio where the guest drives it; sun4u's PCI is not.
-    default = Guest("i386")
-    assert default.channel == "virtio"
-    default.close()
-    assert Guest("sparc64").channel == "serial"
-    sparc = Guest("sparc64", channel="virtio")
+    # The default: virtio on both machines; on sun4u behind simba B.
+    for arch in ("i386", "sparc64"):
+        default = Guest(arch)
+        assert default.channel == "virtio", arch
+        default.close()
+    sparc = Guest("sparc64")
     assert arches.get("sparc64").virtio_serial_bus in _args(sparc)
     sparc.close()
+    assert "virtio-serial" not in _args(Guest("sparc64", channel="serial"))
     with pytest.raises(UsageError, match="one of serial, virtio"):
         Guest("i386", channel="usb")
 
@@ -209,6 +212,40 @@ def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
     assert rep.recorded - len(cap.marked) + rep.dropped == rep.fired
     assert not g.link_errors, g.link_errors
     assert not rep.nesting_errors, rep.nesting_errors[:3]
+
+
+def test_sun4u_finds_the_device_behind_simba_b_and_traces_over_it(built):
+    """sparc64: the guest numbers simba B, gives the device an I/O BAR in
+    the window it routed, reads the device's config in its own byte order
+    (QEMU's max_ports, set here to 5 so no constant passes), and fib's
+    records come over the port, every call counted, none on the 16550."""
+    built("sparc64")
+    g = Guest("sparc64", label="channel-sun4u", channel="virtio")
+    g.args = [a.replace("virtio-serial-pci,id=tbvs,", "virtio-serial-pci,id=tbvs,max_ports=5,")
+              for a in g.args]
+    assert "max_ports=5" in _args(g)
+    with g:
+        assert g.channel_used == "virtio", (g.hello, g.channel_absent)
+        pci = g.command("pci")
+        chan = g.command("channel")
+        s = open_session(g)
+        s.setup("fbt:fib:entry,fbt:fib:return", "emulate")
+        s.enable(True, strict=True)
+        s.must("run fib n=12")
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    dev = [ln for ln in pci.text if " 1af4:1003 " in ln]
+    assert dev and dev[0].startswith("01:03.0 "), pci.text
+    bar0 = int(dev[0].split("bar0 ")[1].split()[0], 16)
+    assert bar0 & 1 and 0x10000 <= bar0 & ~3 <= 0x1ffff, f"BAR0 {bar0:#x}"
+    assert "max_ports=5" in chan.message, chan.message
+    rep = verify(cap, s.probes, g.link_errors)
+    assert rep.ok, rep.problems
+    assert rep.entries["fib"] == rep.returns["fib"] == FIB_CALLS
+    assert not g.link_errors
+    assert _events_bytes(g.channel_path) > 0
+    assert _events_bytes(g.serial_path) == 0
 
 
 def test_libvirt_carries_the_trace_over_its_channel_stream():

@@ -1,7 +1,10 @@
 """A saved run read back: build/logs/NAME.serial (every byte of the serial
 line) and NAME.log (the transcript) into what the exporters need.
 
-The serial bytes are deframed again (HELLO, the trace frames); the
+The serial bytes are deframed again (HELLO, the trace frames), and so is
+NAME.virtio, the trace channel's stream, when the run had one (its own
+deframer and seq, as live; its frames follow the serial line's, each
+stream in its own order, which is all a run on one channel needs); the
 transcript gives the ELF (`# elf: PATH`, written when the guest started)
 and the probes: every `>> probe add ID ADDR KIND [NARGS]` that the guest
 answered OK, forgotten again at an OK `probe clear`, with its function
@@ -51,6 +54,12 @@ def load(log) -> SavedRun:
     serial, text = _paths(Path(log))
     deframer = wire.Deframer()
     items = deframer.feed(serial.read_bytes()) + deframer.finish()
+    errors = list(deframer.errors)
+    channel = serial.with_suffix(".virtio")
+    if channel.is_file():
+        on_channel = wire.Deframer(stream="virtio", next_seq=0)
+        items += on_channel.feed(channel.read_bytes()) + on_channel.finish()
+        errors += on_channel.errors
     got = [i for i in items if isinstance(i, wire.Frame)]
     hellos = [f for f in got if f.type == wire.T_HELLO]
     if not hellos:
@@ -89,5 +98,4 @@ def load(log) -> SavedRun:
     for pid, (addr, kind, nargs) in sorted(adds.items()):
         f = image.function_at(addr)
         probes.append(Probe(pid, f.name if f else f"{addr:#x}", kind, addr, nargs))
-    return SavedRun(serial.stem, hello, cap, probes, image, mechanism,
-                    list(deframer.errors))
+    return SavedRun(serial.stem, hello, cap, probes, image, mechanism, errors)

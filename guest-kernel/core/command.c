@@ -290,12 +290,13 @@ static int cmd_channel(int argc, char **argv, const char *rest, struct command_r
 	if (!*link_channel_absent())
 		return command_reply(r, WIRE_REPLY_OK,
 				     "channel=%s virtio: port=%u host_open=%d slots=%u "
-				     "frames=%llu bytes=%llu full=%llu",
+				     "frames=%llu bytes=%llu full=%llu max_ports=%u",
 				     channel_words[link_channel()], vs.vs_port,
 				     vs.vs_host_open, vs.vs_slots,
 				     (unsigned long long)vs.vs_frames,
 				     (unsigned long long)vs.vs_bytes,
-				     (unsigned long long)vs.vs_full);
+				     (unsigned long long)vs.vs_full,
+				     (unsigned)vs.vs_max_ports);
 	return command_reply(r, WIRE_REPLY_OK, "channel=%s virtio: absent (%s)",
 			     channel_words[link_channel()], link_channel_absent());
 }

@@ -4,19 +4,36 @@
  * Why legacy: a transitional virtio-pci function (QEMU's default on a
  * conventional PCI bus, which both pc and sun4u have) offers its header
  * in I/O BAR 0, a register block that needs no capability walk and no
- * memory BAR, and keeps its rings and header in the guest's own byte
- * order: the same C is right on little-endian i386 and big-endian sparc64
- * without a byte swap. Modern virtio (1.0) would need the vendor
- * capabilities, memory BARs mapped on both machines and little-endian
- * rings everywhere; it buys nothing this kernel uses.
+ * memory BAR. Modern virtio (1.0) would need the vendor capabilities and
+ * memory BARs mapped on both machines; it buys nothing this kernel uses.
+ *
+ * Byte order, which is where big-endian sun4u differs (QEMU 7.2,
+ * hw/virtio/virtio.c and virtio-pci.c; the same on the pc, where every
+ * order is little-endian):
+ *   - the legacy header (features, queue PFN/size/select/notify, status)
+ *     is a little-endian PCI register block: its values go through the
+ *     arch's PCI I/O accessors, which return a register's value as the
+ *     device meant it (sun4u: the little-endian bypass ASI);
+ *   - the rings, descriptors and the virtio-console control messages are
+ *     in the guest's own byte order: a legacy device takes the target's
+ *     (virtio_is_big_endian: target_words_bigendian() on sparc64), so the
+ *     plain C structs below are right on both machines, no swap;
+ *   - the device-specific configuration after the header is byte-swapped
+ *     by QEMU for a big-endian legacy device (virtio_pci_config_read), so
+ *     that its bytes at ascending I/O addresses are the config struct as
+ *     the guest lays it out. virtio_config_read therefore copies bytes,
+ *     never a 16- or 32-bit register read: one arch-neutral loop that is
+ *     right on both, where a word read would be swapped on sun4u.
  *
  * A queue is one block of pages: descriptors, then the available ring,
  * then, at the next 4096-byte boundary, the used ring; its page frame
- * number (address >> 12) goes to QUEUE_PFN. The driver never chains
- * descriptors: each buffer is one descriptor, and the caller names it by
- * an id it owns, so buffers and descriptors map one to one with no free
- * list. Completion is polled (virtq_reclaim): no interrupt line is used,
- * so no CPU is taken from the workload to field one.
+ * number (address >> 12) goes to QUEUE_PFN. Addresses given to the device
+ * are physical (mm_virt_to_phys): the pc has no IOMMU, and sun4u's is off
+ * and passes bus addresses through (arch/sparc64/pci.c). The driver never
+ * chains descriptors: each buffer is one descriptor, and the caller names
+ * it by an id it owns, so buffers and descriptors map one to one with no
+ * free list. Completion is polled (virtq_reclaim): no interrupt line is
+ * used, so no CPU is taken from the workload to field one.
  */
 #include "virtio.h"
 #include "arch.h"
@@ -29,6 +46,7 @@ enum {
 	VIRTIO_PCI_QUEUE_PFN = 0x08, VIRTIO_PCI_QUEUE_NUM = 0x0c,
 	VIRTIO_PCI_QUEUE_SEL = 0x0e, VIRTIO_PCI_QUEUE_NOTIFY = 0x10,
 	VIRTIO_PCI_STATUS = 0x12,
+	VIRTIO_PCI_CONFIG = 0x14,       /* device config, with MSI-X off */
 };
 enum {
 	STATUS_ACKNOWLEDGE = 1, STATUS_DRIVER = 2, STATUS_DRIVER_OK = 4,
@@ -54,6 +72,14 @@ bool virtio_open(const struct pci_function *f, struct virtio_dev *d,
 	d->vd_features = arch_pci_io_read32(d->vd_io + VIRTIO_PCI_HOST_FEATURES) & want;
 	arch_pci_io_write32(d->vd_io + VIRTIO_PCI_GUEST_FEATURES, d->vd_features);
 	return true;
+}
+
+void virtio_config_read(const struct virtio_dev *d, unsigned offset, void *out,
+			size_t len)
+{
+	uint8_t *p = out;
+	for (size_t i = 0; i < len; i++)
+		p[i] = arch_pci_io_read8(d->vd_io + VIRTIO_PCI_CONFIG + offset + (uint32_t)i);
 }
 
 static size_t align_up(size_t v, size_t a)

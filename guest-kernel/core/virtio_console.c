@@ -7,8 +7,12 @@
  * Ports are found through the control channel: the driver posts receive
  * buffers and says DEVICE_READY; the device answers PORT_ADD per port;
  * the driver says PORT_READY for each, and the device names it
- * (PORT_NAME) and says whether the host end is connected (PORT_OPEN). The
- * driver opens the one port it wants with PORT_OPEN. The handshake polls
+ * (PORT_NAME) and says whether the host end is connected (PORT_OPEN).
+ * The driver opens the one port it wants with PORT_OPEN. The device's
+ * config says how many ports it has (max_nr_ports, read through
+ * virtio_config_read in the guest's byte order); a port id at or beyond
+ * it is refused, so a config read in the wrong order cannot pass
+ * unnoticed (it reads 31 as 0x1f000000 on sun4u). The handshake polls
  * for the port's name for at most a quarter of a second: QEMU answers a
  * kick at once (ioeventfd=off) or from its main loop soon after.
  *
@@ -39,6 +43,13 @@ enum { CTRL_RXQ = 2, CTRL_TXQ = 3 };
 enum { CTRL_BUFS = 16, CTRL_BUF_BYTES = 128, CTRL_TX_BUFS = 4 };
 enum { MAX_SLOTS = 32, NO_PORT = 0xffffffffu };
 
+/* The device's config (virtio spec 5.3.4); max_nr_ports with MULTIPORT. */
+struct vcon_config {
+	uint16_t cols, rows;
+	uint32_t max_nr_ports;
+	uint32_t emerg_wr;
+};
+
 struct vcon_control {
 	uint32_t id;
 	uint16_t event;
@@ -53,6 +64,7 @@ static bool ctrl_tx_busy[CTRL_TX_BUFS];
 static const char *wanted;
 static uint32_t port = NO_PORT;
 static bool port_named, host_open;
+static uint32_t max_ports;
 
 static uint8_t *slots;
 static unsigned nslots;
@@ -152,6 +164,13 @@ bool vcon_open(const char *name, const char **why)
 		*why = "the device does not offer MULTIPORT (no named ports)";
 		return false;
 	}
+	struct vcon_config config;
+	virtio_config_read(&dev, 0, &config, sizeof config);
+	max_ports = config.max_nr_ports;
+	if (max_ports == 0 || max_ports > 0x7fff) {
+		*why = "the device's max_nr_ports is out of range (its config misread?)";
+		return false;
+	}
 	if (!virtq_setup(&dev, &ctrl_rx, CTRL_RXQ, why) ||
 	    !virtq_setup(&dev, &ctrl_tx, CTRL_TXQ, why))
 		return false;
@@ -171,6 +190,10 @@ bool vcon_open(const char *name, const char **why)
 	}
 	if (!port_named) {
 		*why = "the device has no port with the trace channel's name";
+		return false;
+	}
+	if (port >= max_ports) {
+		*why = "the device named a port beyond its max_nr_ports";
 		return false;
 	}
 	if (!virtq_setup(&dev, &port_tx, 2 * port + 3, why))
@@ -223,6 +246,7 @@ void vcon_get_stats(struct vcon_stats *out)
 {
 	*out = (struct vcon_stats){
 		.vs_port = port, .vs_host_open = host_open, .vs_slots = nslots,
+		.vs_max_ports = max_ports,
 		.vs_frames = frames, .vs_bytes = bytes, .vs_full = full,
 	};
 }

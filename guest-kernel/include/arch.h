@@ -39,6 +39,10 @@ void arch_uart_irq_enable(void);
  * host bridge so its buses answer; returns how many buses to scan, or 0
  * with *why saying why this machine offers none. */
 unsigned arch_pci_setup(const char **why);
+/* The PCI I/O addresses [*base, *limit] that arch_pci_setup routed to the
+ * buses it set up, for core/pci.c to give to I/O BARs nobody assigned;
+ * false if there are none to give (firmware assigned every BAR). */
+bool arch_pci_io_window(uint32_t *base, uint32_t *limit);
 /* 32-bit configuration access of bus:dev.fn at reg (a multiple of 4);
  * all ones where no function answers. */
 uint32_t arch_pci_config_read(unsigned bus, unsigned dev, unsigned fn, unsigned reg);

@@ -42,6 +42,11 @@ struct virtq {
  * *why if f is not a legacy virtio function. */
 bool virtio_open(const struct pci_function *f, struct virtio_dev *d,
 		 uint32_t want, const char **why);
+/* len bytes of the device-specific configuration from offset, as the
+ * device's config struct lays them out in the guest's byte order (read
+ * byte by byte: virtio.c says why). */
+void virtio_config_read(const struct virtio_dev *d, unsigned offset, void *out,
+			size_t len);
 /* Queue `index`: allocate and register its rings; false with *why. */
 bool virtq_setup(struct virtio_dev *d, struct virtq *q, unsigned index,
 		 const char **why);

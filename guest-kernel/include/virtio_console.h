@@ -20,6 +20,7 @@ struct vcon_stats {
 	unsigned vs_slots;          /* transmit buffers */
 	uint64_t vs_frames, vs_bytes;
 	uint64_t vs_full;           /* times every buffer was with the device */
+	uint32_t vs_max_ports;      /* the device's config: max_nr_ports */
 };
 
 /* Find the device and its port called name; false with *why. */

@@ -29,6 +29,12 @@ unsigned arch_pci_setup(const char **why)
 	return 256;     /* mechanism #1 reaches every bus; SeaBIOS numbered them */
 }
 
+bool arch_pci_io_window(uint32_t *base, uint32_t *limit)
+{
+	(void)base, (void)limit;
+	return false;   /* SeaBIOS gave every BAR its address */
+}
+
 uint32_t arch_pci_config_read(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
 {
 	irqflags_t flags = spin_lock_irqsave(&pci_config_lock);
