@@ -183,7 +183,10 @@ static void test_pass_and_maxhits(void)
 	right = call(6);
 	recorded = tracer_recorded_count() - recorded;
 	report(right == 6 && tracer_probe_hits(PROBE_ID) == 6 && gate()->over == 2 && recorded == 4,
-	       "maxhits 4, no program: 6 hits, 4 records, 2 over");
+	       "maxhits 4, no program: 6 hits, 4 records, 2 over (%u right, %llu hits, "
+	       "%llu records, %llu over)", right,
+	       (unsigned long long)tracer_probe_hits(PROBE_ID), (unsigned long long)recorded,
+	       (unsigned long long)gate()->over);
 	unsigned ticks = 0;
 	while (probe()->state == PROBE_ENABLED && ticks < 500) {
 		thread_sleep(1);
