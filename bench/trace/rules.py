@@ -1,10 +1,12 @@
 """Where each arch's probes go: the site rules behind arches.Arch.sites.
 
-fbt entry: a function's first instruction, when it is a form the arch's
-tracer emulates there. IA-32: push %ebp (possibly fused with mov
-%esp,%ebp), enter, or a nop before the prologue. SPARC V9: the function's
-`save ..., %sp`; a leaf function without one has no entry probe, and the
-reason is reported.
+fbt entry: a function's first instruction, whatever it is: the guest
+emulates the forms it knows (IA-32: push %ebp, possibly fused with mov
+%esp,%ebp, enter, nop; SPARC V9: `save ..., %sp` and the CTIs) and runs
+any other from a copy in the probe's out-of-line slot; it refuses, with
+the reason, what neither can run (an EIP-relative jump or call, an
+instruction that traps by design, privileged state; sparc64's rd %pc).
+A frameless leaf function has its entry probe like any other.
 
 fbt return: IA-32, every ret — or the pop %ebp / leave just before it when
 there is one and no branch lands on the ret, except under the ud
@@ -53,12 +55,7 @@ class I386Rules(SiteRules):
     def entry(self, f):
         if not f.insns:
             return None, "no instructions"
-        first = f.insns[0]
-        if first.raw == b"\x55" or first.mnemonic == "enter":
-            return first.addr, ""
-        if first.raw == b"\x90":
-            return first.addr, ""       # a patchable entry: nop before the prologue
-        return None, f"first instruction is `{first.text}`, not a prologue"
+        return f.insns[0].addr, ""      # emulated, or run out of line
 
     def entry_refusal(self, f, image, addr, mechanism):
         if mechanism != "opt":

@@ -151,6 +151,7 @@ int i386_emulate(const struct i386_site *s, struct i386_regs *r,
 	case I386_NOP:
 		r->eip += s->len;
 		return 0;
+	case I386_OOL:                  /* run from its slot, never emulated */
 	case I386_SITE_KIND_COUNT:
 		break;
 	}
