@@ -21,6 +21,10 @@ any direct jump or call in the image lands inside those bytes (after byte
 in the ELF's instructions) — the guest cannot see a whole function, so this
 check is the host's, as optprobes decodes the whole function.
 
+insn: any instruction boundary (decoded from the function's start), as
+the guest emulates or runs it out of line; SPARC V9 leaves out delay
+slots.
+
 branch (SPARC V9 only): every control transfer of a function that does not
 sit in another's delay slot; its records are Btrace's btfrec.
 
@@ -46,6 +50,11 @@ class SiteRules:
     def entry_refusal(self, f, image, addr: int, mechanism: str) -> str:
         """Why the mechanism cannot take this entry site, or ""."""
         return ""
+
+    def insns(self, f, image) -> tuple[list[int], str]:
+        """Every instruction boundary of f an insn probe may take, and a
+        note on those left out ("" if none)."""
+        return [i.addr for i in f.insns], ""
 
 
 OPT_JMP_BYTES = 5      # jmp rel32
@@ -122,6 +131,19 @@ class Sparc64Rules(SiteRules):
             if prev is None or not sparc_is_cti(_word(prev)):
                 sites.append(insn.addr)
         return sites
+
+    def insns(self, f, image):
+        sites, slots, prev = [], 0, 0
+        for insn in f.insns:
+            w = _word(insn)
+            if sparc_is_cti(prev):
+                slots += 1
+            else:
+                sites.append(insn.addr)
+            prev = w
+        why = (f"{slots} delay slots have no insn probe (their PC/nPC pair "
+               "belongs to the CTI before them)" if slots else "")
+        return sites, why
 
     def branches(self, f, image):
         sites, prev = [], 0

@@ -178,7 +178,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 {
 	if (kind == WIRE_EVENT_BRANCH) {
 		*why = "branch probes are a sparc64 provider; IA-32 probes emulate "
-		       "function entry and return forms";
+		       "function entry and return forms or run out of line";
 		return -1;
 	}
 	size_t avail = (uintptr_t)__text_end - addr;
@@ -224,6 +224,13 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
  * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
+	/* A fused prologue emulates two instructions; a probe on the second
+	 * splits it, before that probe is armed (tracer_site.h). */
+	struct probe *before = tracer_lookup(p->addr - 1);
+	if (before && before->site.insn.kind == I386_PUSH_EBP_MOV)
+		before->site.split = 1;
+	if (p->site.insn.kind == I386_PUSH_EBP_MOV && tracer_lookup(p->addr + 1))
+		p->site.split = 1;
 	if (p->site.insn.kind == I386_OOL)
 		ool_prepare(p);         /* before the trap can send anyone there */
 	if (jumps(p)) {
@@ -371,7 +378,11 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 		tracer_fire(p, p->kind, 0, 0, &ctx);
 		return;
 	}
-	if (p->kind == WIRE_EVENT_ENTRY) {
+	if (p->kind == WIRE_EVENT_INSN) {
+		w[WIRE_INSN_PC] = p->addr;
+		w[WIRE_INSN_SP] = sp;
+		n = WIRE_INSN_SP + 1;
+	} else if (p->kind == WIRE_EVENT_ENTRY) {
 		w[WIRE_ENTRY_PC] = p->addr;
 		w[WIRE_ENTRY_SP] = sp;
 		/* At the first instruction, [sp] is the return address and the
@@ -412,7 +423,9 @@ static void emulate(const struct probe *p, struct trapframe *tf)
 	if (tracer_check_mode)
 		regs_words(&r, w);
 	uint32_t old_sp = r.esp;
-	if (i386_emulate(&p->site.insn, &r, &mem, &fault) != 0)
+	struct i386_site push_alone = { .kind = I386_PUSH_EBP, .len = 1 };
+	const struct i386_site *insn = p->site.split ? &push_alone : &p->site.insn;
+	if (i386_emulate(insn, &r, &mem, &fault) != 0)
 		emulation_fault(p, fault);
 
 	if (tracer_check_mode) {

@@ -14,6 +14,9 @@ struct tarch_site {
 	struct i386_site insn;
 	uint8_t          next;     /* the byte after a one-byte site (ud2 covers it) */
 	uint8_t          copy[I386_INSN_MAX];   /* OOL: insn.len bytes */
+	/* A fused prologue whose mov is another probe's site (an insn probe
+	 * at +1): emulate the push alone, so the mov's own trap fires. */
+	uint8_t          split;
 };
 
 #endif

@@ -147,13 +147,15 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	}
 	if (addr + 8 <= (uintptr_t)__text_end)
 		site->slot = code[1];
-	if (kind == WIRE_EVENT_ENTRY && is_save_to_sp(w)) {
+	bool any = kind == WIRE_EVENT_ENTRY || kind == WIRE_EVENT_INSN;
+	if (any && is_save_to_sp(w)) {
 		site->what = SPARC_SITE_SAVE;
 		return 0;
 	}
 	/* Any other first instruction (a leaf function's) takes the entry
-	 * probe too: a CTI or `return` emulated, else out of line (ool.c). */
-	if (kind == WIRE_EVENT_ENTRY && !sparc_is_cti(w)) {
+	 * probe too, and an insn probe any word: a CTI or `return` emulated,
+	 * else out of line (ool.c). */
+	if (any && !sparc_is_cti(w)) {
 		if (!sparc_ool_ok(w, why))
 			return -1;
 		site->what = SPARC_SITE_OOL;
@@ -413,6 +415,11 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 		return;
 	}
 	switch (p->kind) {
+	case WIRE_EVENT_INSN:
+		w[WIRE_INSN_PC] = tf->tpc;
+		w[WIRE_INSN_SP] = trapframe_sp(tf) + STACK_BIAS;
+		n = WIRE_INSN_SP + 1;
+		break;
 	case WIRE_EVENT_ENTRY:
 		w[WIRE_ENTRY_PC] = tf->tpc;
 		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
