@@ -157,7 +157,9 @@ def test_register_order_comes_from_the_header():
     (b"\x55\x89\xe6\x00", "PUSH_EBP"), (b"\x5d\x00\x00\x00", "POP_EBP"),
     (b"\xc9\x00\x00\x00", "LEAVE"), (b"\xc3\x00\x00\x00", "RET"),
     (b"\xc2\x04\x00\x00", "RET_IMM"), (b"\xc8\x08\x00\x00", "ENTER"),
-    (b"\x90\x00\x00\x00", "NOP"),
+    (b"\x90\x00\x00\x00", "NOP"), (b"\xeb\xfe", "JMP_REL"),
+    (b"\xe9\x00\x00\x00\x00", "JMP_REL"), (b"\x74\x02", "JCC"),
+    (b"\x0f\x85\x10\x00\x00\x00", "JCC"), (b"\xe8\x00\x00\x00\x00", "CALL_REL"),
 ])
 def test_classify(code, form):
     assert C.classify(code).name == form

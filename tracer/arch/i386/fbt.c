@@ -229,7 +229,9 @@ void tarch_arm(struct probe *p)
 	struct probe *before = tracer_lookup(p->addr - 1);
 	if (before && before->site.insn.kind == I386_PUSH_EBP_MOV)
 		before->site.split = 1;
-	if (p->site.insn.kind == I386_PUSH_EBP_MOV && tracer_lookup(p->addr + 1))
+	struct probe *after = tracer_lookup(p->addr + 1);
+	if (p->site.insn.kind == I386_PUSH_EBP_MOV && after &&
+	    after->state == PROBE_ENABLED)
 		p->site.split = 1;
 	if (p->site.insn.kind == I386_OOL)
 		ool_prepare(p);         /* before the trap can send anyone there */

@@ -12,7 +12,8 @@
  * same anywhere unless it is one of these, refused with their reason:
  *   - relative jumps, jcc, loop/jcxz and calls (their target is relative
  *     to where they run), and indirect or far calls (the return address
- *     they push would be the slot's): fbt.c emulates the forms it knows;
+ *     they push would be the slot's): emulate.c emulates jmp, jcc and
+ *     call rel, and those never come here;
  *   - instructions that trap by design (int3, int n, into, bound, ud0/1/2,
  *     icebp): their handlers read the trapping EIP, which would be the
  *     slot's;
@@ -44,7 +45,7 @@ struct shape {
 };
 
 static const char REL[] = "a relative jump, call or loop reads EIP (run out of "
-			  "line it would go elsewhere); not an emulated form";
+			  "line it would go elsewhere); loop and jcxz are not emulated";
 static const char CALL[] = "a call pushes its own address + length; out of line "
 			   "that would be the slot's";
 static const char TRAPS[] = "it traps by design and its handler reads the "
