@@ -122,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "into DIR (babeltrace2 DIR reads it)")
     s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "
                    "into DIR/timeline-cpuN.png")
+    s.add_argument("--exec-count", action="store_true", dest="exec_count",
+                   help="hold every insn probe's firings against how often QEMU "
+                   "ran the instruction in an unprobed twin (bench/trace/execcount.py)")
+    s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz",
+                   help="the guest's timer rate for the run (preemption)")
     _add_backend(s)
 
     s = sub.add_parser("lossless", help="calltree under probes on many threads: "
