@@ -350,13 +350,15 @@ def cmd_export(args) -> int:
 def cmd_lossless(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch, all_mechanisms=True)
+    if args.also:
+        sites.parse_spec(args.also)        # a bad spec: refused before booting
     worst = EXIT_OK
     for mechanism in args.mechanism.split(","):
         print(f"lossless {arch.name} mechanism={mechanism}:", flush=True)
         res = stress.lossless(arch, mechanism, args.smp, args.threads, args.iters,
                               depth=args.depth, timer_hz=args.timer_hz,
                               on_line=lambda l: print(l, flush=True),
-                              buffer_bytes=args.buffer)
+                              buffer_bytes=args.buffer, also=args.also)
         rep = res.report
         for ln in summary_lines(rep):
             print(ln)
@@ -382,11 +384,13 @@ def cmd_lossless(args) -> int:
 def cmd_toggle(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
+    if args.also:
+        sites.parse_spec(args.also)
     print(f"toggle {arch.name} mechanism={args.mechanism}: {args.toggles} arm/disarm "
           f"cycles while {args.threads} threads run on {args.smp} CPUs", flush=True)
     res = stress.toggle_stress(arch, args.mechanism, args.smp, args.threads,
                                args.iters, args.toggles,
-                               on_line=lambda l: print(l, flush=True))
+                               on_line=lambda l: print(l, flush=True), also=args.also)
     rep = res.report
     print(f"  workload {'ok' if res.result_ok else 'WRONG'}; {res.windows} armed "
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "

@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "buffer (a power of two; default: room for the whole run, "
                    "so that only the mechanism can lose records); e.g. 262144, "
                    "the guest's default, makes the drain keep up instead")
+    s.add_argument("--also", default="", metavar="SPEC", help="more probes beside "
+                   "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
     _add_backend(s)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
@@ -152,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
+    s.add_argument("--also", default="", metavar="SPEC", help="more probes beside "
+                   "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
     _add_backend(s)
 
     s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "
