@@ -16,8 +16,8 @@ The guest refuses tracer and trap-path code, each with its reason. A spec that n
 (bad usage) before anything is sent to a guest.
 
 plan() numbers the probes from 0, in spec order and then by address, and
-notes every function that matched but has no site of a kind (a leaf
-function has no entry probe on SPARC V9, say). A site wanted twice (a ret
+notes every function that matched but has no site of a kind (a function
+with no ret has no return probe, say). A site wanted twice (a ret
 is a return and a branch) keeps its first probe. The probe kinds' words
 come from wire.h (WIRE_PROBE_KINDS), the same words `probe add` takes.
 """
