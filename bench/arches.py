@@ -86,6 +86,11 @@ class Arch:
     fuzzer: str = ""
     # RAM for runs that need much of it (trace buffers).
     max_memory_mb: int = 256
+    # bench/trace/execcount.py: whether a block QEMU logged at pc (given the
+    # ELF's symbols) is the entry of a synchronous trap, which means the
+    # instruction logged before it on that CPU trapped instead of running
+    # (it runs again after the handler's retry); None: none to tell apart.
+    exec_trap_entry: object = None
     # Debugging through QEMU's GDB stub (bench/debug.py, bench/rsp.py): the
     # gdb commands that select the architecture and byte order, the layout
     # of the stub's `g` reply (struct format of one register, names in
@@ -133,6 +138,17 @@ class Arch:
                              f"{', '.join(self.mechanisms)}")
         return name
 
+
+
+def _sparc64_sync_trap(pc: int, symbols: dict) -> bool:
+    """A block at a TL=0 or TL>0 trap table entry (32 bytes per trap type)
+    that is no interrupt (interrupt_level_1..15, interrupt_vector): a
+    window spill/fill or MMU miss the instruction before it took."""
+    base = symbols.get("trap_table")
+    if base is None or not base <= pc < base + 0x8000:
+        return False
+    tt = ((pc - base) % 0x4000) // 32
+    return not (0x41 <= tt <= 0x4f or tt == 0x60)
 
 ARCHES: dict[str, Arch] = {
     "i386": Arch(
@@ -207,6 +223,7 @@ ARCHES: dict[str, Arch] = {
         watch_slots=4,
         watch_checker="bench.check.sparc64_watch",
         max_memory_mb=256,
+        exec_trap_entry=_sparc64_sync_trap,
         # pciA's slots hold the on-board devices; simba B's are free. The
         # guest numbers simba B as bus 1 and gives the device its I/O BAR
         # (guest-kernel/arch/sparc64/pci.c).

@@ -154,6 +154,8 @@ def cmd_run(args) -> int:
         s.enable(True)
         for n in s.notes:
             print(f"note: {n}")
+        if args.timer_hz:
+            s.must(f"timer {args.timer_hz}")
         r = s.cmd(f"run {line}")
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
@@ -206,6 +208,8 @@ def cmd_run(args) -> int:
         for st in bad:
             print(f"PROBLEM: {st.describe()}")
             status = EXIT_FAILED
+    if args.exec_count:
+        status = max(status, _exec_count(args, arch, s, rep, line, image, elf))
     for prob in rep.problems:
         print(f"PROBLEM: {prob}")
     for ln in nesting_error_lines(rep):
@@ -213,6 +217,28 @@ def cmd_run(args) -> int:
     print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
           f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
     return status if rep.ok else EXIT_FAILED
+
+
+def _exec_count(args, arch, s, rep, line, image, elf) -> int:
+    """Every insn probe's firings against QEMU's count in an unprobed twin
+    (bench/trace/execcount.py); REP-prefixed instructions are left out."""
+    from .trace import execcount
+    insns = [p for p in s.probes if p.kind == "insn"
+             and s.image.code(p.addr, 1) not in (b"\xf2", b"\xf3")]
+    if not insns:
+        print("PROBLEM: --exec-count: no insn probe to count")
+        return EXIT_FAILED
+    counts = execcount.count(arch, [p.addr for p in insns], line, s.image.symbols,
+                             smp=args.smp,
+                             before=[f"timer {args.timer_hz}"] if args.timer_hz else (),
+                             image=image, elf=elf)
+    bad = [p for p in insns if rep.insns[p.id] != counts[p.addr]]
+    print(f"exec-count: {len(insns)} insn probes, {sum(counts.values())} executions "
+          f"in the unprobed twin, {len(insns) - len(bad)} equal, {len(bad)} differ")
+    for p in bad[:20]:
+        print(f"PROBLEM: {p.spec}: {rep.insns[p.id]} firings, QEMU ran it "
+              f"{counts[p.addr]} times")
+    return EXIT_FAILED if bad or rep.dropped else EXIT_OK
 
 
 def _run_watch(args, arch) -> int:
@@ -336,13 +362,15 @@ def cmd_itrace(args) -> int:
 def cmd_lossless(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch, all_mechanisms=True)
+    if args.also:
+        sites.parse_spec(args.also)        # a bad spec: refused before booting
     worst = EXIT_OK
     for mechanism in args.mechanism.split(","):
         print(f"lossless {arch.name} mechanism={mechanism}:", flush=True)
         res = stress.lossless(arch, mechanism, args.smp, args.threads, args.iters,
                               depth=args.depth, timer_hz=args.timer_hz,
                               on_line=lambda l: print(l, flush=True),
-                              buffer_bytes=args.buffer)
+                              buffer_bytes=args.buffer, also=args.also)
         rep = res.report
         for ln in summary_lines(rep):
             print(ln)
@@ -368,11 +396,13 @@ def cmd_lossless(args) -> int:
 def cmd_toggle(args) -> int:
     arch = arches.get(args.arch)
     _probe_args(args, arch)
+    if args.also:
+        sites.parse_spec(args.also)
     print(f"toggle {arch.name} mechanism={args.mechanism}: {args.toggles} arm/disarm "
           f"cycles while {args.threads} threads run on {args.smp} CPUs", flush=True)
     res = stress.toggle_stress(arch, args.mechanism, args.smp, args.threads,
                                args.iters, args.toggles,
-                               on_line=lambda l: print(l, flush=True))
+                               on_line=lambda l: print(l, flush=True), also=args.also)
     rep = res.report
     print(f"  workload {'ok' if res.result_ok else 'WRONG'}; {res.windows} armed "
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "

@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "into DIR (babeltrace2 DIR reads it)")
     s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "
                    "into DIR/timeline-cpuN.png")
+    s.add_argument("--exec-count", action="store_true", dest="exec_count",
+                   help="hold every insn probe's firings against how often QEMU "
+                   "ran the instruction in an unprobed twin (bench/trace/execcount.py)")
+    s.add_argument("--timer-hz", type=int, default=0, dest="timer_hz",
+                   help="the guest's timer rate for the run (preemption)")
     _add_backend(s)
 
     s = sub.add_parser("itrace", help="trace every instruction of a function's "
@@ -174,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "buffer (a power of two; default: room for the whole run, "
                    "so that only the mechanism can lose records); e.g. 262144, "
                    "the guest's default, makes the drain keep up instead")
+    s.add_argument("--also", default="", metavar="SPEC", help="more probes beside "
+                   "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
     _add_backend(s)
 
     s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
@@ -184,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
+    s.add_argument("--also", default="", metavar="SPEC", help="more probes beside "
+                   "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
     _add_backend(s)
 
     s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "

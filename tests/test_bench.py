@@ -58,6 +58,9 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
     want += ["stages_bare", "stages_call", "stages_stamp"]
     want += [f"dp2_{m}_null_pair" for m in lossy]
     want += [f"ratio_{m}_over_{emul[0]}" for m in lossy]
+    # The out-of-line path against emulation and the lossy baselines.
+    want += [f"ool_{emul[0]}_null", f"ratio_ool_over_emulated_{emul[0]}"]
+    want += [f"ratio_{lm}_over_ool_{emul[0]}" for lm in lossy]
     for wl in ("fib", "calltree"):
         want += [f"fbt_{wl}_{m}" for m in ("untraced", *a.mechanisms, "hooks_off",
                                             "finstrument")]

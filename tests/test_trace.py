@@ -110,13 +110,15 @@ def test_refusals_name_a_reason_and_change_nothing(i386, image):
             assert r.status_name == "FAILED" and reason in r.message, r.message
         refused(f"probe add 1 {tracer_fn:#x} entry", "code of the tracer or trap path")
         refused("probe add 1 0x10 entry", "outside kernel text")
-        refused(f"probe add 1 {fib + 1:#x} entry", "not one of the emulated forms")
+        hlt = next(i.addr for i in image.functions["arch_wait_for_interrupt"].insns
+                   if i.mnemonic == "hlt")
+        refused(f"probe add 1 {hlt:#x} entry", "a privileged or system instruction")
         assert g.command(f"probe add 1 {fib:#x} entry 1").ok
         refused(f"probe add 2 {fib:#x} entry", "already probed (probe 1)")
         refused(f"probe add 1 {fib:#x} entry", "probe id 1 is in use")
         ret = next(p for p in plan("fbt:fib:return", image, "int3")[0]
                    if image.code(p.addr, 1) == b"\x5d")
-        refused(f"probe add 3 {ret.addr:#x} entry", "an entry probe needs")
+        refused(f"probe add 3 {fib + 1:#x} return", "a return probe needs")
         assert g.command("probe mechanism ud").message == "mechanism ud"
         assert g.command(f"probe add 3 {ret.addr:#x} return").ok
         refused("probe enable 3", "ud2 is two bytes")

@@ -67,11 +67,11 @@ def test_sites_are_found_in_the_elf(image):
         assert not sparc_is_cti(_word(image, p.addr - 4))
 
 
-def test_a_leaf_function_gets_a_note_not_an_entry_probe(image):
-    leaf = next(f for f in image.functions.values()
-                if f.insns and image.arch.sites.entry(f)[0] is None)
+def test_a_leaf_function_gets_an_entry_probe_on_its_first_word(image):
+    leaf = next(f for f in image.workload_functions()
+                if f.insns and not f.insns[0].text.startswith("save"))
     probes, notes = plan(f"fbt:{leaf.name}:entry", image, "emulate")
-    assert not probes and any("not save" in n for n in notes), notes
+    assert [p.addr for p in probes] == [leaf.addr] and not notes, notes
 
 
 def _traced(arch, spec, line, mode="emulate", timer=None):
@@ -227,7 +227,10 @@ def test_refusals_name_a_reason_and_change_nothing(sparc64, image):
         refused(f"probe add 1 {illtrap:#x} branch", "ILLTRAP/unimp word is already there")
         refused(f"probe add 1 {slot:#x} branch", "delay slot")
         refused(f"probe add 1 {plain:#x} branch", "not a control-transfer")
-        refused(f"probe add 1 {cti.addr:#x} entry", "an entry probe sits on")
+        wrpr = next(i.addr for i in image.functions["fm_fp"].insns
+                    if i.mnemonic == "wrpr")
+        refused(f"probe add 1 {wrpr:#x} insn", "privileged state")
+        refused(f"probe add 1 {plain:#x} return", "not a control-transfer")
         refused(f"probe add 1 {fib.addr + 2:#x} branch", "word-aligned")
         assert g.command(f"probe add 1 {fib.addr:#x} entry 1").ok
         refused(f"probe add 2 {fib.addr:#x} entry", "already probed (probe 1)")

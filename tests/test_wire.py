@@ -62,7 +62,9 @@ def test_record_slots_and_kinds_come_from_the_header():
     assert records.BRANCH_BITS.TAKEN == 1 and records.BRANCH_BITS.ANNULLED == 2
     assert records.PROBE_KINDS == {"entry": records.K_ENTRY,
                                    "return": records.K_RETURN,
-                                   "branch": records.K_BRANCH}
+                                   "branch": records.K_BRANCH,
+                                   "insn": records.K_INSN}
+    assert (records.INSN.PC, records.INSN.SP) == (0, 1)
 
 
 def test_tables_are_read_whole():

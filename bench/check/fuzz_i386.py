@@ -22,17 +22,24 @@ from . import hostc, ref_i386
 from .ref_i386 import CODE_BASE, REGS, STACK_BASE, STACK_SIZE
 
 CLASSES = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
-           "ENTER", "NOP")
+           "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL")
 SOURCES = ["bench/check/c/i386_emulate_run.c", "tracer/arch/i386/emulate.c"]
 INCLUDES = ("tracer/include", "tracer/arch/i386")
 
 FLAGS_MASK = 0x0cd5            # CF PF AF ZF SF DF OF: no TF/IF games
-IN_REC = struct.Struct("<4s10II")
+IN_REC = struct.Struct("<8s10II")
 OUT_REC = struct.Struct("<i10I6I")
 
 
 def _code(form, rnd):
     lo, hi = rnd.getrandbits(8), rnd.getrandbits(8)
+    rel32 = rnd.getrandbits(32).to_bytes(4, "little")
+    if form in ("JMP_REL", "JCC", "CALL_REL"):
+        short = form != "CALL_REL" and rnd.getrandbits(1)
+        op = {"JMP_REL": (b"\xeb", b"\xe9"), "CALL_REL": (b"", b"\xe8"),
+              "JCC": (bytes([0x70 | lo & 15]), bytes([0x0f, 0x80 | lo & 15]))}[form]
+        code = op[0] + bytes([hi]) if short else op[1] + rel32
+        return code + b"\x90" * (8 - len(code))
     return {
         "PUSH_EBP": bytes([0x55, 0x90, 0x90, 0x90]),
         "PUSH_EBP_MOV": rnd.choice([b"\x55\x89\xe5\x90", b"\x55\x8b\xec\x90"]),

@@ -78,8 +78,10 @@ W_ADDR, W_BEFORE, W_AFTER = (_STACK["STACK_ADDR"], _STACK["STACK_BEFORE"],
                              _STACK["STACK_AFTER"])
 
 FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
-         "ENTER", "NOP")
-_WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER"}
+         "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL", "OOL")
+# OOL (a site run out of line) is never checked: the guest refuses such
+# sites in check mode, as nothing is emulated (tracer/arch/i386/ool.c).
+_WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER", "CALL_REL"}
 _READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
 _RETS = {"RET", "RET_IMM"}
 
@@ -119,6 +121,14 @@ def classify(code: bytes) -> Form | str:
         if c[3]:
             return "enter with a nesting level is refused by the guest"
         return Form("ENTER", 4, 1)
+    # The relative CTIs: the run stops by count at the target, or at the
+    # next instruction (until) when not taken; the target is real code.
+    if (c[0] == 0xeb or 0x70 <= c[0] <= 0x7f) and len(c) >= 2:
+        return Form("JMP_REL" if c[0] == 0xeb else "JCC", 2, 1)
+    if c[0] in (0xe9, 0xe8) and len(c) >= 5:
+        return Form("JMP_REL" if c[0] == 0xe9 else "CALL_REL", 5, 1)
+    if c[0] == 0x0f and len(c) >= 6 and 0x80 <= c[1] <= 0x8f:
+        return Form("JCC", 6, 1)
     return f"{c[:4].hex()} is not an emulated form"
 
 
@@ -175,7 +185,7 @@ class _Model:
         self.writes.append((address, value & ((1 << (8 * size)) - 1)))
 
     def _on_unmapped(self, uc, access, address, size, value, user):
-        self.unmapped.append(address)
+        self.unmapped.append(address & M32)     # a jcc's may come sign-extended
         return False
 
     def run(self, w, form: Form):
@@ -280,8 +290,14 @@ def verify(checks, sites) -> CheckReport:
     forms: dict[int, Form | str] = {}
     code: dict[int, int] = {}          # every site's bytes, by address
     conflicts: set[int] = set()        # sites whose bytes disagree with another's
+    addrs = {s.addr for s in sites.values()}
     for pid, s in sites.items():
         forms[pid] = classify(s.code)
+        # A fused prologue whose mov is another probe's site emulates its
+        # push alone (tracer/arch/i386/tracer_site.h).
+        if isinstance(forms[pid], Form) and forms[pid].name == "PUSH_EBP_MOV" \
+                and (s.addr + 1) & M32 in addrs:
+            forms[pid] = Form("PUSH_EBP", 1, 1)
         for i, b in enumerate(bytes(s.code)):
             a = (s.addr + i) & M32
             if code.setdefault(a, b) != b:

@@ -78,7 +78,8 @@ class Reference:
                      .to_bytes(size, "little"))
 
     def _on_unmapped(self, uc, access, address, size, value, user):
-        self._unmapped.append(address)
+        # A jcc rel32's target above 2 GiB arrives sign-extended to 64 bits.
+        self._unmapped.append(address & 0xffffffff)
         return False
 
     def _on_write(self, uc, access, address, size, value, user):

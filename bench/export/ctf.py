@@ -45,8 +45,8 @@ from pathlib import Path
 from ..errors import BenchError
 from ..trace.image import Image
 from ..trace.sites import Probe
-from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, K_BRANCH, K_CHECK, K_ENTRY,
-                            RETURN, STATS, Capture, Event, Loss)
+from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, INSN, K_BRANCH, K_CHECK,
+                            K_ENTRY, K_INSN, RETURN, STATS, Capture, Event, Loss)
 
 
 class CtfError(BenchError):
@@ -140,6 +140,10 @@ class _Classes:
             add("annulled", self._uint(8), lambda ev: int(bool(
                 ev.words[BRANCH.FLAGS] & BRANCH_BITS.ANNULLED)))
             name = f"branch:{probe.function}"
+        elif kind == K_INSN:
+            add("pc", self._uint(w, True), lambda ev: ev.words[INSN.PC])
+            add("sp", self._uint(w, True), lambda ev: ev.words[INSN.SP])
+            name = f"insn:{probe.function}"
         elif kind == K_ENTRY:
             add("pc", self._uint(w, True), lambda ev: ev.words[ENTRY.PC])
             add("sp", self._uint(w, True), lambda ev: ev.words[ENTRY.SP])

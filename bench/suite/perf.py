@@ -158,6 +158,9 @@ class Bench:
         # Experiment 3's null-probe overhead per firing, per repetition
         # (dprobes), for the watch cost's ratio.
         self.null_probe: tuple[str, list] | None = None
+        # The lossy baselines' overhead per firing (experiment 2, the pair
+        # loop), per repetition: against the out-of-line path (firepath).
+        self.lossy_firing: dict[str, list] = {}
 
     def put(self, name: str, values, unit: str, **extra) -> None:
         self.figures[name] = figure(values, unit, **extra)
@@ -260,6 +263,7 @@ class Bench:
                              "guest cycles per RPN instruction",
                              what=f"{m}: (program of {n} - program of 1) / {n - 1}")
             for lm in lossy:
+                self.lossy_firing[lm] = over[f"{lm}.pair"]
                 if f"{m}.pair" not in over:
                     continue
                 self.put(f"ratio_{lm}_over_{m}",
@@ -332,9 +336,37 @@ class Bench:
                      "ratio", target="int3_over_opt",
                      what="int3 / opt, null-probe total per firing on the "
                      "prologue site, stage table")
+        self._ool(vals)
         self.say("  stages: " + ", ".join(
             f"{n} {statistics.median(v['total']):,.0f}" for n, v in vals.items()
             if "total" in v))
+
+    def _ool(self, vals: dict) -> None:
+        """The out-of-line path (stage site `ool`, an instruction no
+        mechanism emulates) against the emulated first site of the same
+        table and against the lossy baselines' cost per firing
+        (experiment 2, this boot): per repetition, null action."""
+        for name, stages in vals.items():
+            m, site, action = (name.split(".") + ["", ""])[:3]
+            if site != "ool" or action != "null":
+                continue
+            emul = next((n.split(".")[1] for n in vals
+                         if n.startswith(f"{m}.") and n.endswith(".null")
+                         and n.split(".")[1] != "ool"), None)
+            ool = stages["total"]
+            self.put(f"ool_{m}_null", ool, "guest cycles per firing",
+                     what=f"{m}: null probe run out of line, stage table total")
+            if emul:
+                self.put(f"ratio_ool_over_emulated_{m}",
+                         [o / e if e else None for o, e in
+                          zip(ool, vals[f"{m}.{emul}.null"]["total"])],
+                         "ratio", what=f"{m}: out of line / emulated ({emul}), "
+                         "null-probe total per firing, stage table")
+            for lm, lossy in self.lossy_firing.items():
+                self.put(f"ratio_{lm}_over_ool_{m}",
+                         [b / o if b and o else None for b, o in zip(lossy, ool)],
+                         "ratio", what=f"{lm} (experiment 2, per firing) / {m} out "
+                         "of line (stage table total), same boot")
 
     # ---- watchpoints ----
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, K_BRANCH, K_ENTRY, K_LOG,
-                            RETURN, Capture, log_data)
+from ..wire.records import (BRANCH, BRANCH_BITS, ENTRY, INSN, K_BRANCH, K_ENTRY,
+                            K_INSN, K_LOG, RETURN, Capture, log_data)
 from .image import Image
 from .sites import Probe
 from .verify import Report
@@ -44,6 +44,9 @@ def summary_lines(rep: Report, losses_shown: int = 8) -> list[str]:
                  if (f, kind) in rep.refused]
         lines.append(row + ("   " + "; ".join(notes) if notes else ""))
     lines.append(f"  {rep.nesting_line()}")
+    if rep.insns or rep.insn_probes:
+        lines.append(f"  insn: {rep.insn_probes} probes, "
+                     f"{sum(rep.insns.values())} firings")
     if rep.program_counts:
         c = rep.program_counts.values()
         runs, faults = sum(x["runs"] for x in c), sum(x["faults"] for x in c)
@@ -120,6 +123,9 @@ def format_trace(cap: Capture, probes: list[Probe], limit: int | None = None,
                 args = ", ".join(str(a) for a in w[ENTRY.ARG0:])
             yield f"cpu{ev.cpu} t{ev.thread} {pad}-> {name}({args})"
             depth[ev.thread] += 1
+        elif ev.kind == K_INSN and len(w) > INSN.SP:
+            yield (f"cpu{ev.cpu} t{ev.thread} {pad}. {symbolize(image, w[INSN.PC])} "
+                   f"sp={w[INSN.SP]:#x}")
         elif ev.kind == K_BRANCH and len(w) > BRANCH.FLAGS:
             flags = w[BRANCH.FLAGS]
             how = ("taken" if flags & BRANCH_BITS.TAKEN else "not taken") + \

@@ -1,10 +1,12 @@
 """Where each arch's probes go: the site rules behind arches.Arch.sites.
 
-fbt entry: a function's first instruction, when it is a form the arch's
-tracer emulates there. IA-32: push %ebp (possibly fused with mov
-%esp,%ebp), enter, or a nop before the prologue. SPARC V9: the function's
-`save ..., %sp`; a leaf function without one has no entry probe, and the
-reason is reported.
+fbt entry: a function's first instruction, whatever it is: the guest
+emulates the forms it knows (IA-32: push %ebp, possibly fused with mov
+%esp,%ebp, enter, nop; SPARC V9: `save ..., %sp` and the CTIs) and runs
+any other from a copy in the probe's out-of-line slot; it refuses, with
+the reason, what neither can run (an EIP-relative jump or call, an
+instruction that traps by design, privileged state; sparc64's rd %pc).
+A frameless leaf function has its entry probe like any other.
 
 fbt return: IA-32, every ret — or the pop %ebp / leave just before it when
 there is one and no branch lands on the ret, except under the ud
@@ -18,6 +20,10 @@ any direct jump or call in the image lands inside those bytes (after byte
 0), or if its function has an indirect jump (a jump table's targets are not
 in the ELF's instructions) — the guest cannot see a whole function, so this
 check is the host's, as optprobes decodes the whole function.
+
+insn: any instruction boundary (decoded from the function's start), as
+the guest emulates or runs it out of line; SPARC V9 leaves out delay
+slots.
 
 branch (SPARC V9 only): every control transfer of a function that does not
 sit in another's delay slot; its records are Btrace's btfrec.
@@ -45,6 +51,11 @@ class SiteRules:
         """Why the mechanism cannot take this entry site, or ""."""
         return ""
 
+    def insns(self, f, image) -> tuple[list[int], str]:
+        """Every instruction boundary of f an insn probe may take, and a
+        note on those left out ("" if none)."""
+        return [i.addr for i in f.insns], ""
+
 
 OPT_JMP_BYTES = 5      # jmp rel32
 
@@ -53,12 +64,7 @@ class I386Rules(SiteRules):
     def entry(self, f):
         if not f.insns:
             return None, "no instructions"
-        first = f.insns[0]
-        if first.raw == b"\x55" or first.mnemonic == "enter":
-            return first.addr, ""
-        if first.raw == b"\x90":
-            return first.addr, ""       # a patchable entry: nop before the prologue
-        return None, f"first instruction is `{first.text}`, not a prologue"
+        return f.insns[0].addr, ""      # emulated, or run out of line
 
     def entry_refusal(self, f, image, addr, mechanism):
         if mechanism != "opt":
@@ -108,18 +114,11 @@ def sparc_is_cti(w: int) -> bool:
     return op == 2 and (w >> 19) & 0x3f in (0x38, 0x39, 0x3a, 0x3e)
 
 
-def _save_to_sp(w: int) -> bool:
-    return w >> 30 == 2 and (w >> 19) & 0x3f == 0x3c and (w >> 25) & 0x1f == 14
-
-
 class Sparc64Rules(SiteRules):
     def entry(self, f):
         if not f.insns:
             return None, "no instructions"
-        first = f.insns[0]
-        if _save_to_sp(_word(first)):
-            return first.addr, ""
-        return None, f"first instruction is `{first.text}`, not save (a leaf function)"
+        return f.insns[0].addr, ""      # save emulated, a leaf's word out of line
 
     def returns(self, f, image, mechanism):
         sites = []
@@ -132,6 +131,19 @@ class Sparc64Rules(SiteRules):
             if prev is None or not sparc_is_cti(_word(prev)):
                 sites.append(insn.addr)
         return sites
+
+    def insns(self, f, image):
+        sites, slots, prev = [], 0, 0
+        for insn in f.insns:
+            w = _word(insn)
+            if sparc_is_cti(prev):
+                slots += 1
+            else:
+                sites.append(insn.addr)
+            prev = w
+        why = (f"{slots} delay slots have no insn probe (their PC/nPC pair "
+               "belongs to the CTI before them)" if slots else "")
+        return sites, why
 
     def branches(self, f, image):
         sites, prev = [], 0

@@ -1,7 +1,13 @@
 """Probe specs into numbered probes on the sites the arch's rules choose.
 
 A spec is a comma list of `fbt:FUNCTION:entry|return` (`fbt:FUNCTION:*`
-or `fbt:FUNCTION:` for both) and `branch:FUNCTION`, FUNCTION a glob. A glob
+or `fbt:FUNCTION:` for both), `branch:FUNCTION` and `insn:FUNCTION+OFF`
+(OFF a byte offset, decimal or 0x-hex, or `*` for every instruction of the
+function), FUNCTION a glob. An insn offset must be an instruction boundary
+found by decoding from the symbol's start (the image's disassembly); one
+that is not is a SpecError naming the instruction it falls inside. Where a
+boundary takes no probe on the arch (sparc64: a delay slot, whose PC/nPC
+pair belongs to the CTI before it) `+*` leaves it out with a note. A glob
 matches the workload functions (image.Image.workload_functions); an exact
 name may be any function of the kernel. With the module `kernel` before the
 function, as DTrace names fbt probes (`fbt:kernel:*:entry`,
@@ -10,8 +16,8 @@ The guest refuses tracer and trap-path code, each with its reason. A spec that n
 (bad usage) before anything is sent to a guest.
 
 plan() numbers the probes from 0, in spec order and then by address, and
-notes every function that matched but has no site of a kind (a leaf
-function has no entry probe on SPARC V9, say). A site wanted twice (a ret
+notes every function that matched but has no site of a kind (a function
+with no ret has no return probe, say). A site wanted twice (a ret
 is a return and a branch) keeps its first probe. The probe kinds' words
 come from wire.h (WIRE_PROBE_KINDS), the same words `probe add` takes.
 """
@@ -25,7 +31,7 @@ from ..errors import UsageError
 from ..wire.records import PROBE_KINDS
 from .image import Image
 
-PROVIDERS = ("fbt", "branch")
+PROVIDERS = ("fbt", "branch", "insn")
 
 
 class SpecError(UsageError):
@@ -41,12 +47,15 @@ class Probe:
     nargs: int = 0
     refused: str = ""    # the guest's reason, if it refused
     program: str = ""    # the program it runs instead of recording, if any
+    offset: int = 0      # insn probes: bytes from the function's start
 
     @property
     def spec(self) -> str:
         """How a spec names this probe's kind of site."""
         if self.kind == "branch":
             return f"branch:{self.function}"
+        if self.kind == "insn":
+            return f"insn:{self.function}+{self.offset:#x}"
         return f"fbt:{self.function}:{self.kind}"
 
 
@@ -67,17 +76,32 @@ MODULES = ("workload", "kernel")
 
 def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
     """(provider, module, function pattern, kind) per probe the spec asks for."""
-    fbt_kinds = tuple(k for k in PROBE_KINDS if k != "branch")
-    usage = (f"expected fbt:[kernel:]FUNCTION:{'|'.join(fbt_kinds)} or "
-             "branch:[kernel:]FUNCTION")
+    fbt_kinds = tuple(k for k in PROBE_KINDS if k not in ("branch", "insn"))
+    usage = (f"expected fbt:[kernel:]FUNCTION:{'|'.join(fbt_kinds)}, "
+             "branch:[kernel:]FUNCTION or insn:[kernel:]FUNCTION+OFF")
     out = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         bits = part.split(":")
         module = "workload"
         if len(bits) >= 3 and bits[1] == "kernel" and (bits[0] == "fbt" and len(bits) == 4
-                                                      or bits[0] == "branch"):
+                                                      or bits[0] in ("branch", "insn")):
             module = "kernel"
             del bits[1]
+        if bits[0] == "insn":
+            if len(bits) != 2 or "+" not in bits[1]:
+                raise SpecError(f"probe {part!r}: {usage}")
+            fn, off = bits[1].rsplit("+", 1)
+            if not fn:
+                raise SpecError(f"probe {part!r}: no function")
+            if off != "*":
+                try:
+                    if int(off, 0) < 0:
+                        raise ValueError
+                except ValueError:
+                    raise SpecError(f"probe {part!r}: the offset {off!r} is not a "
+                                    "byte count (decimal, 0x-hex) or *") from None
+            out.append(("insn", module, bits[1], "insn"))
+            continue
         if bits[0] == "branch":
             if len(bits) not in (2, 3) or (len(bits) == 3 and bits[2] not in ("", "*")):
                 raise SpecError(f"probe {part!r}: {usage}")
@@ -116,6 +140,9 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
     notes: list[str] = []
     seen = set()
     for provider, module, pattern, kind in parse_spec(spec):
+        off = None
+        if kind == "insn":
+            pattern, off = pattern.rsplit("+", 1)
         if any(c in pattern for c in "*?["):
             pool = (image.workload_functions() if module == "workload"
                     else list(image.functions.values()))
@@ -126,6 +153,9 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
             raise SpecError(f"{provider}:{pattern}:{kind} matches no function"
                             + ("" if "*" in pattern else " (unknown symbol)"))
         for f in sorted(matched, key=lambda f: f.addr):
+            if kind == "insn":
+                _insn_probes(f, off, image, probes, notes, seen)
+                continue
             if kind == "entry":
                 addr, why = rules.entry(f)
                 if addr is not None and not why:
@@ -148,3 +178,30 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
                 probes.append(Probe(len(probes), f.name, kind, a,
                                     _words(f, kind, image)))
     return probes, notes
+
+
+def _insn_probes(f, off: str, image: Image, probes: list[Probe], notes: list[str],
+                 seen: set) -> None:
+    """insn:F+OFF: the probe at that boundary, or every boundary the arch
+    probes (`*`); an offset inside an instruction is a SpecError."""
+    starts = {i.addr - f.addr: i for i in f.insns}
+    if off == "*":
+        addrs, why = image.arch.sites.insns(f, image)
+        if why:
+            notes.append(f"{f.name}: {why}")
+    else:
+        n = int(off, 0)
+        if n not in starts:
+            inside = [i for i in f.insns if i.addr - f.addr < n < i.addr - f.addr
+                      + len(i.raw)]
+            where = (f"inside `{inside[0].text}` at +{inside[0].addr - f.addr:#x} "
+                     f"({len(inside[0].raw)} bytes)" if inside else
+                     f"past the function's {f.size} bytes")
+            raise SpecError(f"insn:{f.name}+{off}: offset {n:#x} is not an "
+                            f"instruction boundary: it is {where}")
+        addrs = [f.addr + n]
+    for a in addrs:
+        if a in seen:
+            continue
+        seen.add(a)
+        probes.append(Probe(len(probes), f.name, "insn", a, offset=a - f.addr))

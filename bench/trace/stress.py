@@ -53,7 +53,7 @@ def lossless_probes(arch: arches.Arch) -> str:
 
 def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: int,
              depth: int = 4, timer_hz: int = 0, on_line=print,
-             buffer_bytes: int | None = None) -> LosslessResult:
+             buffer_bytes: int | None = None, also: str = "") -> LosslessResult:
     build.ensure_image(arch)
     # Room for every record of the run even if the drain falls behind: ~40
     # bytes a firing on i386 (72 with sparc64's words), (2 depth + 8) calls
@@ -71,7 +71,12 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     with open_guest(arch, label=f"lossless-{mechanism}", smp=smp, memory_mb=memory,
                     command_timeout=1800) as g:
         s = open_session(g)
-        s.setup(lossless_probes(arch), mechanism, buffer_bytes=buf, strict=False)
+        # `also`: more probes beside calltree's (insn:ct_*+* puts out-of-line
+        # sites in the stress), with the most room the memory gives.
+        spec = lossless_probes(arch) + (f",{also}" if also else "")
+        if also and not buffer_bytes:
+            buf = 1 << (cap.bit_length() - 1)
+        s.setup(spec, mechanism, buffer_bytes=buf, strict=False)
         s.enable(True)
         for n in s.notes:
             on_line(f"  note: {n}")
@@ -115,14 +120,15 @@ def _cycles_of(message: str) -> int:
 
 def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
                   iters: int, toggles: int, on_line=print,
-                  buffer_bytes: int = 32 << 20) -> ToggleResult:
+                  buffer_bytes: int = 32 << 20, also: str = "") -> ToggleResult:
     """Arm and disarm every calltree probe `toggles` times while the
     workload runs on all CPUs; the workload checks its own results."""
     build.ensure_image(arch)
     with open_guest(arch, label=f"toggle-{mechanism}", smp=smp, memory_mb=256,
                     command_timeout=1800) as g:
         s = open_session(g)
-        s.setup(LOSSLESS_FUNCS, mechanism, buffer_bytes=buffer_bytes, strict=False)
+        s.setup(LOSSLESS_FUNCS + (f",{also}" if also else ""), mechanism,
+                buffer_bytes=buffer_bytes, strict=False)
         added = len(s.probes)
         s.enable(True)          # drops probes the mechanism cannot arm
         s.enable(False)

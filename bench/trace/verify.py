@@ -42,7 +42,7 @@ import bisect
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
-from ..wire.records import K_BRANCH, K_ENTRY, K_RETURN, Capture, Loss
+from ..wire.records import K_BRANCH, K_ENTRY, K_INSN, K_RETURN, Capture, Loss
 from .sites import Probe
 
 HISTORY = 6          # records of a thread shown with a break
@@ -187,6 +187,8 @@ class Report:
     left_open: int = 0          # entries whose return left by a refused site
     # Probes running a program: their hits, runs, faults, over (PROBES).
     program_counts: dict = field(default_factory=dict)
+    insns: Counter = field(default_factory=Counter)      # per insn probe id
+    insn_probes: int = 0
 
     def _per_kind(self):
         return (("entries", "entry", self.entries_probed, self.entries),
@@ -249,7 +251,7 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     the lossy baselines and for toggled probes: nesting and counts are then
     measured but not held against the run."""
     by_id = {p.id: p for p in probes}
-    entries, returns, branches = Counter(), Counter(), Counter()
+    entries, returns, branches, insns = Counter(), Counter(), Counter(), Counter()
     problems: list[str] = []
     for ev in cap.events:
         p = by_id.get(ev.probe)
@@ -263,6 +265,8 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
             returns[p.function] += 1
         elif ev.kind == K_BRANCH:
             branches[p.function] += 1
+        elif ev.kind == K_INSN:
+            insns[p.id] += 1
     losses = cap.losses()
     checked, nesting_errors, unchecked, left_open = _nesting(
         cap.events, probes, lambda ev: ev.thread, False, refused, losses)
@@ -271,7 +275,10 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     for p in probes:
         if p.program and p.id in cap.probe_counts:
             c = cap.probe_counts[p.id]
-            counted[p.kind][p.function] += c["hits"]
+            if p.kind == "insn":
+                insns[p.id] += c["hits"]
+            else:
+                counted[p.kind][p.function] += c["hits"]
             program_counts[p.id] = c
     if any(p.program for p in probes) and not cap.probe_counts:
         problems.append("no PROBES frames: the per-probe counts of the probes that "
@@ -287,7 +294,8 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
                  {p.function for p in probes if p.kind == "entry"},
                  {p.function for p in probes if p.kind == "return"}, branches,
                  losses=losses, unchecked=unchecked, left_open=left_open,
-                 program_counts=program_counts)
+                 program_counts=program_counts, insns=insns,
+                 insn_probes=sum(p.kind == "insn" for p in probes))
     total = Counter((p.function, p.kind) for p in (*probes, *refused))
     for p in refused:
         n, _, reasons = rep.refused.get((p.function, p.kind), (0, 0, []))
@@ -322,6 +330,12 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
                 if rep.countable(f, kind) and seen[f] != rep.expected[f]:
                     problems.append(f"{f}: {seen[f]} {what} traced, the workload "
                                     f"counted {rep.expected[f]} calls")
+        # An insn probe on a function's first byte fires once per call.
+        for p in probes:
+            if (p.kind == "insn" and p.offset == 0 and p.function in rep.expected
+                    and not rep.dropped and rep.insns[p.id] != rep.expected[p.function]):
+                problems.append(f"{p.spec}: {rep.insns[p.id]} firings traced, the "
+                                f"workload counted {rep.expected[p.function]} calls")
     return rep
 
 

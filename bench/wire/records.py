@@ -53,6 +53,7 @@ K_CHECK = KINDS["CHECK"].value
 K_BRANCH = KINDS["BRANCH"].value
 K_DROPS = KINDS["DROPS"].value
 K_LOG = KINDS["LOG"].value
+K_INSN = KINDS["INSN"].value
 NO_PROBE = WIRE.const("WIRE_NO_PROBE")
 
 # The kinds a probe is added as, by their command word ("entry", ...).
@@ -66,6 +67,7 @@ def _slots(table: str) -> SimpleNamespace:
 ENTRY = _slots("WIRE_ENTRY_WORDS")          # ENTRY.PC, ENTRY.SP, ENTRY.ARG0
 RETURN = _slots("WIRE_RETURN_WORDS")        # RETURN.VALUE ...
 BRANCH = _slots("WIRE_BRANCH_WORDS")        # BRANCH.TARGET, BRANCH.FLAGS
+INSN = _slots("WIRE_INSN_WORDS")            # INSN.PC, INSN.SP
 BRANCH_BITS = _slots("WIRE_BRANCH_BITS")    # BRANCH_BITS.TAKEN, .ANNULLED
 DROPS = _slots("WIRE_DROPS_WORDS")          # DROPS.COUNT, .FIRST, .THREADS
 LOG = _slots("WIRE_LOG_WORDS")              # LOG.MAJOR, .MINOR, .BYTES, .DATA

@@ -3,7 +3,10 @@
  *
  * Decode once, emulate by kind: tarch_decode() reads the instruction at a
  * site when the probe is added and classifies it, or refuses with a reason
- * the host prints. tarch_arm()/tarch_disarm() store the trap (or the
+ * the host prints. A site the arch does not emulate but whose instruction
+ * runs the same from a copy takes the out-of-line path instead (tracer/
+ * arch/<arch>/ool.c): the fire path records, then resumes at the probe's
+ * slot, written by tarch_arm before the trap goes in. tarch_arm()/tarch_disarm() store the trap (or the
  * original) through the text alias: one atomic store, or, for a trap wider
  * than an instruction may be, stores in an order no CPU can fetch half of
  * (i386's ud2, fbt.c). The fire path is the arch's trap hook (trap.h),
@@ -34,8 +37,9 @@
 void tarch_init(void);
 
 /* Classify the instruction at addr as a probe of the given kind
- * (WIRE_PROBE_KINDS: entry, return, branch — an arch may refuse a kind
- * outright, as i386 does branch). 0, or -1 with *why set. The address has
+ * (WIRE_PROBE_KINDS: entry, return, branch, insn — an arch may refuse a
+ * kind outright, as i386 does branch; entry and insn take any instruction
+ * the arch emulates or runs out of line). 0, or -1 with *why set. The address has
  * already been checked to lie in probeable text. */
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why);

@@ -161,7 +161,8 @@ struct wire_result {
 	X(DROPS,  5, "records this CPU lost (its buffer was full) right before this point") \
 	X(LOG,    6, "a probe program's exit: its log buffer") \
 	X(WATCH,  7, "a watched access (tracer/core/watch.c)") \
-	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS")
+	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS") \
+	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -171,7 +172,8 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_PROBE_KINDS(X) \
 	X(ENTRY,  1, "entry") \
 	X(RETURN, 2, "return") \
-	X(BRANCH, 4, "branch")
+	X(BRANCH, 4, "branch") \
+	X(INSN,   9, "insn")
 
 /* Word slots, per kind. X(name, index, meaning) */
 #define WIRE_ENTRY_WORDS(X) \
@@ -184,6 +186,11 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(SP,    1, "the stack pointer when it trapped") \
 	X(VALUE, 2, "what the caller will see returned; absent when unknown") \
 	X(VALUE_HIGH, 3, "the high word of a value wider than a register (i386 edx), if asked for")
+
+/* An instruction probe's record (any instruction boundary). */
+#define WIRE_INSN_WORDS(X) \
+	X(PC, 0, "the probed instruction") \
+	X(SP, 1, "the stack pointer when it trapped")
 
 /* The branch provider's record: seed 001's btfrec. */
 #define WIRE_BRANCH_WORDS(X) \
@@ -289,6 +296,7 @@ enum wire_itrace_step   { WIRE_ITRACE_STEPS(WIRE_ITRACE_STEP_ENUM) };
 #define WIRE_ENTRY_ENUM(name, value, meaning)  WIRE_ENTRY_##name = value,
 #define WIRE_RETURN_ENUM(name, value, meaning) WIRE_RETURN_##name = value,
 #define WIRE_BRANCH_ENUM(name, value, meaning) WIRE_BRANCH_##name = value,
+#define WIRE_INSN_ENUM(name, value, meaning)   WIRE_INSN_##name = value,
 #define WIRE_BIT_ENUM(name, value, meaning)    WIRE_BRANCH_##name = value,
 #define WIRE_DROPS_ENUM(name, value, meaning)  WIRE_DROPS_##name = value,
 #define WIRE_LOG_ENUM(name, value, meaning)    WIRE_LOG_##name = value,
@@ -298,6 +306,7 @@ enum wire_entry_word  { WIRE_ENTRY_WORDS(WIRE_ENTRY_ENUM) };
 enum wire_return_word { WIRE_RETURN_WORDS(WIRE_RETURN_ENUM) };
 enum wire_branch_word { WIRE_BRANCH_WORDS(WIRE_BRANCH_ENUM) };
 enum wire_branch_bit  { WIRE_BRANCH_BITS(WIRE_BIT_ENUM) };
+enum wire_insn_word   { WIRE_INSN_WORDS(WIRE_INSN_ENUM) };
 enum wire_drops_word  { WIRE_DROPS_WORDS(WIRE_DROPS_ENUM) WIRE_DROPS_NWORDS };
 enum wire_log_word    { WIRE_LOG_WORDS(WIRE_LOG_ENUM) };
 enum wire_watch_type  { WIRE_WATCH_TYPES(WIRE_WATCH_TYPE_ENUM) };

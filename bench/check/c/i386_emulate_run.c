@@ -2,7 +2,7 @@
  * i386_emulate_run.c — the guest's own tracer/arch/i386/emulate.c on the
  * host, in batch, for tests/test_i386_emulate.py.
  *
- * stdin:  records of { uint8 code[4]; uint32 regs[10]; uint32 word; }
+ * stdin:  records of { uint8 code[8]; uint32 regs[10]; uint32 word; }
  *         (little-endian; regs in struct i386_regs order; word is what
  *         any 32-bit read returns)
  * stdout: per record { int32 status; uint32 regs[10]; uint32 nreads,
@@ -58,7 +58,7 @@ static int decode_only(const char *hex)
 
 int main(int argc, char **argv)
 {
-	uint8_t in[4 + 40 + 4];
+	uint8_t in[8 + 40 + 4];
 	if (argc == 3 && strcmp(argv[1], "decode") == 0)
 		return decode_only(argv[2]);
 	while (fread(in, sizeof in, 1, stdin) == 1) {
@@ -69,10 +69,10 @@ int main(int argc, char **argv)
 		uint32_t fault = 0;
 		int32_t status;
 
-		memcpy(&r, in + 4, sizeof r);
-		memcpy(&log.word, in + 44, 4);
+		memcpy(&r, in + 8, sizeof r);
+		memcpy(&log.word, in + 48, 4);
 		struct i386_mem m = { rd, wr, &log };
-		if (i386_decode(in, 4, &site, &why))
+		if (i386_decode(in, 8, &site, &why))
 			status = -2;
 		else
 			status = i386_emulate(&site, &r, &m, &fault);

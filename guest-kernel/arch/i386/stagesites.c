@@ -7,7 +7,10 @@
  * there, and the line says so); and a whole prologue, push %ebp; mov
  * %esp,%ebp; sub $8,%esp — the fused form int3 and ud emulate, and the
  * five bytes `opt` (opt.c) replaces with its jmp, so that the table holds
- * int3 against opt on one site in one boot (the bench's int3_over_opt).
+ * int3 against opt on one site in one boot (the bench's int3_over_opt);
+ * and `addl $1, %eax`, no emulated form: int3 and ud run it out of line
+ * (ool.c: the slot's copy and its jmp back), against the nop's emulation
+ * in the same boot (the bench's ool_over_emulated).
  */
 #include "stagesites.h"
 #include "wire.h"
@@ -15,6 +18,7 @@
 void stage_nop(void);
 void stage_push(void);
 void stage_prologue(void);
+void stage_ool(void);
 
 __asm__(
 	".text\n"
@@ -38,11 +42,18 @@ __asm__(
 	"	subl $8, %esp\n"
 	"	leave\n"
 	"	ret\n"
-	".size stage_prologue, . - stage_prologue\n");
+	".size stage_prologue, . - stage_prologue\n"
+	".global stage_ool\n"
+	".type stage_ool, @function\n"
+	"stage_ool:\n"
+	"	addl $1, %eax\n"
+	"	ret\n"
+	".size stage_ool, . - stage_ool\n");
 
 const struct stage_site stage_sites[] = {
 	{ "nop", stage_nop, WIRE_EVENT_ENTRY },
 	{ "push", stage_push, WIRE_EVENT_ENTRY },
 	{ "prologue", stage_prologue, WIRE_EVENT_ENTRY },
+	{ "ool", stage_ool, WIRE_EVENT_ENTRY },
 };
 const unsigned stage_nsites = sizeof stage_sites / sizeof stage_sites[0];

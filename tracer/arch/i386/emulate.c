@@ -5,8 +5,12 @@
  * (and nop): push %ebp (0x55), the fused prologue push %ebp; mov %esp,%ebp
  * (0x55 0x89 0xe5, or 0x55 0x8b 0xec, the same move encoded the other
  * way), pop %ebp (0x5d), leave (0xc9), ret (0xc3), ret $imm16 (0xc2 iw),
- * enter $imm16, $0 (0xc8 iw 0x00), nop (0x90). None of them reads or
- * writes EFLAGS.
+ * enter $imm16, $0 (0xc8 iw 0x00), nop (0x90); and the instructions that
+ * read EIP, which no copy can run elsewhere (ool.c): jmp rel8/rel32 (0xeb,
+ * 0xe9), jcc rel8/rel32 (0x70-0x7f, 0x0f 0x80-0x8f; the only form that
+ * reads EFLAGS, none writes them) and call rel32 (0xe8, which pushes
+ * site + 5 as push %ebp pushes, one deferred store below the old ESP).
+ * loop/jcxz and the far forms are left out: compilers do not emit them.
  *
  * Refused although decodable: enter with a nesting level (its frame-pointer
  * copying is not emulated) and ret imm16 >= 0x8000, which QEMU's CPU
@@ -20,6 +24,8 @@
  */
 #include "emulate.h"
 
+#include <stdbool.h>
+
 #define KIND_NAME(name, what) what,
 const char *const i386_site_kind_names[I386_SITE_KIND_COUNT] = {
 	I386_SITE_KINDS(KIND_NAME)
@@ -31,6 +37,7 @@ static void fill(struct i386_site *s, enum i386_site_kind kind, const uint8_t *c
 	s->kind = (uint8_t)kind;
 	s->len = len;
 	s->imm16 = imm16;
+	s->rel = 0;
 	for (unsigned i = 0; i < sizeof s->orig; i++)
 		s->orig[i] = i < len ? code[i] : 0;
 }
@@ -53,6 +60,24 @@ int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
 			fill(s, one_byte_forms[i].kind, code, 1, 0);
 			return 0;
 		}
+	}
+	if (code[0] == 0xeb || (code[0] >= 0x70 && code[0] <= 0x7f)) {
+		if (avail < 2)
+			goto cut;
+		fill(s, code[0] == 0xeb ? I386_JMP_REL : I386_JCC, code, 2, code[0] & 15);
+		s->rel = (int8_t)code[1];
+		return 0;
+	}
+	if (code[0] == 0xe9 || code[0] == 0xe8 ||
+	    (code[0] == 0x0f && avail >= 2 && code[1] >= 0x80 && code[1] <= 0x8f)) {
+		unsigned len = code[0] == 0x0f ? 6 : 5;
+		if (avail < len)
+			goto cut;
+		fill(s, code[0] == 0xe9 ? I386_JMP_REL : code[0] == 0xe8 ? I386_CALL_REL
+			: I386_JCC, code, (uint8_t)len, code[0] == 0x0f ? code[1] & 15 : 0);
+		s->rel = (int32_t)((uint32_t)code[len - 4] | (uint32_t)code[len - 3] << 8 |
+				   (uint32_t)code[len - 2] << 16 | (uint32_t)code[len - 1] << 24);
+		return 0;
 	}
 	switch (code[0]) {
 	case 0x55:
@@ -93,11 +118,31 @@ int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
 	default:
 		*why = "the instruction is not one of the emulated forms "
 		       "(push/pop %ebp, mov %esp,%ebp after push, leave, ret, "
-		       "ret imm16, enter imm16,0, nop)";
+		       "ret imm16, enter imm16,0, nop, jmp/jcc/call rel)";
 		return -1;
 	}
+cut:
 	*why = "the instruction is cut off: fewer bytes readable than it needs";
 	return -1;
+}
+
+/* Whether condition cc (a jcc opcode's low nibble) holds under eflags:
+ * pairs of a test and its negation, as the SDM's table lists them. */
+static bool condition(unsigned cc, uint32_t eflags)
+{
+	bool cf = eflags & 0x001, zf = eflags & 0x040, sf = eflags & 0x080,
+	     of = eflags & 0x800, pf = eflags & 0x004, t;
+	switch (cc >> 1) {
+	case 0: t = of; break;                          /* o */
+	case 1: t = cf; break;                          /* b */
+	case 2: t = zf; break;                          /* e */
+	case 3: t = cf || zf; break;                    /* be */
+	case 4: t = sf; break;                          /* s */
+	case 5: t = pf; break;                          /* p */
+	case 6: t = sf != of; break;                    /* l */
+	default: t = zf || sf != of; break;             /* le */
+	}
+	return (cc & 1) ? !t : t;
 }
 
 int i386_emulate(const struct i386_site *s, struct i386_regs *r,
@@ -151,6 +196,21 @@ int i386_emulate(const struct i386_site *s, struct i386_regs *r,
 	case I386_NOP:
 		r->eip += s->len;
 		return 0;
+	case I386_JMP_REL:
+		r->eip += s->len + (uint32_t)s->rel;
+		return 0;
+	case I386_JCC:
+		r->eip += s->len + (condition(s->imm16, r->eflags) ? (uint32_t)s->rel : 0);
+		return 0;
+	case I386_CALL_REL:
+		if (m->write32(m->ctx, esp - 4, r->eip + s->len)) {
+			*fault_addr = esp - 4;
+			return -1;
+		}
+		r->esp = esp - 4;
+		r->eip += s->len + (uint32_t)s->rel;
+		return 0;
+	case I386_OOL:                  /* run from its slot, never emulated */
 	case I386_SITE_KIND_COUNT:
 		break;
 	}

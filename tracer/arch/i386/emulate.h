@@ -12,7 +12,9 @@
  * state: the architectural effect of executing the original instruction(s)
  * — registers, EIP, and the stack words written — exactly as the CPU
  * would, or a fault with the address that would have faulted, leaving the
- * state untouched.
+ * state untouched. OOL is no form of i386_decode's: fbt.c marks a site so
+ * when its instruction is not emulated but runs the same from a copy
+ * (insn.c); i386_emulate refuses it.
  */
 #ifndef TRACER_I386_EMULATE_H
 #define TRACER_I386_EMULATE_H
@@ -29,7 +31,11 @@
 	X(RET,          "ret") \
 	X(RET_IMM,      "ret $imm16") \
 	X(ENTER,        "enter $imm16, $0") \
-	X(NOP,          "nop")
+	X(NOP,          "nop") \
+	X(JMP_REL,      "jmp rel8/rel32") \
+	X(JCC,          "jcc rel8/rel32") \
+	X(CALL_REL,     "call rel32") \
+	X(OOL,          "run out of line (a copy in the probe's slot, ool.c)")
 
 #define I386_KIND_ENUM(name, what) I386_##name,
 enum i386_site_kind { I386_SITE_KINDS(I386_KIND_ENUM) I386_SITE_KIND_COUNT };
@@ -38,8 +44,10 @@ enum i386_site_kind { I386_SITE_KINDS(I386_KIND_ENUM) I386_SITE_KIND_COUNT };
 struct i386_site {
 	uint8_t  kind;        /* enum i386_site_kind */
 	uint8_t  len;         /* bytes of original code emulated */
-	uint16_t imm16;       /* RET_IMM: bytes popped; ENTER: frame size */
-	uint8_t  orig[4];     /* the original bytes, len of them */
+	uint16_t imm16;       /* RET_IMM: bytes popped; ENTER: frame size;
+			       * JCC: the condition (the opcode's low nibble) */
+	uint8_t  orig[4];     /* the original bytes, len of them (4 at most) */
+	int32_t  rel;         /* JMP_REL, JCC, CALL_REL: target - (site + len) */
 };
 
 struct i386_regs {

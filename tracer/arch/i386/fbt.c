@@ -69,6 +69,7 @@
 #include "itrace.h"
 #include "mechanisms.h"
 #include "mm.h"
+#include "ool.h"
 #include "opt.h"
 #include "registers.h"
 #include "spinlock.h"
@@ -120,6 +121,11 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 	}
 	if (jumps(p))
 		return opt_can_arm(p, why);
+	if (p->site.insn.kind == I386_OOL && tracer_check_mode) {
+		*why = "check mode: an out-of-line site runs the instruction itself, "
+		       "nothing is emulated to re-run (selftest probes checks it)";
+		return false;
+	}
 	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
@@ -173,26 +179,44 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 {
 	if (kind == WIRE_EVENT_BRANCH) {
 		*why = "branch probes are a sparc64 provider; IA-32 probes emulate "
-		       "function entry and return forms";
+		       "function entry and return forms or run out of line";
 		return -1;
 	}
 	size_t avail = (uintptr_t)__text_end - addr;
+	const uint8_t *code = (const uint8_t *)addr;
 	if (avail > 16)
 		avail = 16;
-	if (i386_decode((const uint8_t *)addr, avail, &site->insn, why) != 0)
-		return -1;
+	*site = (struct tarch_site){ .next = avail > 1 ? code[1] : 0 };
+	if (i386_decode(code, avail, &site->insn, why) != 0) {
+		/* Not emulated: out of line, if a copy runs the same (ool.c).
+		 * An int3 already there keeps the emulator's reason. */
+		const char *emulate_why = *why;
+		unsigned len = avail && code[0] != 0xcc ?
+			i386_insn_relocatable(code, avail, why) : 0;
+		if (!len) {
+			if (avail && code[0] == 0xcc)
+				*why = emulate_why;
+			return -1;
+		}
+		site->insn = (struct i386_site){ .kind = I386_OOL, .len = (uint8_t)len };
+		for (unsigned i = 0; i < len; i++)
+			site->copy[i] = code[i];
+		for (unsigned i = 0; i < sizeof site->insn.orig && i < len; i++)
+			site->insn.orig[i] = code[i];
+	}
 	unsigned k = site->insn.kind;
 	bool entry_form = k == I386_PUSH_EBP || k == I386_PUSH_EBP_MOV ||
 			  k == I386_ENTER || k == I386_NOP;
-	if (kind == WIRE_EVENT_ENTRY && !entry_form) {
-		*why = "an entry probe needs push %ebp, enter or nop";
+	bool return_form = k == I386_POP_EBP || k == I386_LEAVE || k == I386_RET ||
+			   k == I386_RET_IMM || k == I386_NOP;
+	/* An entry probe takes a function's first instruction, whatever it is
+	 * (emulated or out of line); a return probe the forms that leave. */
+	if (kind == WIRE_EVENT_RETURN && !return_form) {
+		*why = entry_form ? "a return probe needs pop %ebp, leave, ret or nop"
+				  : "a return probe needs pop %ebp, leave, ret or nop "
+				    "(this instruction would run out of line)";
 		return -1;
 	}
-	if (kind == WIRE_EVENT_RETURN && entry_form && k != I386_NOP) {
-		*why = "a return probe needs pop %ebp, leave, ret or nop";
-		return -1;
-	}
-	site->next = avail > 1 ? ((const uint8_t *)addr)[1] : 0;
 	return 0;
 }
 
@@ -201,6 +225,17 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
  * which must not happen with interrupts off. */
 void tarch_arm(struct probe *p)
 {
+	/* A fused prologue emulates two instructions; a probe on the second
+	 * splits it, before that probe is armed (tracer_site.h). */
+	struct probe *before = tracer_lookup(p->addr - 1);
+	if (before && before->site.insn.kind == I386_PUSH_EBP_MOV)
+		before->site.split = 1;
+	struct probe *after = tracer_lookup(p->addr + 1);
+	if (p->site.insn.kind == I386_PUSH_EBP_MOV && after &&
+	    after->state == PROBE_ENABLED)
+		p->site.split = 1;
+	if (p->site.insn.kind == I386_OOL)
+		ool_prepare(p);         /* before the trap can send anyone there */
 	if (jumps(p)) {
 		opt_arm(p);
 		return;
@@ -351,7 +386,11 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 		tracer_fire(p, p->kind, 0, 0, &ctx);
 		return;
 	}
-	if (p->kind == WIRE_EVENT_ENTRY) {
+	if (p->kind == WIRE_EVENT_INSN) {
+		w[WIRE_INSN_PC] = p->addr;
+		w[WIRE_INSN_SP] = sp;
+		n = WIRE_INSN_SP + 1;
+	} else if (p->kind == WIRE_EVENT_ENTRY) {
 		w[WIRE_ENTRY_PC] = p->addr;
 		w[WIRE_ENTRY_SP] = sp;
 		/* At the first instruction, [sp] is the return address and the
@@ -448,7 +487,9 @@ static void emulate(const struct probe *p, struct trapframe *tf)
 	if (tracer_check_mode)
 		regs_words(&r, w);
 	uint32_t old_sp = r.esp;
-	if (i386_emulate(&p->site.insn, &r, &mem, &fault) != 0)
+	struct i386_site push_alone = { .kind = I386_PUSH_EBP, .len = 1 };
+	const struct i386_site *insn = p->site.split ? &push_alone : &p->site.insn;
+	if (i386_emulate(insn, &r, &mem, &fault) != 0)
 		emulation_fault(p, fault);
 
 	if (tracer_check_mode) {
@@ -505,6 +546,11 @@ static int i386_probe_trap(struct trapframe *tf)
 			tf->eip = copy;
 			return TRAP_HANDLED;
 		}
+	}
+	if (p->site.insn.kind == I386_OOL) {    /* run the slot's copy (ool.c) */
+		tf->eip = ool_slot(p);
+		tracer_stamp(TRACER_STAMP_EMULATE);
+		return TRAP_HANDLED;
 	}
 	if (tracer_check_mode || !emulate_entry(p, tf))    /* inline: no call */
 		emulate(p, tf);

@@ -342,6 +342,11 @@ int tarch_itrace_arm(const struct probe *p, unsigned how, unsigned long skip,
 		*why = "a region starts at an entry probe";
 		return -1;
 	}
+	if (p->site.insn.kind == I386_OOL) {
+		*why = "the function's first instruction runs out of line (ool.c); "
+		       "a region starts where the trap emulates";
+		return -1;
+	}
 	if (!in_workload_text((uint32_t)p->addr)) {
 		*why = "the function is not in the workload text";
 		return -1;

@@ -116,6 +116,40 @@ dt_site_\name:
 	nop                             /* 90 */
 	jmp	dt_capture
 
+/* Instructions run out of line (ool.c: a copy and a jmp back in the
+ * probe's slot), and the EIP-relative ones emulated instead. */
+	SITE ool_add
+	.byte	0x01, 0xc8              /* add %ecx,%eax: flags from the copy */
+	jmp	dt_capture
+
+	SITE ool_push
+	pushl	%ebx                    /* 53: ESP moves, natively */
+	jmp	dt_capture
+
+	SITE ool_load
+	.byte	0x8b, 0x44, 0x24, 0x08  /* mov 0x8(%esp),%eax (SIB) */
+	jmp	dt_capture
+
+	SITE ool_imul
+	.byte	0x69, 0xd1              /* imul $0x1234567,%ecx,%edx */
+	.long	0x01234567
+	jmp	dt_capture
+
+	SITE jcc
+	.byte	0x75, 0x05              /* jne +5: taken as ZF says */
+	movl	$0x1234, %eax           /* b8 imm32: five bytes, skipped if taken */
+	jmp	dt_capture
+
+	SITE jmp32
+	.byte	0xe9                    /* jmp rel32 over the mov */
+	.long	5
+	movl	$0x1234, %eax
+	jmp	dt_capture
+
+	SITE call32
+	call	1f                      /* e8: pushes site + 5 */
+1:	jmp	dt_capture
+
 /* Prologues of five bytes or more that `opt` displaces with its jmp
  * (opt.c); int3 and ud emulate their first instruction(s). */
 	SITE opt_sub

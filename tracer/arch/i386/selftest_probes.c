@@ -1,7 +1,8 @@
 /*
  * selftest_probes.c — differential self-test of the IA-32 probe emulator.
  *
- * For each emulated form (emulate.h) there is a site in selftest_probes.S.
+ * For each emulated form (emulate.h), and for instructions run out of line
+ * from the probe's slot (ool.c), there is a site in selftest_probes.S.
  * Each case runs the site twice from one register state (all GPRs, ESP in
  * a scratch stack, EFLAGS with a flag pattern) and one scratch-stack
  * content: once unprobed, where the CPU executes the instruction, and once
@@ -15,6 +16,10 @@
  * or ud2) just before the run, no trap reached trap_try (an unclaimed #BP or
  * #UD would), and the trap frame left bytes on the scratch stack below the
  * stack pointer, which the unprobed run (interrupts off) never does.
+ * For an out-of-line site (an add, a push, a SIB load, an imul) the
+ * probed run is the slot's copy and its jmp back: a slot that skipped the
+ * jmp back or resumed a byte off fails here; for jcc, jmp and call rel
+ * it is their emulation.
  *
  * Both emulating mechanisms run where they apply: int3 everywhere; ud (a
  * two-byte ud2) on the multi-byte forms and on ret followed by padding. The
@@ -56,7 +61,9 @@ extern char dt_site_push_ebp[], dt_site_push_ebp_mov[], dt_site_push_ebp_mov_8b[
 	dt_site_pop_ebp[], dt_site_leave[], dt_site_ret[], dt_site_ret_imm[],
 	dt_site_ret_imm_big[], dt_site_enter[], dt_site_enter_0[], dt_site_nop[],
 	dt_site_opt_sub[], dt_site_opt_pushes[], dt_site_opt_load[],
-	dt_site_opt_flags[];
+	dt_site_opt_flags[], dt_site_ool_add[], dt_site_ool_push[],
+	dt_site_ool_load[], dt_site_ool_imul[], dt_site_jcc[], dt_site_jmp32[],
+	dt_site_call32[];
 
 enum mech { M_INT3, M_UD, M_OPT };
 static const char *const mech_names[] = { "int3", "ud", "opt" };
@@ -99,6 +106,20 @@ static const struct dt_form forms[] = {
 	  SETUP_NONE, 4, true, -4, false, false },
 	{ "nop (90)", dt_site_nop, WIRE_EVENT_ENTRY, SETUP_NONE, 1, false, 0,
 	  false, false },
+	{ "out of line: add %ecx,%eax (01 c8)", dt_site_ool_add, WIRE_EVENT_ENTRY,
+	  SETUP_NONE, 2, true, 0, false, false },
+	{ "out of line: push %ebx (53)", dt_site_ool_push, WIRE_EVENT_ENTRY,
+	  SETUP_NONE, 1, false, -4, false, false },
+	{ "out of line: mov 0x8(%esp),%eax (8b 44 24 08)", dt_site_ool_load,
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 4, true, 0, false, false },
+	{ "out of line: imul $0x1234567,%ecx,%edx (69 d1 ..)", dt_site_ool_imul,
+	  WIRE_EVENT_ENTRY, SETUP_NONE, 6, true, 0, false, false },
+	{ "jne rel8 (75 05)", dt_site_jcc, WIRE_EVENT_ENTRY, SETUP_NONE, 2, true,
+	  0, false, false },
+	{ "jmp rel32 (e9 ..)", dt_site_jmp32, WIRE_EVENT_ENTRY, SETUP_NONE, 5,
+	  true, 0, false, false },
+	{ "call rel32 (e8 ..)", dt_site_call32, WIRE_EVENT_ENTRY, SETUP_NONE, 5,
+	  true, -4, false, false },
 	{ "push %ebp; mov %esp,%ebp; sub $0x18,%esp", dt_site_opt_sub,
 	  WIRE_EVENT_ENTRY, SETUP_NONE, 3, true, -4 - 0x18, true, true },
 	{ "push %ebp; mov %esp,%ebp; push %edi; push %esi; push %ebx",

@@ -1,15 +1,22 @@
 /*
  * tracer_site.h — what an i386 probe remembers about its site: the decoded
- * original instruction(s) (emulate.h). Included by tracer.h.
+ * original instruction(s) (emulate.h), and for a site run out of line
+ * (insn.kind I386_OOL, ool.c) the whole instruction, which its slot
+ * copies. Included by tracer.h.
  */
 #ifndef I386_TRACER_SITE_H
 #define I386_TRACER_SITE_H
 
 #include "emulate.h"
+#include "insn.h"
 
 struct tarch_site {
 	struct i386_site insn;
 	uint8_t          next;     /* the byte after a one-byte site (ud2 covers it) */
+	uint8_t          copy[I386_INSN_MAX];   /* OOL: insn.len bytes */
+	/* A fused prologue whose mov is another probe's site (an insn probe
+	 * at +1): emulate the push alone, so the mov's own trap fires. */
+	uint8_t          split;
 };
 
 #endif

@@ -37,11 +37,13 @@
  *           file cannot evaluate leaves the value out of the record (the
  *           host prints "?"). `return` restores the caller's window
  *           itself: trap_entry's way back does one more `restore`.
- *   entry   a function's `save %rs1, simm13|%rs2, %sp`: records pc, sp and
- *           %o0..%o5 as the arguments. trap_entry's own `save` already
- *           opened the callee's window, so emulating it is resuming there
- *           with %sp = rs1 + operand (trapframe.h); a window overflow it
- *           needed was taken by that save.
+ *   entry   a function's first instruction: records pc, sp and %o0..%o5
+ *           as the arguments. Its `save %rs1, simm13|%rs2, %sp`:
+ *           trap_entry's own `save` already opened the callee's window, so
+ *           emulating it is resuming there with %sp = rs1 + operand
+ *           (trapframe.h); a window overflow it needed was taken by that
+ *           save. A leaf function's first word, if not a CTI, runs out of
+ *           line (ool.c: TPC = the probe's slot, TNPC = site + 4).
  * Refused: an ILLTRAP/unimp word already there (a probe, or a word a
  * struct-returning call expects), a site in a CTI's delay slot (its PC/nPC
  * pair belongs to the CTI before it), any other instruction, and code of
@@ -74,6 +76,7 @@
 #include "emulate.h"
 #include "mechanisms.h"
 #include "mm.h"
+#include "ool.h"
 #include "registers.h"
 #include "stamp.h"
 #include "thread.h"
@@ -144,13 +147,19 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	}
 	if (addr + 8 <= (uintptr_t)__text_end)
 		site->slot = code[1];
-	if (kind == WIRE_EVENT_ENTRY) {
-		if (!is_save_to_sp(w)) {
-			*why = "an entry probe sits on a function's save (a leaf "
-			       "function without one has no entry probe)";
-			return -1;
-		}
+	bool any = kind == WIRE_EVENT_ENTRY || kind == WIRE_EVENT_INSN;
+	if (any && is_save_to_sp(w)) {
 		site->what = SPARC_SITE_SAVE;
+		return 0;
+	}
+	/* Any other first instruction (a leaf function's) takes the entry
+	 * probe too, and an insn probe any word: a CTI or `return` emulated,
+	 * else out of line (ool.c). */
+	if (any && !sparc_is_cti(w)) {
+		if (!sparc_ool_ok(w, why))
+			return -1;
+		site->what = SPARC_SITE_OOL;
+		site->window = false;
 		return 0;
 	}
 	if (w >> 30 == 2 && ((w >> 19) & 0x3f) == OP3_RETURN) {
@@ -181,7 +190,12 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	(void)p, (void)why;
+	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode &&
+	    p->mechanism == MECHANISM_EMULATE) {
+		*why = "check mode: an out-of-line site runs the instruction itself, "
+		       "nothing is emulated to re-run (selftest probes checks it)";
+		return false;
+	}
 	return true;
 }
 
@@ -193,6 +207,8 @@ static void store_word(const struct probe *p, uint32_t w)
 
 void tarch_arm(struct probe *p)
 {
+	if (p->site.what == SPARC_SITE_OOL)
+		ool_prepare(p);         /* before the trap can send anyone there */
 	if (shell_pending == p)
 		shell_pending = 0;
 	store_word(p, ILLTRAP(p->id));
@@ -404,6 +420,11 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 		return;
 	}
 	switch (p->kind) {
+	case WIRE_EVENT_INSN:
+		w[WIRE_INSN_PC] = tf->tpc;
+		w[WIRE_INSN_SP] = trapframe_sp(tf) + STACK_BIAS;
+		n = WIRE_INSN_SP + 1;
+		break;
 	case WIRE_EVENT_ENTRY:
 		w[WIRE_ENTRY_PC] = tf->tpc;
 		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
@@ -583,6 +604,14 @@ static int sparc64_probe_trap(struct trapframe *tf)
 		tracer_stamp(TRACER_STAMP_EMULATE);
 		if (check)
 			check_after(p, tf, chk);
+		return TRAP_HANDLED;
+	}
+	if (p->site.what == SPARC_SITE_OOL) {     /* the copy, then site + 4 */
+		record_fire(p, tf, &r, &o);
+		tracer_stamp(TRACER_STAMP_FIRE);
+		tf->tnpc = tf->tpc + 4;
+		tf->tpc = ool_slot(p);
+		tracer_stamp(TRACER_STAMP_EMULATE);
 		return TRAP_HANDLED;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {

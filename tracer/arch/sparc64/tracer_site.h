@@ -7,7 +7,10 @@
  *         return probes on `ret` / `retl`;
  *   SAVE  `save %rs1, simm13|%rs2, %sp`, a function's first instruction:
  *         entry probes, emulated by resuming in the window trap_entry
- *         already saved (trapframe.h).
+ *         already saved (trapframe.h);
+ *   RETURN the V9 `return`;
+ *   OOL   any other word that runs the same from a copy: run from the
+ *         probe's out-of-line slot (ool.c).
  * slot is the word after the site (a CTI's delay slot): a return probe
  * computes the value the caller will see from it.
  */
@@ -17,7 +20,8 @@
 #include <stdint.h>
 #include "emulate.h"
 
-enum sparc_site_what { SPARC_SITE_CTI, SPARC_SITE_SAVE, SPARC_SITE_RETURN };
+enum sparc_site_what { SPARC_SITE_CTI, SPARC_SITE_SAVE, SPARC_SITE_RETURN,
+		       SPARC_SITE_OOL };
 
 struct tarch_site {
 	uint32_t         insn;     /* the original word */
