@@ -78,7 +78,7 @@ static void selftest_ool(void)
 	tracer_settle();
 	unsigned fired_ok = 0;
 	for (unsigned w = 0; w < NWORDS; w++)
-		fired_ok += tracer_probes[ID_BASE + w].hits == NOPS;
+		fired_ok += tracer_probe_hits(ID_BASE + w) == NOPS;
 	report(!bad && fired_ok == NWORDS, "out of line: %u words (addcc, rd %%ccr, "
 	       "sllx, or, sethi, xor) each run from its slot, %u operand pairs: "
 	       "results equal unprobed (%u differ), %u of %u probes fired once a call",
