@@ -192,6 +192,16 @@ def cmd_run(args) -> int:
             print(f"  MISMATCH {m}")
         if crep.mismatches or not crep.checked:
             status = EXIT_FAILED
+        # One CHECK record per recorded firing, when every firing records
+        # and emulates (or, under opt, runs its copies): a firing without
+        # one was never re-run.
+        ids = {p.id for p in s.probes}
+        firings = sum(e.probe in ids for e in cap.events)
+        if (not (args.program or args.pass_count or args.maxhits) and rep.dropped == 0
+                and args.mechanism not in arch.lossy and firings != len(cap.checks)):
+            print(f"PROBLEM: check: {firings} firings recorded, "
+                  f"{len(cap.checks)} CHECK records")
+            status = EXIT_FAILED
     for when, states in zip(("enabled", "after disable"), stub_states):
         bad = [st for st in states if not st.ok]
         print(f"stub: {len(states)} sites read through the GDB stub {when}: "
