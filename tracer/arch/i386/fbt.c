@@ -497,9 +497,12 @@ static int i386_probe_trap(struct trapframe *tf)
 	if (jumps(p)) {         /* its int3 stage: run the detour's copy */
 		uint32_t copy = opt_resume(p);
 		if (copy) {
+			/* EIP first: the frame's words below ESP are in the
+			 * window check mode's detour reads now, and the copy's
+			 * address stays there while the copies run. */
+			tf->eip = copy;
 			if (opt_checked(p))     /* check mode's detour: the state here */
 				opt_check_before(p, tf);
-			tf->eip = copy;
 			return TRAP_HANDLED;
 		}
 	}
