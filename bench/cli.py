@@ -382,7 +382,7 @@ def cmd_toggle(args) -> int:
           f"cycles while {args.threads} threads run on {args.smp} CPUs", flush=True)
     res = stress.toggle_stress(arch, args.mechanism, args.smp, args.threads,
                                args.iters, args.toggles,
-                               on_line=lambda l: print(l, flush=True))
+                               on_line=lambda l: print(l, flush=True), check=args.check)
     rep = res.report
     print(f"  workload {'ok' if res.result_ok else 'WRONG'}; {res.windows} armed "
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "
@@ -399,6 +399,15 @@ def cmd_toggle(args) -> int:
               "ended before the toggles did? raise --iters): the run proves nothing")
     bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors \
         or not res.nesting_checked
+    if args.check:
+        print(f"  {res.check.summary()}")
+        for m in res.check.mismatches[:10]:
+            print(f"  MISMATCH {m}")
+        if res.check_records != rep.traced:
+            print(f"  PROBLEM: check: {rep.traced} firings recorded, "
+                  f"{res.check_records} CHECK records")
+        bad = bad or res.check.mismatches or not res.check.checked \
+            or res.check_records != rep.traced
     return EXIT_FAILED if bad else EXIT_OK
 
 

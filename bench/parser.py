@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=8)
     s.add_argument("--iters", type=int, default=100000)
     s.add_argument("--toggles", type=int, default=1000)
+    s.add_argument("--check", action="store_true",
+                   help="check mode: every emulation (and opt detour) re-run in "
+                   "unicorn, one CHECK record per firing")
     _add_backend(s)
 
     s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "
