@@ -65,9 +65,11 @@
  * Check mode picks the detour when the slot is written: with `probe check
  * on`, a slot gets check mode's variant (opt_detour.S: a second call after
  * the copies, opt_check.c), and a slot written in the other mode is
- * rewritten at its next arming, through the same stages and scan as a
- * slot given to another probe. With check mode off the detour and the
- * site's cost are those of a build without check mode.
+ * rewritten at its next arming from the site's own bytes, through the same
+ * stages and scan as a slot given to another probe (a re-arm that finds
+ * the jmp or its rel32 still there keeps the detour it has). With check
+ * mode off the detour and the site's cost are those of a build without
+ * check mode.
  */
 #include "arch.h"
 #include "console.h"
@@ -83,10 +85,10 @@
 
 extern char opt_detours[], opt_detours_end[], opt_common[];
 extern char opt_common_checked[], opt_common_after[];
+extern const char boot_stack[], boot_stack_top[];
 
 _Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
 	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
-extern const char boot_stack[], boot_stack_top[];
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
 enum opt_stage {
