@@ -199,6 +199,16 @@ def cmd_run(args) -> int:
             print(f"  MISMATCH {m}")
         if crep.mismatches or not crep.checked:
             status = EXIT_FAILED
+        # One CHECK record per recorded firing, when every firing records
+        # and emulates (or, under opt, runs its copies): a firing without
+        # one was never re-run.
+        ids = {p.id for p in s.probes}
+        firings = sum(e.probe in ids for e in cap.events)
+        if (not (args.program or args.pass_count or args.maxhits) and rep.dropped == 0
+                and args.mechanism not in arch.lossy and firings != len(cap.checks)):
+            print(f"PROBLEM: check: {firings} firings recorded, "
+                  f"{len(cap.checks)} CHECK records")
+            status = EXIT_FAILED
     for when, states in zip(("enabled", "after disable"), stub_states):
         bad = [st for st in states if not st.ok]
         print(f"stub: {len(states)} sites read through the GDB stub {when}: "
@@ -402,7 +412,8 @@ def cmd_toggle(args) -> int:
           f"cycles while {args.threads} threads run on {args.smp} CPUs", flush=True)
     res = stress.toggle_stress(arch, args.mechanism, args.smp, args.threads,
                                args.iters, args.toggles,
-                               on_line=lambda l: print(l, flush=True), also=args.also)
+                               on_line=lambda l: print(l, flush=True), also=args.also,
+                               check=args.check)
     rep = res.report
     print(f"  workload {'ok' if res.result_ok else 'WRONG'}; {res.windows} armed "
           f"windows; {rep.traced} records; {res.nesting_checked} returns checked "
@@ -419,6 +430,15 @@ def cmd_toggle(args) -> int:
               "ended before the toggles did? raise --iters): the run proves nothing")
     bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors \
         or not res.nesting_checked
+    if args.check:
+        print(f"  {res.check.summary()}")
+        for m in res.check.mismatches[:10]:
+            print(f"  MISMATCH {m}")
+        if res.check_records != rep.traced:
+            print(f"  PROBLEM: check: {rep.traced} firings recorded, "
+                  f"{res.check_records} CHECK records")
+        bad = bad or res.check.mismatches or not res.check.checked \
+            or res.check_records != rep.traced
     return EXIT_FAILED if bad else EXIT_OK
 
 

@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--toggles", type=int, default=1000)
     s.add_argument("--also", default="", metavar="SPEC", help="more probes beside "
                    "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
+    s.add_argument("--check", action="store_true",
+                   help="check mode: every emulation (and opt detour) re-run in "
+                   "unicorn, one CHECK record per firing")
     _add_backend(s)
 
     s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "

@@ -47,6 +47,10 @@ real mismatch and is reported.
 Should a run still stop with an unmapped access at the address execution
 reached (a jump into unmapped memory; see ref_i386), that is the end of
 the run; any other unicorn error is reported as a mismatch.
+
+A record of I386_CHECK_OPT_WORDS is an opt probe's (its detour ran copies
+of the displaced instructions, no emulation): i386_opt checks it, counted
+as the form OPT.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
 from unicorn import x86_const as X
 
 from ..wire import cdefs
+from . import i386_opt
 from .report import CheckReport
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
@@ -81,6 +86,8 @@ FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
          "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL", "OOL")
 # OOL (a site run out of line) is never checked: the guest refuses such
 # sites in check mode, as nothing is emulated (tracer/arch/i386/ool.c).
+# The emulated forms, then opt's detour (i386_opt).
+CLASSES = FORMS + (i386_opt.FORM,)
 _WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER", "CALL_REL"}
 _READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
 _RETS = {"RET", "RET_IMM"}
@@ -286,7 +293,7 @@ def _fresh(site, w, form: Form):
 
 def verify(checks, sites) -> CheckReport:
     """Re-execute each CHECK record's site in unicorn; see the docstring."""
-    report = CheckReport(order=FORMS)
+    report = CheckReport(order=CLASSES)
     forms: dict[int, Form | str] = {}
     code: dict[int, int] = {}          # every site's bytes, by address
     conflicts: set[int] = set()        # sites whose bytes disagree with another's
@@ -305,11 +312,25 @@ def verify(checks, sites) -> CheckReport:
     code_pages = set().union(set(), *(_code_pages(s.addr, s.code)
                                       for s in sites.values()))
     shared, runs = None, 0
+    opt = None
 
     for rec in checks:
         pid, w = rec.probe, tuple(rec.words)
         site = report.site_of(rec, sites)
         if site is None:
+            continue
+        if len(w) == i386_opt.WORDS:
+            head = f"probe {pid} at {site.addr:#x} {i386_opt.FORM}"
+            report.checked += 1
+            report.by_form[i386_opt.FORM] = report.by_form.get(i386_opt.FORM, 0) + 1
+            if w[I_EIP] != site.addr:
+                report.mismatches.append(f"{head}: eip before: expected "
+                                         f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
+                continue
+            opt = opt or i386_opt.Checker(sites)
+            diffs = opt.verify_one(pid, site, w)
+            if diffs:
+                report.mismatches.append(f"{head}: " + "; ".join(diffs))
             continue
         form = forms[pid]
         head = f"probe {pid} at {site.addr:#x}"

@@ -68,7 +68,8 @@ class Site:
 
 
 def sites_of(image: Image, probes: list[Probe]) -> dict[int, Site]:
-    return {p.id: Site(p.addr, image.code(p.addr, 8)) for p in probes}
+    # 16: the longest run an i386 opt probe displaces (opt.h, 12) and more.
+    return {p.id: Site(p.addr, image.code(p.addr, 16)) for p in probes}
 
 
 MODULES = ("workload", "kernel")

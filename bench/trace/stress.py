@@ -13,6 +13,7 @@ and nesting is checked inside every armed window.
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from .. import arches
 from ..guest import build
 from ..guest.backend import open_guest
 from ..wire.records import Capture
+from . import sites
 from .session import TraceError, open_session
 from .verify import Report, check_windows, verify
 
@@ -109,6 +111,8 @@ class ToggleResult:
     nesting_errors: list
     report: Report
     seconds: float
+    check: object = None        # check mode's CheckReport (bench/check/report.py)
+    check_records: int = 0
 
 
 def _cycles_of(message: str) -> int:
@@ -120,15 +124,19 @@ def _cycles_of(message: str) -> int:
 
 def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
                   iters: int, toggles: int, on_line=print,
-                  buffer_bytes: int = 32 << 20, also: str = "") -> ToggleResult:
+                  buffer_bytes: int = 32 << 20, also: str = "",
+                  check: bool = False) -> ToggleResult:
     """Arm and disarm every calltree probe `toggles` times while the
-    workload runs on all CPUs; the workload checks its own results."""
+    workload runs on all CPUs; the workload checks its own results. With
+    check, in check mode: every CHECK record re-run by the arch's checker
+    (an opt site's int3 stage, which arming and disarming pass through,
+    is checked there)."""
     build.ensure_image(arch)
     with open_guest(arch, label=f"toggle-{mechanism}", smp=smp, memory_mb=256,
                     command_timeout=1800) as g:
         s = open_session(g)
         s.setup(LOSSLESS_FUNCS + (f",{also}" if also else ""), mechanism,
-                buffer_bytes=buffer_bytes, strict=False)
+                buffer_bytes=buffer_bytes, strict=False, check=check)
         added = len(s.probes)
         s.enable(True)          # drops probes the mechanism cannot arm
         s.enable(False)
@@ -153,4 +161,9 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
         g.exit(0)
     rep = verify(cap, s.probes, g.link_errors, allow_missing=True, refused=s.refused)
     checked, errors = check_windows(cap, s.probes, windows, s.refused)
-    return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs)
+    crep = None
+    if check:
+        crep = importlib.import_module(arch.checker).verify(
+            cap.checks, sites.sites_of(s.image, s.probes))
+    return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs,
+                        crep, len(cap.checks))

@@ -5,7 +5,8 @@
  * value before and after (the word read by pop/ret/leave, or written by
  * push/enter; address 0 if none). The host (bench/check/i386.py)
  * re-executes the original instruction from the "before" state in
- * python3-unicorn and compares with "after", field by field.
+ * python3-unicorn and compares with "after", field by field. An opt
+ * probe's record has a layout of its own (I386_CHECK_OPT, below).
  */
 #ifndef I386_CHECK_H
 #define I386_CHECK_H
@@ -39,5 +40,42 @@ _Static_assert(I386_CHECK_STACK_ADDR == 2 * I386_CHECK_NREGS,
 _Static_assert(I386_CHECK_STACK_AFTER + 1 == I386_CHECK_WORDS &&
 	       I386_CHECK_WORDS == 2 * I386_CHECK_NREGS + 3,
 	       "check.h: a record is two register sets and three stack words");
+
+/*
+ * An opt probe's CHECK record (opt_check.c) is longer: the two register
+ * sets as above — before: the state at the site as the detour's frame (or
+ * the int3 stage's trap frame) holds it; after: the state the copies of the
+ * displaced instructions left, EIP = site + their length — then the bytes
+ * displaced and a window of the stack around ESP before, its words before
+ * the copies run and after. The copies push (at most five times: they stop
+ * at five bytes) and load through ESP and EBP near it, so the window spans
+ * I386_CHECK_OPT_BELOW words below ESP before and the rest above. Words
+ * below ESP after are dead (the detour's own calls write there) and not
+ * compared. The host (bench/check/i386.py) runs the site's own bytes in
+ * unicorn from the "before" state over the "before" window, and reports
+ * any access the copies make outside the window. X(name, index, meaning)
+ */
+#define I386_CHECK_OPT(X) \
+	X(OPT_LEN,    20, "bytes the jmp displaced: the copies ran site .. site + len") \
+	X(OPT_WIN,    21, "address of the window's first word: ESP before - 4 * I386_CHECK_OPT_BELOW") \
+	X(OPT_BEFORE, 22, "the window's first word before the copies ran; I386_CHECK_OPT_WINDOW of them") \
+	X(OPT_AFTER,  38, "the window's first word after; I386_CHECK_OPT_WINDOW of them")
+
+#define I386_CHECK_OPT_WINDOW  16
+#define I386_CHECK_OPT_BELOW   6
+#define I386_CHECK_OPT_WORDS   54
+
+#define I386_CHECK_ENUM(name, index, meaning) I386_CHECK_##name = index,
+enum i386_check_opt { I386_CHECK_OPT(I386_CHECK_ENUM) };
+#undef I386_CHECK_ENUM
+
+_Static_assert(I386_CHECK_OPT_LEN == 2 * I386_CHECK_NREGS &&
+	       I386_CHECK_OPT_BEFORE == I386_CHECK_OPT_WIN + 1 &&
+	       I386_CHECK_OPT_AFTER == I386_CHECK_OPT_BEFORE + I386_CHECK_OPT_WINDOW &&
+	       I386_CHECK_OPT_WORDS == I386_CHECK_OPT_AFTER + I386_CHECK_OPT_WINDOW,
+	       "check.h: an opt record is two register sets, len, the window's "
+	       "address and its words before and after");
+_Static_assert(I386_CHECK_OPT_WORDS != I386_CHECK_WORDS,
+	       "check.h: the host tells the layouts apart by their length");
 
 #endif

@@ -114,11 +114,6 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 		*why = "the site is inside the bytes an opt probe's jmp displaces";
 		return false;
 	}
-	if (jumps(p) && tracer_check_mode) {
-		*why = "check mode: opt emulates nothing to re-run (selftest probes "
-		       "checks opt)";
-		return false;
-	}
 	if (jumps(p))
 		return opt_can_arm(p, why);
 	if (p->site.insn.kind == I386_OOL && tracer_check_mode) {
@@ -543,7 +538,12 @@ static int i386_probe_trap(struct trapframe *tf)
 	if (jumps(p)) {         /* its int3 stage: run the detour's copy */
 		uint32_t copy = opt_resume(p);
 		if (copy) {
+			/* EIP first: the frame's words below ESP are in the
+			 * window check mode's detour reads now, and the copy's
+			 * address stays there while the copies run. */
 			tf->eip = copy;
+			if (opt_checked(p))     /* check mode's detour: the state here */
+				opt_check_before(p, tf);
 			return TRAP_HANDLED;
 		}
 	}
@@ -570,6 +570,15 @@ void i386_opt_fire(struct trapframe *tf)
 	tracer_stamp(TRACER_STAMP_LOOKUP);
 	record_fire(p, tf);
 	tracer_stamp(TRACER_STAMP_FIRE);
+}
+
+/* Check mode's detour: the same, then the state before the copies run
+ * (opt_check.c). */
+void i386_opt_fire_checked(struct trapframe *tf)
+{
+	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
+	record_fire(p, tf);
+	opt_check_before(p, tf);
 }
 
 /* The #DB hook: the single-step baseline's trap, one instruction after

@@ -61,6 +61,15 @@
  * CPU's pipeline, or a thread preempted in the copy, still finds it); it
  * is rewritten only when its probe id is reused for another site, and
  * then only once the same scan shows no thread inside the slot.
+ *
+ * Check mode picks the detour when the slot is written: with `probe check
+ * on`, a slot gets check mode's variant (opt_detour.S: a second call after
+ * the copies, opt_check.c), and a slot written in the other mode is
+ * rewritten at its next arming from the site's own bytes, through the same
+ * stages and scan as a slot given to another probe (a re-arm that finds
+ * the jmp or its rel32 still there keeps the detour it has). With check
+ * mode off the detour and the site's cost are those of a build without
+ * check mode.
  */
 #include "arch.h"
 #include "console.h"
@@ -75,7 +84,11 @@
 #define OPT_TRIES 200
 
 extern char opt_detours[], opt_detours_end[], opt_common[];
+extern char opt_common_checked[], opt_common_after[];
 extern const char boot_stack[], boot_stack_top[];
+
+_Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
+	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
 enum opt_stage {
@@ -92,6 +105,7 @@ struct opt_slot {
 	uint8_t   bytes[OPT_MAX_COPY];
 	uint8_t   stage;           /* enum opt_stage */
 	bool      want;            /* armed: the jmp is wanted, else the original */
+	bool      checked;         /* written as check mode's detour */
 	bool      todo, held;      /* in this stage's scan: to change, and held */
 	unsigned  held_tid;        /* held: by which thread, which word, why */
 	uint32_t  held_word;
@@ -123,6 +137,18 @@ static char *slot_code(const struct probe *p)
 static bool written(const struct opt_slot *s)
 {
 	return s->probe && s->site == s->probe->addr;
+}
+
+/* ... and in the variant check mode asks for now: else an arming
+ * rewrites it. */
+static bool current(const struct opt_slot *s)
+{
+	return written(s) && s->checked == tracer_check_mode;
+}
+
+bool opt_checked(const struct probe *p)
+{
+	return slot_of[p->id] && slot(p)->probe == p && slot(p)->checked;
 }
 
 /* A slot for p: its own; one written for p at this site; one never
@@ -275,7 +301,9 @@ static void store32(uintptr_t addr, uint32_t v)
 
 static void write_slot(unsigned i, const struct probe *p)
 {
-	const struct opt_slot *s = &slots[i];
+	struct opt_slot *s = &slots[i];
+	bool checked = tracer_check_mode;
+	uintptr_t common = (uintptr_t)(checked ? opt_common_checked : opt_common);
 	uintptr_t d = (uintptr_t)slot_code_at(i);
 	static const uint8_t head[] = { 0x9c, 0xfa, 0x0e };    /* pushfl; cli; push %cs */
 	for (unsigned i = 0; i < sizeof head; i++)
@@ -285,15 +313,30 @@ static void write_slot(unsigned i, const struct probe *p)
 	store(d + 8, 0x68);                                    /* push $probe */
 	store32(d + 9, (uint32_t)(uintptr_t)p);
 	store(d + 13, 0xe8);                                   /* call opt_common */
-	store32(d + 14, (uint32_t)((uintptr_t)opt_common - (d + 18)));
+	store32(d + 14, (uint32_t)(common - (d + 18)));
 	static const uint8_t tail[] = { 0x8d, 0x64, 0x24, 0x0c, 0x9d };  /* leal 12(%esp),%esp; popfl */
 	for (unsigned i = 0; i < sizeof tail; i++)
 		store(d + 18 + i, tail[i]);
 	uintptr_t c = d + OPT_COPY_OFFSET;
 	for (unsigned i = 0; i < s->len; i++)
 		store(c + i, s->bytes[i]);
-	store(c + s->len, 0xe9);                               /* jmp site + len */
-	store32(c + s->len + 1, (uint32_t)(p->addr + s->len - (c + s->len + 5)));
+	c += s->len;
+	if (checked) {                  /* the second call (opt_detour.S) */
+		store(c, 0x9c);                                /* pushfl */
+		store(c + 1, 0x0e);                            /* push %cs */
+		store(c + 2, 0x68);                            /* push $site + len */
+		store32(c + 3, (uint32_t)(p->addr + s->len));
+		store(c + 7, 0x68);                            /* push $probe */
+		store32(c + 8, (uint32_t)(uintptr_t)p);
+		store(c + 12, 0xe8);                           /* call opt_common_after */
+		store32(c + 13, (uint32_t)((uintptr_t)opt_common_after - (c + 17)));
+		for (unsigned i = 0; i < sizeof tail; i++)     /* leal; popfl */
+			store(c + 17 + i, tail[i]);
+		c += OPT_AFTER_BYTES;
+	}
+	store(c, 0xe9);                                        /* jmp site + len */
+	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
+	s->checked = checked;
 }
 
 /* ---- proving no thread is inside a range ---- */
@@ -344,7 +387,7 @@ static void hold_at(unsigned tid, uint32_t w)
 		uintptr_t a = s->probe->addr, d = (uintptr_t)slot_code_at(i);
 		if (within(w, a + 1, a + s->len))
 			hold(s, tid, w, "saved EIP");
-		else if (s->want && !written(s) && within(w, d, d + OPT_DETOUR_BYTES))
+		else if (s->want && !current(s) && within(w, d, d + OPT_DETOUR_BYTES))
 			hold(s, tid, w, "saved EIP inside the detour slot");
 	}
 }
@@ -410,7 +453,7 @@ static void parked(void *arg)
 		const struct probe *p = s->probe;
 		uint8_t b[4];
 		if (s->want) {
-			if (!written(s)) {
+			if (!current(s)) {
 				write_slot(i, p);
 				s->site = p->addr;
 			}
@@ -513,7 +556,7 @@ void opt_stage(void)
 			uintptr_t a = s->probe->addr, d = (uintptr_t)slot_code_at(i);
 			j.lo = a + 1 < j.lo ? a + 1 : j.lo;
 			j.hi = a + s->len > j.hi ? a + s->len : j.hi;
-			if (s->want && !written(s)) {
+			if (s->want && !current(s)) {
 				j.lo = d < j.lo ? d : j.lo;
 				j.hi = d + OPT_DETOUR_BYTES > j.hi ? d + OPT_DETOUR_BYTES : j.hi;
 			}

@@ -9,6 +9,9 @@
 #define OPT_DETOUR_BYTES   64
 #define OPT_COPY_OFFSET    23      /* the displaced instructions' copy in a slot */
 #define OPT_MAX_COPY       12      /* bytes displaced: >= 5, whole instructions */
+/* A detour written in check mode (opt_check.c) follows the copy with a
+ * second call, OPT_AFTER_BYTES before the jmp back. */
+#define OPT_AFTER_BYTES    22
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -35,8 +38,19 @@ uint32_t opt_resume(const struct probe *p);
 /* Whether addr lies in the displaced tail (bytes 1..len-1) of an armed
  * opt probe other than self. */
 const struct probe *opt_covering(uintptr_t addr);
-/* The detour's C half (fbt.c). */
+/* The detour's C half (fbt.c); in check mode's detour, the same and
+ * then the state before the copies run (opt_check.c). */
 void i386_opt_fire(struct trapframe *tf);
+void i386_opt_fire_checked(struct trapframe *tf);
+/* Whether p's detour is check mode's (written while it was on). */
+bool opt_checked(const struct probe *p);
+/* Check mode (opt_check.c): the state at the site from tf (the detour's
+ * frame or the int3 stage's trap frame), kept for this CPU, and IF
+ * cleared in tf so that the copies run with interrupts masked ... */
+void opt_check_before(const struct probe *p, struct trapframe *tf);
+/* ... and, from the second call after the copies, the CHECK record of
+ * both states, IF put back as it was. */
+void i386_opt_after(struct trapframe *tf);
 #endif
 
 #endif

@@ -27,25 +27,53 @@
  * records and programs only read the frame, so opt_common pops the
  * general registers back unchanged, and the displaced instructions then
  * run natively, on exactly the state they would have met at the site.
+ *
+ * In check mode (opt_check.c) a slot is written with opt_common_checked
+ * in the call, which also keeps the state before and clears IF in the
+ * frame, so the copies run with interrupts masked; and after the copy:
+ *
+ *     pushfl                   the copies' eflags (IF still clear)
+ *     pushl %cs
+ *     pushl $site + len        the frame's eip: where the copies ended
+ *     pushl $probe
+ *     call  opt_common_after   records both states, puts IF back
+ *     leal  12(%esp), %esp
+ *     popfl
+ *     jmp   site + len
+ *
+ * Only such slots carry the second call: check mode off, the detour is
+ * the one above, byte for byte.
  */
 #include "opt.h"
 
 	.section .text.notrace.opt, "ax"
 	.balign	4096
 	.global	opt_detours, opt_detours_end, opt_common
+	.global	opt_common_checked, opt_common_after
 opt_detours:
 	.fill	OPT_SLOTS * OPT_DETOUR_BYTES, 1, 0xcc
 opt_detours_end:
 	.balign	4096
 
-opt_common:
+/* A trapframe below the slot's pushes, fn(frame), every register back. */
+.macro	opt_call fn
 	pushal
 	pushl	%ds
 	pushl	%es
 	pushl	%fs
 	pushl	%gs
 	pushl	%esp
-	call	i386_opt_fire
+	call	\fn
 	addl	$20, %esp          /* the argument and the segment registers */
 	popal
 	ret
+.endm
+
+opt_common:
+	opt_call i386_opt_fire
+
+opt_common_checked:
+	opt_call i386_opt_fire_checked
+
+opt_common_after:
+	opt_call i386_opt_after
