@@ -23,6 +23,7 @@
 #include "cpu.h"
 #include "kstring.h"
 #include "gate.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "program.h"
 #include "tracer.h"
@@ -498,12 +499,60 @@ static int trace_buffer(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "%zu bytes per cpu", buffer_size());
 }
 
+/* trace misses [reset]: per CPU, the TLB misses and faults the tracer's
+ * own code took (miss_account.h), beside every miss; reset zeroes them */
+static int trace_misses(const struct subcommand *s, int argc, char **argv,
+			struct command_reply *r)
+{
+	if (argc == 3 && !strcmp(argv[2], "reset")) {
+		miss_account_reset();
+		return command_reply(r, WIRE_REPLY_OK, "misses reset");
+	}
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	char line[96 * KERNEL_MAX_CPUS];
+	size_t used = 0;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct miss_cpu m;
+		miss_account_read(c, &m);
+		used += ksnprintf(line + used, sizeof line - used,
+				  "%scpu%u itlb=%lu dtlb=%lu buffer=%lu faults=%lu "
+				  "(all: itlb=%lu dtlb=%lu)", c ? "; " : "", c,
+				  (unsigned long)m.itlb, (unsigned long)m.dtlb,
+				  (unsigned long)m.dtlb_data, (unsigned long)m.faults,
+				  (unsigned long)m.itlb_all, (unsigned long)m.dtlb_all);
+		if (used >= sizeof line)
+			break;
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%s%s", line,
+			     miss_account_tlb_visible ? "" : " [TLB misses not visible]");
+}
+
+/* trace physical [on|off]: show, or switch, how the fire path writes the
+ * buffers: by physical address (seed 003's method 2) or through their
+ * mapping */
+static int trace_physical(const struct subcommand *s, int argc, char **argv,
+			  struct command_reply *r)
+{
+	if (argc == 3 && (!strcmp(argv[2], "on") || !strcmp(argv[2], "off"))) {
+		const char *why = buffer_set_physical(argv[2][1] == 'n');
+		if (why)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	} else if (argc != 2) {
+		return usage_of(s, argv, r);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "physical %s",
+			     buffer_physical() ? "on" : "off");
+}
+
 static const struct subcommand trace_subcommands[] = {
 	{ "flush",  "",        trace_flush },
 	{ "stats",  "",        trace_stats },
 	{ "aggregations", "",  trace_aggregations },
 	{ "reset",  "",        trace_reset },
 	{ "buffer", "[BYTES]", trace_buffer },
+	{ "misses", "[reset]", trace_misses },
+	{ "physical", "[on|off]", trace_physical },
 };
 
 static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)

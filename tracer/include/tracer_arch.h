@@ -33,6 +33,14 @@
  * thread slot, thread.h) and register its fire paths as trap hooks. */
 void tarch_init(void);
 
+/* Seed 003's method 2: the trace buffer written by physical address, so
+ * that recording needs no data-TLB entry (buffer.c, `trace physical`).
+ * tarch_phys_stores says whether the arch can with its MMU on;
+ * tarch_phys_store() stores `bytes` (a multiple of 8) from src to the
+ * physical address pa (8-aligned), in the CPU's byte order. */
+extern const bool tarch_phys_stores;
+void tarch_phys_store(uintptr_t pa, const void *src, unsigned bytes);
+
 /* Classify the instruction at addr as a probe of the given kind
  * (WIRE_PROBE_KINDS: entry, return, branch — an arch may refuse a kind
  * outright, as i386 does branch). 0, or -1 with *why set. The address has

@@ -17,6 +17,7 @@
 #include "arch_i386.h"
 #include "console.h"
 #include "cpu.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "notrace.h"
 #include "x86.h"
@@ -33,6 +34,8 @@
 
 const unsigned mm_page_size = PAGE;
 const uintptr_t mm_unmapped_probe_addr = 0xb0000000u;
+/* The CPU walks the page tables itself: no TLB miss is seen (miss_account.h). */
+const bool miss_account_tlb_visible = false;
 
 static uint32_t page_dir[1024] __attribute__((aligned(PAGE)));
 static uint32_t identity_tables[MAPPED_MB / 4][1024] __attribute__((aligned(PAGE)));

@@ -25,6 +25,7 @@
  * stale entry survives. With more CPUs, the others would need a demap too.
  */
 #include "arch_sparc64.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "notrace.h"
 #include "vmlayout.h"
@@ -53,6 +54,8 @@ static uint64_t ram_page_flags(uintptr_t va)
 		return TTE_KERNEL;
 	return TTE_KERNEL | TTE_W;
 }
+
+const bool miss_account_tlb_visible = true;
 
 /* The trap path calls these three (a TLB miss; the registers of a trapped
  * window): never probed (notrace.h). */
@@ -111,8 +114,9 @@ void mmu_init(void)
 	stxa_asi(0, MMU_PRIMARY_CONTEXT, ASI_DMMU);
 	stxa_asi(0, MMU_SECONDARY_CONTEXT, ASI_DMMU);
 	/* Fetching a miss handler must not miss: lock the trap table's four
-	 * pages into the ITLB (data-in never replaces a locked entry). */
-	for (uintptr_t va = (uintptr_t)trap_table; va < (uintptr_t)trap_table + 0x8000;
+	 * pages, and the page of the misses' accounting after them, into the
+	 * ITLB (data-in never replaces a locked entry). */
+	for (uintptr_t va = (uintptr_t)trap_table; va < (uintptr_t)trap_table_end;
 	     va += PAGE_SIZE) {
 		stxa_asi(va, MMU_TAG_ACCESS, ASI_IMMU);
 		stxa_asi(page_table[va >> PAGE_SHIFT] | TTE_L, 0, ASI_ITLB_DATA_IN);
