@@ -1,0 +1,99 @@
+"""The tracer's own TLB misses on sun4u, and seed 003's method 2 against
+them (bench/trace/avoid.py; guest-kernel/include/miss_account.h).
+
+One boot, three small walks of `tlbwalk` (more pages between two calls of
+tlbwalk_step than the DTLB holds), each checked end to end:
+- untraced: the walk's own misses are counted among all the misses, and
+  (almost) none is the tracer's — a counter that took kernel or workload
+  misses for the tracer's would show thousands here;
+- traced, the buffer written through its mapping: the tracer's code takes
+  DTLB misses on its buffer (about one a walk), counted apart;
+- traced, the buffer written by physical address (`trace physical on`):
+  none on the buffer, the same records to the byte (the host cannot
+  tell), every call rebuilt from the branch records.
+The full table (every method, more iterations) is `make bench ARCH=sparc64`.
+"""
+
+import pytest
+
+from bench import arches
+from bench.guest.qemu import Guest
+from bench.trace import avoid
+from bench.trace.session import open_session
+
+PAGES, ITERS = 96, 20
+
+
+@pytest.fixture(scope="module")
+def runs(built):
+    built("sparc64")
+    out = {}
+    with Guest(arches.get("sparc64"), label="test-avoid") as g:
+        s = open_session(g)
+        s.setup(avoid.SPEC, "emulate")
+        for name in ("untraced", "none", "physical"):
+            out[name] = avoid.run_config(s, name, PAGES, ITERS)
+        out["stats"] = g.command("trace misses").message
+        out["refusal"] = g.command("trace physical sideways")
+    return out
+
+
+def test_untraced_walk_misses_are_not_the_tracers(runs):
+    w = runs["untraced"]["window"]
+    assert w.all_dtlb >= PAGES * ITERS, f"the walk missed only {w.all_dtlb} times"
+    # The tracer's drain and reaper wake on ticks during the walk: a few
+    # misses of their own at most, never the walk's.
+    assert w.own_dtlb < PAGES, f"{w.own_dtlb} of {w.all_dtlb} misses taken for the tracer's"
+    assert w.own_buffer == 0 and w.own_faults == 0 and w.own_itlb == 0, w
+
+
+def test_mapped_buffer_misses_are_counted(runs):
+    row = runs["none"]
+    w = row["window"]
+    assert not row["physical"]
+    assert row["calls"] == ITERS and row["records"] == row["fired"] > 0
+    assert w.own_buffer >= ITERS // 2, \
+        f"{w.own_buffer} misses on the buffer in {ITERS} walks of {PAGES} pages"
+    assert w.own_dtlb >= w.own_buffer
+    assert w.own_faults == 0
+
+
+def test_physical_buffer_takes_no_miss_and_the_host_cannot_tell(runs):
+    row, mapped = runs["physical"], runs["none"]
+    w = row["window"]
+    assert row["physical"]
+    assert w.own_buffer == 0, f"{w.own_buffer} buffer misses with physical stores"
+    assert w.all_dtlb >= PAGES * ITERS
+    assert (row["records"], row["bytes"], row["instructions"]) == \
+        (mapped["records"], mapped["bytes"], mapped["instructions"])
+
+
+def test_counts_shown_per_cpu_and_bad_switch_refused(runs):
+    assert runs["stats"].startswith("cpu0 itlb="), runs["stats"]
+    assert not runs["refusal"].ok and "usage" in runs["refusal"].message
+
+
+def _branch(pc, target, taken, annulled=False):
+    from bench.wire import records
+    flags = (records.BRANCH_BITS.TAKEN if taken else 0) | \
+        (records.BRANCH_BITS.ANNULLED if annulled else 0)
+    words = [0] * 3
+    words[records.BRANCH.PC], words[records.BRANCH.TARGET] = pc, target
+    words[records.BRANCH.FLAGS] = flags
+    return records.Event(0, 1, 0, records.K_BRANCH, 0, tuple(words))
+
+
+def test_rebuild_counts_instructions_and_catches_a_lost_or_reordered_record():
+    from bench.trace.image import Function
+    fn = Function("f", 0x1000, 0x40)
+    sites = {0x1010, 0x1020}
+    loop = _branch(0x1010, 0x1004, True)           # bne back, slot runs
+    out = _branch(0x1010, 0x1004, False, True)     # bne,a untaken: slot annulled
+    ret = _branch(0x1020, 0x5000, True)            # retl, slot runs
+    # 0x1000..0x1010 + slot, 0x1004..0x1010 + slot, again without the
+    # annulled slot, 0x1018..0x1020 + slot
+    assert avoid.rebuild([loop, loop, out, ret], fn, sites) == (1, 6 + 5 + 4 + 4)
+    with pytest.raises(avoid.AvoidError, match="0x1010 left no record"):
+        avoid.rebuild([loop, ret], fn, sites)          # `out` dropped
+    with pytest.raises(avoid.AvoidError, match="cannot follow"):
+        avoid.rebuild([out, loop, ret], fn, sites)     # reordered
