@@ -10,9 +10,10 @@ counts of exactly its loop (the drain held off meanwhile) as one line:
     tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_faults=N all_itlb=N
             all_dtlb=N step_cycles=N calls=N
 
-run_config() switches the methods (`trace physical on|off`: method 2, the
-buffer written by physical address), traces tlbwalk_step with a probe on
-every control transfer (`branch:tlbwalk_step`), runs the walk, and checks
+run_config() switches the methods (CONFIGS; the guest's `trace bytes`,
+`trace serve`, `trace physical`, `trace lock` and tlbwalk's xo=1), traces
+tlbwalk_step with a probe on every control transfer
+(`branch:tlbwalk_step`), runs the walk, and checks
 the trace: the instructions of every call are rebuilt from the branch
 records and the ELF (straight-line code between two transfers; a skipped
 transfer means a lost record and is an error), the calls must be the
@@ -31,18 +32,51 @@ from ..wire import records
 from .image import Function
 from .session import Session
 
-WINDOW_FIELDS = ("own_itlb", "own_dtlb", "own_buffer", "own_faults",
+WINDOW_FIELDS = ("own_itlb", "own_dtlb", "own_buffer", "own_served", "own_faults",
                  "all_itlb", "all_dtlb", "step_cycles", "calls")
 _WINDOW = re.compile(r"^tlbwalk " + " ".join(rf"{f}=(\d+)" for f in WINDOW_FIELDS) + "$")
 
 FUNCTION = "tlbwalk_step"
 SPEC = f"branch:{FUNCTION}"
 
-# Each configuration: its name and the guest commands that set it up.
+# The configurations, each a method or two on (the rest off), all with
+# the tracer reading each branch's delay-slot word (method 1's reader)
+# but `address_only`, which records addresses alone (method 3).
+#   xo     tlbwalk_step's page execute-only during the walk (method 1)
+#   bytes  how the slot word is read: mapped, physical or off
+#   serve  the miss handler serves the tracer's reads of execute-only pages
+#   buffer_physical  the buffer written by physical address (method 2)
+#   lock   the pages of the tracer's last misses locked in the DTLB (method
+#          2's locked translations, applied to what the tracer touches):
+#          walks before the measured one, unmeasured, print them (`tlbwalk
+#          seen`), then `trace lock on ADDR...`, up to LOCK_ROUNDS times
+@dataclass(frozen=True)
+class Config:
+    traced: bool = True
+    xo: bool = False
+    bytes: str = "mapped"
+    serve: bool = False
+    buffer_physical: bool = False
+    lock: bool = False
+
+    def commands(self) -> list[str]:
+        return [f"trace bytes {self.bytes}", f"trace serve {'on' if self.serve else 'off'}",
+                f"trace physical {'on' if self.buffer_physical else 'off'}",
+                "trace lock off"]
+
+
+LOCK_ROUNDS = 4
+
 CONFIGS = {
-    "untraced": (),
-    "none": ("trace physical off",),
-    "physical": ("trace physical on",),
+    "untraced": Config(traced=False),
+    "none": Config(),
+    "address_only": Config(bytes="off"),
+    "xo_fault": Config(xo=True),
+    "xo_served": Config(xo=True, serve=True),
+    "xo_physical": Config(xo=True, bytes="physical"),
+    "buffer_physical": Config(buffer_physical=True),
+    "lock": Config(lock=True),
+    "all": Config(xo=True, bytes="physical", buffer_physical=True, lock=True),
 }
 
 
@@ -55,6 +89,7 @@ class Window:
     own_itlb: int
     own_dtlb: int
     own_buffer: int
+    own_served: int
     own_faults: int
     all_itlb: int
     all_dtlb: int
@@ -73,6 +108,14 @@ def parse_window(lines) -> Window:
         if m:
             return Window(*(int(x) for x in m.groups()))
     raise AvoidError("tlbwalk printed no counts line: " + " | ".join(lines[-5:]))
+
+
+def parse_seen(lines) -> list[int]:
+    """The distinct pages of the workload's `tlbwalk seen ...` line."""
+    for line in lines:
+        if line.startswith("tlbwalk seen"):
+            return sorted({int(a, 16) for a in line.split()[2:]})
+    raise AvoidError("tlbwalk printed no seen line: " + " | ".join(lines[-5:]))
 
 
 def rebuild(events, fn: Function, sites: set[int]) -> tuple[int, int]:
@@ -106,31 +149,60 @@ def rebuild(events, fn: Function, sites: set[int]) -> tuple[int, int]:
     return calls, insns
 
 
-def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
-    """One run of the walk under configuration `name` (CONFIGS); a row of
-    figures. The probes (SPEC) must have been set up on s already."""
+def slot_errors(events, image) -> int:
+    """Branch records whose delay-slot word (when they carry one) is not
+    the ELF's word after the transfer."""
+    bad = 0
+    for ev in events:
+        if len(ev.words) > records.BRANCH.SLOT:
+            pc = ev.words[records.BRANCH.PC]
+            if ev.words[records.BRANCH.SLOT] != int.from_bytes(image.code(pc + 4, 4), "big"):
+                bad += 1
+    return bad
+
+
+def _walk(s: Session, cfg: Config, pages: int, iters: int):
     g = s.guest
-    traced = name != "untraced"
-    for line in CONFIGS[name]:
-        s.must(line)
     s.must("trace reset")
     mark = len(g.trace_frames)
-    if traced:
+    if cfg.traced:
         s.must("probe enable " + " ".join(str(p.id) for p in s.probes))
-    r = s.cmd(f"run tlbwalk pages={pages} iters={iters}", timeout=600)
-    if traced:
+    r = s.cmd(f"run tlbwalk pages={pages} iters={iters} xo={int(cfg.xo)}", timeout=600)
+    if cfg.traced:
         s.must("probe disable all")
     s.must("trace flush", timeout=600)
     if not r.ok:
-        raise AvoidError(f"tlbwalk under {name} failed: {r.message}: {r.text[-3:]}")
+        raise AvoidError(f"tlbwalk failed: {r.message}: {r.text[-3:]}")
+    return r, g.capture(mark)
+
+
+def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
+    """One run of the walk under configuration `name` (CONFIGS); a row of
+    figures. The probes (SPEC) must have been set up on s already."""
+    cfg = CONFIGS[name]
+    for line in cfg.commands():
+        s.must(line)
+    locked = 0
+    # Learning walks, unmeasured: lock the pages the tracer missed on, and
+    # again those it still misses on, a few rounds at most.
+    for _ in range(LOCK_ROUNDS if cfg.lock else 0):
+        r, _ = _walk(s, cfg, pages, iters)
+        seen = parse_seen(r.text)
+        if not parse_window(r.text).own_dtlb or not seen:
+            break
+        locked = int(s.must("trace lock on " + " ".join(f"{a:#x}" for a in seen))
+                     .message.split()[0])
+    r, cap = _walk(s, cfg, pages, iters)
     w = parse_window(r.text)
-    cap = g.capture(mark)
+    for line in Config().commands():         # back to the defaults
+        s.must(line)
     row = {"config": name, "window": w, "records": len(cap.events),
-           "bytes": cap.bytes, "calls": 0, "instructions": 0,
+           "bytes": cap.bytes, "calls": 0, "instructions": 0, "locked": locked,
+           "slot_errors": 0,
            "dropped": sum(st["dropped"] for st in cap.stats.values()),
            "fired": sum(st["fired"] for st in cap.stats.values()),
            "physical": any(st.get("physical") for st in cap.stats.values())}
-    if not traced:
+    if not cfg.traced:
         return row
     fn = s.image.functions[FUNCTION]
     ids = {p.id for p in s.probes}
@@ -143,5 +215,5 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
     if calls != want or calls != w.calls:
         raise AvoidError(f"{name}: {calls} calls rebuilt from the trace, the workload "
                          f"made {want}")
-    row.update(calls=calls, instructions=insns)
+    row.update(calls=calls, instructions=insns, slot_errors=slot_errors(branches, s.image))
     return row

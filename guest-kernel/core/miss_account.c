@@ -17,7 +17,11 @@ struct miss_account miss_account __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct miss_account, code_lo) == MA_CODE_LO, "MA_CODE_LO");
 _Static_assert(offsetof(struct miss_account, code_len) == MA_CODE_LEN, "MA_CODE_LEN");
+_Static_assert(offsetof(struct miss_account, serve_xo) == MA_SERVE_XO, "MA_SERVE_XO");
 _Static_assert(offsetof(struct miss_account, cpu) == MA_CPU0, "MA_CPU0");
+_Static_assert(offsetof(struct miss_cpu, xo_served) == MC_XO_SERVED, "MC_XO_SERVED");
+_Static_assert(offsetof(struct miss_cpu, seen_n) == MC_SEEN_N, "MC_SEEN_N");
+_Static_assert(offsetof(struct miss_cpu, seen) == MC_SEEN, "MC_SEEN");
 _Static_assert(sizeof(struct miss_cpu) == MA_CPU_SIZE, "MA_CPU_SIZE");
 _Static_assert(offsetof(struct miss_cpu, data_lo) == MC_DATA_LO, "MC_DATA_LO");
 _Static_assert(offsetof(struct miss_cpu, data_len) == MC_DATA_LEN, "MC_DATA_LEN");
@@ -64,7 +68,13 @@ void miss_account_reset(void)
 		struct miss_cpu *m = &miss_account.cpu[c];
 		m->itlb = m->dtlb = m->dtlb_data = m->faults = 0;
 		m->itlb_all = m->dtlb_all = 0;
+		m->xo_served = 0;
 	}
+}
+
+void miss_account_serve_xo(bool on)
+{
+	miss_account.serve_xo = on;
 }
 
 NOTRACE void miss_account_fault(unsigned cpu, uintptr_t pc)

@@ -20,6 +20,10 @@
  * against the C struct in miss_account.c. The cost on the miss path is a
  * compare and an increment (two more of each for a data miss in range).
  *
+ * The DTLB handler also keeps the pages of the client's last
+ * MC_SEEN_SLOTS misses (seen[], seen_n of them so far), so the client can
+ * tell which of its pages the misses were on (and lock them, mm.h).
+ *
  * The kernel never names the client: the tracer registers its own text
  * and its buffers (tracer/core/probe.c, buffer.c).
  */
@@ -29,8 +33,10 @@
 /* struct miss_account: the code range, then one struct miss_cpu per CPU. */
 #define MA_CODE_LO     0x00
 #define MA_CODE_LEN    0x08      /* 0: nothing registered, nothing counted */
-#define MA_CPU0        0x10
-#define MA_CPU_SIZE    0x40
+#define MA_SERVE_XO    0x10      /* 1: serve the code range's reads of
+				    execute-only pages (miss_account_serve_xo) */
+#define MA_CPU0        0x20
+#define MA_CPU_SIZE    0xd0
 /* struct miss_cpu */
 #define MC_DATA_LO     0x00
 #define MC_DATA_LEN    0x08
@@ -40,6 +46,10 @@
 #define MC_FAULTS      0x28      /* other synchronous traps at such a PC */
 #define MC_ITLB_ALL    0x30      /* every ITLB miss, whoever took it */
 #define MC_DTLB_ALL    0x38      /* every DTLB miss, whoever took it */
+#define MC_XO_SERVED   0x40      /* of MC_DTLB, reads of execute-only pages served */
+#define MC_SEEN_N      0x48      /* pages written into MC_SEEN so far */
+#define MC_SEEN        0x50      /* the last MC_SEEN_SLOTS pages of MC_DTLB misses */
+#define MC_SEEN_SLOTS  16
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -50,10 +60,13 @@ struct miss_cpu {
 	uint64_t data_lo, data_len;
 	uint64_t itlb, dtlb, dtlb_data, faults;
 	uint64_t itlb_all, dtlb_all;
+	uint64_t xo_served;
+	uint64_t seen_n, seen[MC_SEEN_SLOTS];
 };
 
 struct miss_account {
 	uint64_t code_lo, code_len;
+	uint64_t serve_xo, reserved;
 	struct miss_cpu cpu[KERNEL_MAX_CPUS];
 };
 extern struct miss_account miss_account;
@@ -66,6 +79,11 @@ void miss_account_data(unsigned cpu, uintptr_t lo, uintptr_t hi);
 void miss_account_read(unsigned cpu, struct miss_cpu *out);
 /* Zero every CPU's counters (the ranges stay). */
 void miss_account_reset(void);
+/* Seed 003's Fig. 2, the page-fault-handler extension: with on, a data
+ * access from the code range to an execute-only page (mm.h) is served —
+ * the DTLB miss handler loads the page's translation and counts it in
+ * xo_served — instead of faulting as anyone else's does. */
+void miss_account_serve_xo(bool on);
 /* For the arch's trap dispatch: a synchronous trap other than a TLB miss
  * was taken at pc on cpu. */
 void miss_account_fault(unsigned cpu, uintptr_t pc);

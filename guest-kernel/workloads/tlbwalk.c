@@ -16,11 +16,17 @@
  * The window measured is the loop alone: the drain is held off meanwhile
  * (its records go out afterwards), and the kernel's miss counters (every
  * CPU's, summed) are read before and after it. The workload prints one line,
- *   tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_faults=N all_itlb=N
- *           all_dtlb=N step_cycles=N calls=N
- * (what the tracer's code took, what every code took, and the cycles spent
+ *   tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_served=N own_faults=N
+ *           all_itlb=N all_dtlb=N step_cycles=N calls=N
+ * (what the tracer's code took — own_served: reads of execute-only pages
+ * the miss handler served —, what every code took, and the cycles spent
  * inside the calls of tlbwalk_step), and checks its sum. The value is the
- * sum of tlbwalk_step's results.
+ * sum of tlbwalk_step's results. A second line, `tlbwalk seen 0x...`, lists
+ * the pages of the tracer's last DTLB misses in the loop, newest first
+ * (miss_account.h's seen[]: the pages a lock would have to cover). With xo=1, tlbwalk_step's page is
+ * execute-only during the loop (seed 003's method 1; mm.h): a tracer that
+ * reads its code (`trace bytes`) then faults, is served by the miss
+ * handler, or reads it by physical address.
  */
 #include "arch.h"
 #include "console.h"
@@ -36,8 +42,10 @@ __attribute__((noinline)) uint64_t tlbwalk_step(uint64_t x);
 static uint64_t tlbwalk_calls;
 
 /* A few branches of each kind a compiler makes: a counted loop, an
- * if/else on data, an early return. */
-__attribute__((noinline)) uint64_t tlbwalk_step(uint64_t x)
+ * if/else on data, an early return. It starts a page of its own, which
+ * `xo=1` makes execute-only for the loop. */
+__attribute__((noinline, aligned(8192), section(".text.tlbwalk_step")))
+uint64_t tlbwalk_step(uint64_t x)
 {
 	uint64_t s = 0;
 	tlbwalk_calls++;
@@ -73,12 +81,14 @@ static void misses_now(struct miss_cpu *sum)
 		sum->faults += m.faults;
 		sum->itlb_all += m.itlb_all;
 		sum->dtlb_all += m.dtlb_all;
+		sum->xo_served += m.xo_served;
 	}
 }
 
 static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 {
 	uint64_t pages = v[0], iters = v[1];
+	bool xo = v[2];
 	size_t page = mm_page_size;
 	volatile uint64_t *area = pages ? pages_alloc(pages) : 0;
 	uint64_t sum = 0, want = 0, step_cycles = 0;
@@ -90,6 +100,12 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 		return;
 	}
 	tlbwalk_calls = 0;
+	if (xo && !mm_exec_only(tlbwalk_step, true)) {
+		kprintf("tlbwalk: this arch has no execute-only pages\n");
+		if (area)
+			pages_free((void *)area, pages);
+		return;
+	}
 	tracer_drain_pause(true);
 	misses_now(&before);
 	for (uint64_t it = 0; it < iters; it++) {
@@ -102,19 +118,30 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 		want += step_expected(it);
 	}
 	misses_now(&after);
+	struct miss_cpu last;
+	miss_account_read(this_cpu()->id, &last);
 	tracer_drain_pause(false);
+	if (xo)
+		mm_exec_only(tlbwalk_step, false);
 	if (area)
 		pages_free((void *)area, pages);
 
-	kprintf("tlbwalk own_itlb=%llu own_dtlb=%llu own_buffer=%llu own_faults=%llu "
-		"all_itlb=%llu all_dtlb=%llu step_cycles=%llu calls=%llu\n",
+	kprintf("tlbwalk own_itlb=%llu own_dtlb=%llu own_buffer=%llu own_served=%llu "
+		"own_faults=%llu all_itlb=%llu all_dtlb=%llu step_cycles=%llu calls=%llu\n",
 		(unsigned long long)(after.itlb - before.itlb),
 		(unsigned long long)(after.dtlb - before.dtlb),
 		(unsigned long long)(after.dtlb_data - before.dtlb_data),
+		(unsigned long long)(after.xo_served - before.xo_served),
 		(unsigned long long)(after.faults - before.faults),
 		(unsigned long long)(after.itlb_all - before.itlb_all),
 		(unsigned long long)(after.dtlb_all - before.dtlb_all),
 		(unsigned long long)step_cycles, (unsigned long long)tlbwalk_calls);
+	/* The pages of the tracer's last misses in the loop, newest first. */
+	kprintf("tlbwalk seen");
+	uint64_t n = after.dtlb - before.dtlb;
+	for (uint64_t i = 0; i < n && i < MC_SEEN_SLOTS; i++)
+		kprintf(" 0x%llx", (unsigned long long)last.seen[(last.seen_n - 1 - i) % MC_SEEN_SLOTS]);
+	kprintf("\n");
 	res->value = sum;
 	res->ok = sum == want && tlbwalk_calls == iters;
 	workload_expect("tlbwalk_step", tlbwalk_calls);
@@ -123,6 +150,7 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 static const struct workload_param tlbwalk_params[] = {
 	{ "pages", 128, 0, 1024, "pages walked between two calls" },
 	{ "iters", 200, 1, 1000000, "walks, each followed by one call" },
+	{ "xo", 0, 0, 1, "1: tlbwalk_step's page execute-only during the loop" },
 	{ 0, 0, 0, 0, 0 },
 };
 

@@ -41,6 +41,15 @@ void tarch_init(void);
 extern const bool tarch_phys_stores;
 void tarch_phys_store(uintptr_t pa, const void *src, unsigned bytes);
 
+/* Seed 003's method 1 from the reader's side: whether a branch record
+ * carries the word of its delay slot, read at the firing (`trace bytes`),
+ * and how — through the mapping (a miss, or on an execute-only page a
+ * fault unless the miss handler serves it: miss_account.h) or by
+ * physical address after a walk of the page table that never touches the
+ * TLB. NULL, or why the arch cannot. */
+enum tarch_code_bytes { TARCH_BYTES_OFF, TARCH_BYTES_MAPPED, TARCH_BYTES_PHYSICAL };
+const char *tarch_set_code_bytes(enum tarch_code_bytes how);
+
 /* Classify the instruction at addr as a probe of the given kind
  * (WIRE_PROBE_KINDS: entry, return, branch — an arch may refuse a kind
  * outright, as i386 does branch). 0, or -1 with *why set. The address has

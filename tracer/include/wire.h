@@ -188,7 +188,8 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_BRANCH_WORDS(X) \
 	X(PC,     0, "the control transfer") \
 	X(TARGET, 1, "where it goes when taken") \
-	X(FLAGS,  2, "WIRE_BRANCH_BITS")
+	X(FLAGS,  2, "WIRE_BRANCH_BITS") \
+	X(SLOT,   3, "with `trace bytes`: the delay slot's word as the tracer read it, 0 if it could not")
 
 /* A CPU whose buffer is full counts the records it cannot write; the next
  * record that fits is preceded by a DROPS record, so the host knows where

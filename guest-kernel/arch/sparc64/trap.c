@@ -229,9 +229,11 @@ static void describe(const struct trapframe *tf, struct caught_trap *t)
 		if (have_insn && decode_effective_address(tf, insn, &ea) &&
 		    (ea & ~(PAGE_SIZE - 1)) == (sfar & ~(PAGE_SIZE - 1)))
 			t->fault_addr = ea;
-		/* An unmapped page reaches us through the NFO TTE the miss
-		 * handler installed (trap_table.S); take it out again. */
-		if (tt == TT_DATA_ACCESS_EXCEPTION && !mmu_lookup(sfar))
+		/* An unmapped page, or a refused read of an execute-only
+		 * one, reaches us through the NFO TTE the miss handler
+		 * installed (trap_table.S); take it out again. */
+		if (tt == TT_DATA_ACCESS_EXCEPTION &&
+		    (!mmu_lookup(sfar) || (mmu_lookup(sfar) & TTE_XO)))
 			mmu_demap(sfar);
 	} else if (tt == TT_INSTRUCTION_ACCESS_EXCEPTION) {
 		t->error = ldxa_asi(MMU_SFSR, ASI_IMMU);

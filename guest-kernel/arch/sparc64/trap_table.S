@@ -33,6 +33,7 @@
 
 	.register %g2, #scratch
 	.register %g3, #scratch
+	.register %g6, #scratch
 
 /* Count an event in a 64-bit counter: 4 instructions, uses %g1 and %g2 of
  * whichever global set the trap selected. */
@@ -145,6 +146,9 @@
 
 	.macro DMMU_MISS
 	PT_LOOKUP ASI_DMMU
+	andcc	%g2, TTE_XO, %g0             /* execute-only: served or refused */
+	bnz,pn	%xcc, dmmu_miss_xo
+	 nop
 	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
 	ba,pt	%xcc, dmmu_miss_count        /* counts, then retries */
 	 nop
@@ -203,7 +207,8 @@ FUNC(tl1_table)
  * Both halves branch here once the TTE is in the TLB. Physical loads and
  * stores of the identity-mapped struct, so counting never misses itself;
  * %asi and the condition codes are the trapped context's, restored from
- * TSTATE by `retry`. sun4u has one CPU: cpu[0]'s counters. */
+ * TSTATE by `retry`. sun4u has one CPU: cpu[0]'s counters. %g1-%g6 are
+ * the MMU globals, the handler's own. */
 	.macro COUNT_PHYS reg, off
 	ldxa	[\reg + \off] %asi, %g4
 	add	%g4, 1, %g4
@@ -239,6 +244,15 @@ FUNC(dmmu_miss_count)
 	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB_ALL
 	IF_TPC_IN_CODE %g3, 9f
 	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB
+	ldxa	[%g3 + MA_CPU0 + MC_SEEN_N] %asi, %g4   /* the page, into seen[] */
+	add	%g4, 1, %g5
+	stxa	%g5, [%g3 + MA_CPU0 + MC_SEEN_N] %asi
+	and	%g4, MC_SEEN_SLOTS - 1, %g4
+	sllx	%g4, 3, %g4
+	add	%g4, %g3, %g4
+	srlx	%g1, PAGE_SHIFT, %g5
+	sllx	%g5, PAGE_SHIFT, %g5
+	stxa	%g5, [%g4 + MA_CPU0 + MC_SEEN] %asi
 	ldxa	[%g3 + MA_CPU0 + MC_DATA_LO] %asi, %g5
 	sub	%g1, %g5, %g4
 	ldxa	[%g3 + MA_CPU0 + MC_DATA_LEN] %asi, %g5
@@ -248,6 +262,31 @@ FUNC(dmmu_miss_count)
 	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB_DATA
 9:	retry
 	END(dmmu_miss_count)
+
+/* A data access to an execute-only page (TTE_XO, %g2 its TTE): the
+ * translation is loaded for the registered code range when it asked for
+ * that (MA_SERVE_XO: seed 003's Fig. 2 extension, counted in
+ * MC_XO_SERVED); any other access gets the no-fault-only TTE of an
+ * unmapped page, and so data_access_exception (trap.c takes it out). */
+FUNC(dmmu_miss_xo)
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	ldxa	[%g3 + MA_SERVE_XO] %asi, %g4
+	brz,pn	%g4, 8f
+	 nop
+	IF_TPC_IN_CODE %g3, 8f
+	COUNT_PHYS %g3, MA_CPU0 + MC_XO_SERVED
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	ba,pt	%xcc, dmmu_miss_count
+	 nop
+8:	sethi	%hi(0x90000000), %g2         /* TTE_V | TTE_NFO, PA 0 */
+	sllx	%g2, 32, %g2
+	or	%g2, TTE_P, %g2
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	ba,pt	%xcc, dmmu_miss_count
+	 nop
+	END(dmmu_miss_xo)
 	.global	trap_table_end
 trap_table_end:
 

@@ -17,3 +17,9 @@ void tarch_phys_store(uintptr_t pa, const void *src, unsigned bytes)
 	panic("tarch_phys_store(0x%lx, %u bytes): i386 has no physical stores",
 	      (unsigned long)pa, bytes);
 }
+
+const char *tarch_set_code_bytes(enum tarch_code_bytes how)
+{
+	return how == TARCH_BYTES_OFF ? 0 :
+	       "i386 records no branches, so no delay-slot bytes";
+}
