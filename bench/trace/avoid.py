@@ -65,7 +65,7 @@ class Config:
                 "trace lock off"]
 
 
-LOCK_ROUNDS = 4
+LOCK_ROUNDS = 8
 
 CONFIGS = {
     "untraced": Config(traced=False),
@@ -184,14 +184,19 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
         s.must(line)
     locked = 0
     # Learning walks, unmeasured: lock the pages the tracer missed on, and
-    # again those it still misses on, a few rounds at most.
+    # again those it still misses on, until two walks in a row are clean
+    # (the drain's and the reaper's pages show on some ticks only), a few
+    # rounds at most.
+    clean = 0
     for _ in range(LOCK_ROUNDS if cfg.lock else 0):
         r, _ = _walk(s, cfg, pages, iters)
         seen = parse_seen(r.text)
-        if not parse_window(r.text).own_dtlb or not seen:
+        clean = clean + 1 if not parse_window(r.text).own_dtlb else 0
+        if clean == 2:
             break
-        locked = int(s.must("trace lock on " + " ".join(f"{a:#x}" for a in seen))
-                     .message.split()[0])
+        if seen:
+            locked = int(s.must("trace lock on " + " ".join(f"{a:#x}" for a in seen))
+                         .message.split()[0])
     r, cap = _walk(s, cfg, pages, iters)
     w = parse_window(r.text)
     for line in Config().commands():         # back to the defaults
@@ -217,3 +222,118 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
                          f"made {want}")
     row.update(calls=calls, instructions=insns, slot_errors=slot_errors(branches, s.image))
     return row
+
+
+# ---- the table: every configuration, `reps` times, in one boot ----
+
+ORDER = tuple(CONFIGS)
+# What each configuration's row stands for, for the table.
+WHAT = {
+    "untraced": "no probes",
+    "none": "no method (slot bytes read through the mapping)",
+    "address_only": "3: addresses only, no bytes",
+    "xo_fault": "1 off: execute-only code, reads fault",
+    "xo_served": "1 via the miss handler (Fig. 2)",
+    "xo_physical": "1 via page table + ASI 0x14",
+    "buffer_physical": "2: buffer by physical address",
+    "lock": "2': tracer's pages locked in the DTLB",
+    "all": "1 (physical) + 2 + 2' + 3's bytes",
+}
+
+
+def tlb_visible(g) -> bool:
+    """Whether the guest's TLB misses are software traps it counts."""
+    return "not visible" not in g.command("trace misses").message
+
+
+def measure(g, pages: int, iters: int, reps: int, names=ORDER,
+            on_line=print) -> dict[str, list[dict]]:
+    """Every configuration in `names` (untraced first), `reps` times over,
+    on the booted guest g: rows by configuration."""
+    from .session import open_session
+    if not tlb_visible(g):
+        raise AvoidError("this guest's TLB is refilled by hardware: the misses "
+                         "the tracer causes cannot be counted")
+    s = open_session(g)
+    # A buffer that holds every record of a walk: nothing drops while the
+    # drain is held off.
+    s.setup(SPEC, g.arch.default_mechanism, buffer_bytes=1 << 22)
+    names = ["untraced", *(n for n in names if n != "untraced")]
+    rows: dict[str, list[dict]] = {n: [] for n in names}
+    for rep in range(reps):
+        for n in names:
+            rows[n].append(run_config(s, n, pages, iters))
+        w = rows["all"][-1]["window"] if "all" in rows else None
+        on_line(f"  avoid {rep + 1}/{reps}" + (f": all methods on, {w.own_total} "
+                                               "misses and faults of the tracer's"
+                                               if w else ""))
+    return rows
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def figures(rows: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per configuration: the tracer's own traps by kind, the cost per
+    traced instruction (guest cycles, less the untraced walk of the same
+    repetition), bytes per record; medians over the repetitions, and the
+    per-repetition values."""
+    out = {}
+    base = [r["window"].step_cycles for r in rows["untraced"]]
+    for name, rs in rows.items():
+        ws = [r["window"] for r in rs]
+        f = {"what": WHAT.get(name, name)}
+        for k in ("own_itlb", "own_dtlb", "own_buffer", "own_served", "own_faults",
+                  "all_dtlb"):
+            f[k] = [getattr(w, k) for w in ws]
+        f["own_total"] = [w.own_total for w in ws]
+        f["locked"] = [r["locked"] for r in rs]
+        if name != "untraced":
+            f["cycles_per_insn"] = [(r["window"].step_cycles - b) / r["instructions"]
+                                    for r, b in zip(rs, base) if r["instructions"]]
+            f["bytes_per_record"] = [r["bytes"] / r["records"] for r in rs]
+            f["instructions"] = [r["instructions"] for r in rs]
+            f["slot_errors"] = [r["slot_errors"] for r in rs]
+        f["median"] = {k: _median(v) for k, v in f.items() if isinstance(v, list) and v}
+        out[name] = f
+    return out
+
+
+def problems(figs: dict[str, dict]) -> list[str]:
+    """What the methods promise and a run did not keep."""
+    bad = []
+    for name, f in figs.items():
+        cfg = CONFIGS.get(name)
+        if cfg is None:
+            continue
+        if cfg.buffer_physical and max(f["own_buffer"]) != 0:
+            bad.append(f"{name}: {max(f['own_buffer'])} misses on the buffer with "
+                       "physical stores")
+        if cfg.xo and (cfg.serve or cfg.bytes == "physical") and max(f["own_faults"]):
+            bad.append(f"{name}: {max(f['own_faults'])} faults reading execute-only code")
+        if cfg.xo and cfg.bytes == "physical" and max(f["own_served"]):
+            bad.append(f"{name}: {max(f['own_served'])} served misses reading by "
+                       "physical address")
+        if cfg.traced and cfg.bytes != "off" and (cfg.serve or not cfg.xo) and \
+                max(f["slot_errors"]):
+            bad.append(f"{name}: {max(f['slot_errors'])} delay-slot words read wrong")
+        if name == "all" and max(f["own_total"]):
+            bad.append(f"all: {max(f['own_total'])} misses and faults of the tracer's "
+                       "own with every method on (target 0)")
+    return bad
+
+
+def table_lines(figs: dict[str, dict]) -> list[str]:
+    head = (f"{'method (config)':<52} {'ITLB':>6} {'DTLB':>7} {'(buf)':>6} "
+            f"{'served':>6} {'faults':>6} {'locked':>6} {'cyc/insn':>9} {'B/rec':>6}")
+    lines = [head]
+    for name, f in figs.items():
+        m = f["median"]
+        cpi = f"{m['cycles_per_insn']:9.1f}" if "cycles_per_insn" in m else f"{'-':>9}"
+        bpr = f"{m['bytes_per_record']:6.1f}" if "bytes_per_record" in m else f"{'-':>6}"
+        lines.append(f"{f['what'] + ' (' + name + ')':<52} {m['own_itlb']:>6.0f} "
+                     f"{m['own_dtlb']:>7.0f} {m['own_buffer']:>6.0f} {m['own_served']:>6.0f} "
+                     f"{m['own_faults']:>6.0f} {m['locked']:>6.0f} {cpi} {bpr}")
+    return lines
