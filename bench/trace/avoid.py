@@ -237,7 +237,7 @@ WHAT = {
     "xo_physical": "1 via page table + ASI 0x14",
     "buffer_physical": "2: buffer by physical address",
     "lock": "2': tracer's pages locked in the DTLB",
-    "all": "1 (physical) + 2 + 2' + 3's bytes",
+    "all": "all: 1 (physical read) + 2 + 2'",
 }
 
 
