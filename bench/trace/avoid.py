@@ -7,19 +7,21 @@ sun4u's 64-entry DTLB holds between two calls of tlbwalk_step, so whatever
 the tracer touched at one firing is gone by the next, and prints the
 counts of exactly its loop (the drain held off meanwhile) as one line:
 
-    tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_faults=N all_itlb=N
-            all_dtlb=N step_cycles=N calls=N
+    tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_served=N own_faults=N
+            all_itlb=N all_dtlb=N step_cycles=N calls=N
+    tlbwalk seen 0x... (the pages of the tracer's last misses)
 
 run_config() switches the methods (CONFIGS; the guest's `trace bytes`,
 `trace serve`, `trace physical`, `trace lock` and tlbwalk's xo=1), traces
 tlbwalk_step with a probe on every control transfer
-(`branch:tlbwalk_step`), runs the walk, and checks
-the trace: the instructions of every call are rebuilt from the branch
+(`branch:tlbwalk_step`), runs the walk, and checks the trace: the instructions of every call are rebuilt from the branch
 records and the ELF (straight-line code between two transfers; a skipped
 transfer means a lost record and is an error), the calls must be the
 workload's own count, and nothing may be dropped. The cost per traced
 instruction is the cycles spent in tlbwalk_step's calls, less those of the
 same walk untraced in the same boot, over the instructions rebuilt.
+measure() runs every configuration `reps` times in one boot; figures(),
+problems() and table_lines() make `bench avoid`'s and `make bench`'s table.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from ..errors import BenchError
 from ..wire import records
 from .image import Function
-from .session import Session
+from .session import Session, open_session
 
 WINDOW_FIELDS = ("own_itlb", "own_dtlb", "own_buffer", "own_served", "own_faults",
                  "all_itlb", "all_dtlb", "step_cycles", "calls")
@@ -161,6 +163,12 @@ def slot_errors(events, image) -> int:
     return bad
 
 
+def reset(s: Session) -> None:
+    """Every method off again (the guest's defaults)."""
+    for line in Config().commands():
+        s.must(line)
+
+
 def _walk(s: Session, cfg: Config, pages: int, iters: int):
     g = s.guest
     s.must("trace reset")
@@ -178,7 +186,8 @@ def _walk(s: Session, cfg: Config, pages: int, iters: int):
 
 def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
     """One run of the walk under configuration `name` (CONFIGS); a row of
-    figures. The probes (SPEC) must have been set up on s already."""
+    figures. The probes (SPEC) must have been set up on s already; the
+    configuration stays set (reset() undoes it)."""
     cfg = CONFIGS[name]
     for line in cfg.commands():
         s.must(line)
@@ -199,8 +208,6 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
                          .message.split()[0])
     r, cap = _walk(s, cfg, pages, iters)
     w = parse_window(r.text)
-    for line in Config().commands():         # back to the defaults
-        s.must(line)
     row = {"config": name, "window": w, "records": len(cap.events),
            "bytes": cap.bytes, "calls": 0, "instructions": 0, "locked": locked,
            "slot_errors": 0,
@@ -250,11 +257,11 @@ def measure(g, pages: int, iters: int, reps: int, names=ORDER,
             on_line=print) -> dict[str, list[dict]]:
     """Every configuration in `names` (untraced first), `reps` times over,
     on the booted guest g: rows by configuration."""
-    from .session import open_session
     if not tlb_visible(g):
         raise AvoidError("this guest's TLB is refilled by hardware: the misses "
                          "the tracer causes cannot be counted")
     s = open_session(g)
+    s.must("probe clear")
     # A buffer that holds every record of a walk: nothing drops while the
     # drain is held off.
     s.setup(SPEC, g.arch.default_mechanism, buffer_bytes=1 << 22)
@@ -267,6 +274,8 @@ def measure(g, pages: int, iters: int, reps: int, names=ORDER,
         on_line(f"  avoid {rep + 1}/{reps}" + (f": all methods on, {w.own_total} "
                                                "misses and faults of the tracer's"
                                                if w else ""))
+    reset(s)
+    s.must("probe clear")
     return rows
 
 

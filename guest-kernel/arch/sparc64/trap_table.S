@@ -33,7 +33,6 @@
 
 	.register %g2, #scratch
 	.register %g3, #scratch
-	.register %g6, #scratch
 
 /* Count an event in a 64-bit counter: 4 instructions, uses %g1 and %g2 of
  * whichever global set the trap selected. */
@@ -207,7 +206,7 @@ FUNC(tl1_table)
  * Both halves branch here once the TTE is in the TLB. Physical loads and
  * stores of the identity-mapped struct, so counting never misses itself;
  * %asi and the condition codes are the trapped context's, restored from
- * TSTATE by `retry`. sun4u has one CPU: cpu[0]'s counters. %g1-%g6 are
+ * TSTATE by `retry`. sun4u has one CPU: cpu[0]'s counters. %g1-%g5 are
  * the MMU globals, the handler's own. */
 	.macro COUNT_PHYS reg, off
 	ldxa	[\reg + \off] %asi, %g4
