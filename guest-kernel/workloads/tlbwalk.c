@@ -42,9 +42,12 @@ __attribute__((noinline)) uint64_t tlbwalk_step(uint64_t x);
 static uint64_t tlbwalk_calls;
 
 /* A few branches of each kind a compiler makes: a counted loop, an
- * if/else on data, an early return. It starts a page of its own, which
- * `xo=1` makes execute-only for the loop. */
-__attribute__((noinline, aligned(8192), section(".text.tlbwalk_step")))
+ * if/else on data, an early return. Aligned to 4 KiB and far shorter, it
+ * lies in one page on both arches (4 and 8 KiB pages), which `xo=1` makes
+ * execute-only for the loop. (8 KiB alignment would make i386's .text
+ * start past the first 8 KiB of the ELF, where the multiboot header must
+ * be.) */
+__attribute__((noinline, aligned(4096), section(".text.tlbwalk_step")))
 uint64_t tlbwalk_step(uint64_t x)
 {
 	uint64_t s = 0;
