@@ -15,7 +15,9 @@ tlbwalk_step than the DTLB holds), each checked end to end:
   branch's delay slot: through its mapping it faults twice a firing (the
   trapped word and the slot; the slot then records 0); with the miss
   handler serving its reads (Fig. 2) no fault, served misses counted and
-  the right words; by physical address neither.
+  the right words; by physical address neither. Each such walk ends with
+  a read of the page from the workload itself, which must fault (tlbwalk
+  fails otherwise): a miss handler that served anyone's reads is caught.
 The full table (every method, more iterations) is `make bench ARCH=sparc64`.
 """
 

@@ -26,7 +26,9 @@
  * (miss_account.h's seen[]: the pages a lock would have to cover). With xo=1, tlbwalk_step's page is
  * execute-only during the loop (seed 003's method 1; mm.h): a tracer that
  * reads its code (`trace bytes`) then faults, is served by the miss
- * handler, or reads it by physical address.
+ * handler, or reads it by physical address; and after the loop a read of
+ * it from the workload itself must fault (else the run fails): the page
+ * is execute-only for everyone but the tracer.
  */
 #include "arch.h"
 #include "console.h"
@@ -35,6 +37,7 @@
 #include "mm.h"
 #include "pages.h"
 #include "tracer.h"
+#include "trap.h"
 #include "workload.h"
 
 __attribute__((noinline)) uint64_t tlbwalk_step(uint64_t x);
@@ -88,6 +91,14 @@ static void misses_now(struct miss_cpu *sum)
 	}
 }
 
+static volatile uint32_t code_sink;
+
+/* A data read of code, as any code but the tracer's would make one. */
+static void read_code_word(void *addr)
+{
+	code_sink = *(const volatile uint32_t *)addr;
+}
+
 static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 {
 	uint64_t pages = v[0], iters = v[1];
@@ -124,8 +135,18 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 	struct miss_cpu last;
 	miss_account_read(this_cpu()->id, &last);
 	tracer_drain_pause(false);
-	if (xo)
+	/* Still execute-only for anyone but the tracer: out of the TLB again
+	 * (a translation served to the tracer stays there until replaced),
+	 * a read from here must fault. */
+	bool refused = true;
+	if (xo) {
+		struct caught_trap caught;
+		mm_exec_only(tlbwalk_step, true);
+		refused = trap_try(read_code_word, (void *)tlbwalk_step, &caught);
 		mm_exec_only(tlbwalk_step, false);
+		if (!refused)
+			kprintf("tlbwalk: a read of execute-only code did not fault\n");
+	}
 	if (area)
 		pages_free((void *)area, pages);
 
@@ -146,7 +167,7 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 		kprintf(" 0x%llx", (unsigned long long)last.seen[(last.seen_n - 1 - i) % MC_SEEN_SLOTS]);
 	kprintf("\n");
 	res->value = sum;
-	res->ok = sum == want && tlbwalk_calls == iters;
+	res->ok = sum == want && tlbwalk_calls == iters && refused;
 	workload_expect("tlbwalk_step", tlbwalk_calls);
 }
 
