@@ -181,6 +181,9 @@ def cmd_run(args) -> int:
     print(f"trace channel: {g.channel_used}" + (
         f" (asked for {g.channel}; the guest has none: {g.channel_absent})"
         if g.channel_used != g.channel else ""))
+    own = avoid.own_traps_line(cap)
+    if own:
+        print(own)
     for ln in summary_lines(rep):
         print(ln)
     status = EXIT_OK if r.ok else EXIT_FAILED

@@ -103,6 +103,21 @@ class Window:
         return self.own_itlb + self.own_dtlb + self.own_faults
 
 
+def own_traps_line(cap: records.Capture) -> str | None:
+    """The tracer's own traps of a run, from its STATS frames (every CPU,
+    since the run's `trace reset`), for `bench run`; None without them."""
+    st = list(cap.stats.values())
+    if not st or "own_dtlb" not in st[0]:
+        return None
+    n = {k: sum(x[k] for x in st) for k in ("own_itlb", "own_dtlb", "own_dtlb_buffer",
+                                            "own_faults", "all_itlb", "all_dtlb")}
+    return (f"tracer's own traps: ITLB misses {n['own_itlb']}, DTLB misses "
+            f"{n['own_dtlb']} ({n['own_dtlb_buffer']} on its buffer), faults "
+            f"{n['own_faults']}; all misses: ITLB {n['all_itlb']}, DTLB {n['all_dtlb']}"
+            + ("" if n["all_itlb"] or n["all_dtlb"] else
+               " (none seen: the arch may refill its TLB in hardware)"))
+
+
 def parse_window(lines) -> Window:
     """The workload's `tlbwalk ...` line among its TEXT lines."""
     for line in lines:
