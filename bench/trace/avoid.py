@@ -8,7 +8,7 @@ the tracer touched at one firing is gone by the next, and prints the
 counts of exactly its loop (the drain held off meanwhile) as one line:
 
     tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_served=N own_faults=N
-            all_itlb=N all_dtlb=N step_cycles=N calls=N
+            own_window=N all_itlb=N all_dtlb=N step_cycles=N calls=N
     tlbwalk seen 0x... (the pages of the tracer's last misses)
 
 run_config() switches the methods (CONFIGS; the guest's `trace bytes`,
@@ -35,7 +35,7 @@ from .image import Function
 from .session import Session, open_session
 
 WINDOW_FIELDS = ("own_itlb", "own_dtlb", "own_buffer", "own_served", "own_faults",
-                 "all_itlb", "all_dtlb", "step_cycles", "calls")
+                 "own_window", "all_itlb", "all_dtlb", "step_cycles", "calls")
 _WINDOW = re.compile(r"^tlbwalk " + " ".join(rf"{f}=(\d+)" for f in WINDOW_FIELDS) + "$")
 
 FUNCTION = "tlbwalk_step"
@@ -50,8 +50,9 @@ SPEC = f"branch:{FUNCTION}"
 #   buffer_physical  the buffer written by physical address (method 2)
 #   lock   the pages of the tracer's last misses locked in the DTLB (method
 #          2's locked translations, applied to what the tracer touches):
-#          walks before the measured one, unmeasured, print them (`tlbwalk
-#          seen`), then `trace lock on ADDR...`, up to LOCK_ROUNDS times
+#          walks before the measured one, unmeasured (the first with no
+#          probe enabled), print them (`tlbwalk seen`), then `trace lock on
+#          ADDR...`, up to LOCK_ROUNDS times
 @dataclass(frozen=True)
 class Config:
     traced: bool = True
@@ -93,6 +94,7 @@ class Window:
     own_buffer: int
     own_served: int
     own_faults: int
+    own_window: int
     all_itlb: int
     all_dtlb: int
     step_cycles: int
@@ -100,6 +102,7 @@ class Window:
 
     @property
     def own_total(self) -> int:
+        """TLB misses and faults (the target of `all`); window traps apart."""
         return self.own_itlb + self.own_dtlb + self.own_faults
 
 
@@ -110,10 +113,12 @@ def own_traps_line(cap: records.Capture) -> str | None:
     if not st or "own_dtlb" not in st[0]:
         return None
     n = {k: sum(x[k] for x in st) for k in ("own_itlb", "own_dtlb", "own_dtlb_buffer",
-                                            "own_faults", "all_itlb", "all_dtlb")}
+                                            "own_faults", "own_window", "all_itlb",
+                                            "all_dtlb")}
     return (f"tracer's own traps: ITLB misses {n['own_itlb']}, DTLB misses "
             f"{n['own_dtlb']} ({n['own_dtlb_buffer']} on its buffer), faults "
-            f"{n['own_faults']}; all misses: ITLB {n['all_itlb']}, DTLB {n['all_dtlb']}"
+            f"{n['own_faults']}, window spills/fills {n['own_window']}; all misses: "
+            f"ITLB {n['all_itlb']}, DTLB {n['all_dtlb']}"
             + ("" if n["all_itlb"] or n["all_dtlb"] else
                " (none seen: the arch may refill its TLB in hardware)"))
 
@@ -208,14 +213,15 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
         s.must(line)
     locked = 0
     # Learning walks, unmeasured: lock the pages the tracer missed on, and
-    # again those it still misses on, until two walks in a row are clean
-    # (the drain's and the reaper's pages show on some ticks only), a few
-    # rounds at most.
+    # again those it still misses on, until two traced walks in a row are
+    # clean, a few rounds at most.
+    # The first walk has no probe enabled: what the tracer touches on ticks
+    # alone (its drain and reaper waking), rarer than the fire path's.
     clean = 0
-    for _ in range(LOCK_ROUNDS if cfg.lock else 0):
-        r, _ = _walk(s, cfg, pages, iters)
+    for rnd in range(LOCK_ROUNDS if cfg.lock else 0):
+        r, _ = _walk(s, Config(traced=False, xo=cfg.xo) if rnd == 0 else cfg, pages, iters)
         seen = parse_seen(r.text)
-        clean = clean + 1 if not parse_window(r.text).own_dtlb else 0
+        clean = clean + 1 if rnd and not parse_window(r.text).own_dtlb else 0
         if clean == 2:
             break
         if seen:
@@ -310,7 +316,7 @@ def figures(rows: dict[str, list[dict]]) -> dict[str, dict]:
         ws = [r["window"] for r in rs]
         f = {"what": WHAT.get(name, name)}
         for k in ("own_itlb", "own_dtlb", "own_buffer", "own_served", "own_faults",
-                  "all_dtlb"):
+                  "own_window", "all_dtlb"):
             f[k] = [getattr(w, k) for w in ws]
         f["own_total"] = [w.own_total for w in ws]
         f["locked"] = [r["locked"] for r in rs]
@@ -351,7 +357,8 @@ def problems(figs: dict[str, dict]) -> list[str]:
 
 def table_lines(figs: dict[str, dict]) -> list[str]:
     head = (f"{'method (config)':<52} {'ITLB':>6} {'DTLB':>7} {'(buf)':>6} "
-            f"{'served':>6} {'faults':>6} {'locked':>6} {'cyc/insn':>9} {'B/rec':>6}")
+            f"{'served':>6} {'faults':>6} {'window':>6} {'locked':>6} {'cyc/insn':>9} "
+            f"{'B/rec':>6}")
     lines = [head]
     for name, f in figs.items():
         m = f["median"]
@@ -359,5 +366,6 @@ def table_lines(figs: dict[str, dict]) -> list[str]:
         bpr = f"{m['bytes_per_record']:6.1f}" if "bytes_per_record" in m else f"{'-':>6}"
         lines.append(f"{f['what'] + ' (' + name + ')':<52} {m['own_itlb']:>6.0f} "
                      f"{m['own_dtlb']:>7.0f} {m['own_buffer']:>6.0f} {m['own_served']:>6.0f} "
-                     f"{m['own_faults']:>6.0f} {m['locked']:>6.0f} {cpi} {bpr}")
+                     f"{m['own_faults']:>6.0f} {m['own_window']:>6.0f} {m['locked']:>6.0f} "
+                     f"{cpi} {bpr}")
     return lines

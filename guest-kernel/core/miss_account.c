@@ -22,6 +22,7 @@ _Static_assert(offsetof(struct miss_account, cpu) == MA_CPU0, "MA_CPU0");
 _Static_assert(offsetof(struct miss_cpu, xo_served) == MC_XO_SERVED, "MC_XO_SERVED");
 _Static_assert(offsetof(struct miss_cpu, seen_n) == MC_SEEN_N, "MC_SEEN_N");
 _Static_assert(offsetof(struct miss_cpu, seen) == MC_SEEN, "MC_SEEN");
+_Static_assert(offsetof(struct miss_cpu, window) == MC_WINDOW, "MC_WINDOW");
 _Static_assert(sizeof(struct miss_cpu) == MA_CPU_SIZE, "MA_CPU_SIZE");
 _Static_assert(offsetof(struct miss_cpu, data_lo) == MC_DATA_LO, "MC_DATA_LO");
 _Static_assert(offsetof(struct miss_cpu, data_len) == MC_DATA_LEN, "MC_DATA_LEN");
@@ -69,6 +70,7 @@ void miss_account_reset(void)
 		m->itlb = m->dtlb = m->dtlb_data = m->faults = 0;
 		m->itlb_all = m->dtlb_all = 0;
 		m->xo_served = 0;
+		m->window = 0;
 	}
 }
 

@@ -7,7 +7,9 @@
  * range (e.g. its trace buffer). The arch then counts, per CPU, every
  * trap whose trapping PC lies in the code range: instruction-TLB misses,
  * data-TLB misses (and, of those, the ones whose address lies in that
- * CPU's data range), and any other synchronous fault. Beside them it
+ * CPU's data range), register-window spills and fills (sparc64: the
+ * calls of the client's code ran out of windows), and any other
+ * synchronous fault. Beside them it
  * counts every TLB miss whatever took it, so a run can show that misses
  * happened at all. On sun4u every TLB miss is a software trap of our own
  * (trap_table.S), so every count is exact; an arch whose TLB is refilled
@@ -36,7 +38,7 @@
 #define MA_SERVE_XO    0x10      /* 1: serve the code range's reads of
 				    execute-only pages (miss_account_serve_xo) */
 #define MA_CPU0        0x20
-#define MA_CPU_SIZE    0xd0
+#define MA_CPU_SIZE    0xd8
 /* struct miss_cpu */
 #define MC_DATA_LO     0x00
 #define MC_DATA_LEN    0x08
@@ -50,6 +52,7 @@
 #define MC_SEEN_N      0x48      /* pages written into MC_SEEN so far */
 #define MC_SEEN        0x50      /* the last MC_SEEN_SLOTS pages of MC_DTLB misses */
 #define MC_SEEN_SLOTS  16
+#define MC_WINDOW      0xd0      /* register-window spills and fills at such a PC */
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -62,6 +65,7 @@ struct miss_cpu {
 	uint64_t itlb_all, dtlb_all;
 	uint64_t xo_served;
 	uint64_t seen_n, seen[MC_SEEN_SLOTS];
+	uint64_t window;
 };
 
 struct miss_account {

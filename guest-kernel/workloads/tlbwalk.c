@@ -17,7 +17,7 @@
  * (its records go out afterwards), and the kernel's miss counters (every
  * CPU's, summed) are read before and after it. The workload prints one line,
  *   tlbwalk own_itlb=N own_dtlb=N own_buffer=N own_served=N own_faults=N
- *           all_itlb=N all_dtlb=N step_cycles=N calls=N
+ *           own_window=N all_itlb=N all_dtlb=N step_cycles=N calls=N
  * (what the tracer's code took — own_served: reads of execute-only pages
  * the miss handler served —, what every code took, and the cycles spent
  * inside the calls of tlbwalk_step), and checks its sum. The value is the
@@ -88,6 +88,7 @@ static void misses_now(struct miss_cpu *sum)
 		sum->itlb_all += m.itlb_all;
 		sum->dtlb_all += m.dtlb_all;
 		sum->xo_served += m.xo_served;
+		sum->window += m.window;
 	}
 }
 
@@ -151,12 +152,14 @@ static void run_tlbwalk(const uint64_t *v, struct workload_result *res)
 		pages_free((void *)area, pages);
 
 	kprintf("tlbwalk own_itlb=%llu own_dtlb=%llu own_buffer=%llu own_served=%llu "
-		"own_faults=%llu all_itlb=%llu all_dtlb=%llu step_cycles=%llu calls=%llu\n",
+		"own_faults=%llu own_window=%llu all_itlb=%llu all_dtlb=%llu "
+		"step_cycles=%llu calls=%llu\n",
 		(unsigned long long)(after.itlb - before.itlb),
 		(unsigned long long)(after.dtlb - before.dtlb),
 		(unsigned long long)(after.dtlb_data - before.dtlb_data),
 		(unsigned long long)(after.xo_served - before.xo_served),
 		(unsigned long long)(after.faults - before.faults),
+		(unsigned long long)(after.window - before.window),
 		(unsigned long long)(after.itlb_all - before.itlb_all),
 		(unsigned long long)(after.dtlb_all - before.dtlb_all),
 		(unsigned long long)step_cycles, (unsigned long long)tlbwalk_calls);

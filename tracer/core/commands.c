@@ -533,10 +533,10 @@ static int trace_misses(const struct subcommand *s, int argc, char **argv,
 		miss_account_read(c, &m);
 		used += ksnprintf(line + used, sizeof line - used,
 				  "%scpu%u itlb=%lu dtlb=%lu buffer=%lu served=%lu faults=%lu "
-				  "(all: itlb=%lu dtlb=%lu)", c ? "; " : "", c,
+				  "window=%lu (all: itlb=%lu dtlb=%lu)", c ? "; " : "", c,
 				  (unsigned long)m.itlb, (unsigned long)m.dtlb,
 				  (unsigned long)m.dtlb_data, (unsigned long)m.xo_served,
-				  (unsigned long)m.faults,
+				  (unsigned long)m.faults, (unsigned long)m.window,
 				  (unsigned long)m.itlb_all, (unsigned long)m.dtlb_all);
 		if (used >= sizeof line)
 			break;

@@ -289,6 +289,7 @@ struct wire_stats {
 	uint64_t all_itlb;        /* every ITLB miss on this CPU, whoever took it */
 	uint64_t all_dtlb;        /* every DTLB miss on this CPU */
 	uint64_t physical;        /* 1: the buffer is written by physical address */
+	uint64_t own_window;      /* register-window spills/fills at a tracer PC */
 };
 
 struct wire_expect {
@@ -482,7 +483,7 @@ _Static_assert(sizeof(struct wire_frame_header) == WIRE_HEADER_SIZE,
 	       "wire_frame_header is WIRE_HEADER_SIZE bytes, no padding");
 _Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
 _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
-_Static_assert(sizeof(struct wire_stats) == 104, "wire_stats has padding");
+_Static_assert(sizeof(struct wire_stats) == 112, "wire_stats has padding");
 _Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
 _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 16, "wire_reply has padding");

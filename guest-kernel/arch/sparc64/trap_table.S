@@ -55,12 +55,13 @@
 	.endr
 	.endm
 
-/* spill_0_normal / spill_0_other: this window's %l and %i to its save area. */
+/* spill_0_normal / spill_0_other: this window's %l and %i to its save area;
+ * window_spill_count counts it (%g1: the counter), then `saved`, `retry`. */
 	.macro SPILL_64 counter
 	STORE_WINDOW
-	COUNT	\counter
-	saved
-	retry
+	sethi	%hi(\counter), %g1
+	ba,pt	%xcc, window_spill_count
+	 or	%g1, %lo(\counter), %g1
 	.balign 32
 	.endm
 
@@ -82,9 +83,9 @@
 	ldx	[%sp + STACK_BIAS + 0x68], %i5
 	ldx	[%sp + STACK_BIAS + 0x70], %i6
 	ldx	[%sp + STACK_BIAS + 0x78], %i7
-	COUNT	\counter
-	restored
-	retry
+	sethi	%hi(\counter), %g1
+	ba,pt	%xcc, window_fill_count
+	 or	%g1, %lo(\counter), %g1
 	.balign 32
 	.endm
 
@@ -286,6 +287,34 @@ FUNC(dmmu_miss_xo)
 	ba,pt	%xcc, dmmu_miss_count
 	 nop
 	END(dmmu_miss_xo)
+
+/* Spill and fill, after the window moved: count the trap in the counter
+ * at %g1 (the self-tests read those) and, if the `save`/`restore` that
+ * caused it is in the registered code range, in MC_WINDOW; the alternate
+ * globals are the handler's own. */
+	.macro WINDOW_COUNT
+	ldx	[%g1], %g2
+	add	%g2, 1, %g2
+	stx	%g2, [%g1]
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	IF_TPC_IN_CODE %g3, 9f
+	COUNT_PHYS %g3, MA_CPU0 + MC_WINDOW
+9:
+	.endm
+
+FUNC(window_spill_count)
+	WINDOW_COUNT
+	saved
+	retry
+	END(window_spill_count)
+
+FUNC(window_fill_count)
+	WINDOW_COUNT
+	restored
+	retry
+	END(window_fill_count)
 	.global	trap_table_end
 trap_table_end:
 
