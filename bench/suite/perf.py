@@ -603,7 +603,8 @@ class Bench:
         units = {"own_itlb": "ITLB misses", "own_dtlb": "DTLB misses",
                  "own_buffer": "DTLB misses on the buffer",
                  "own_served": "served reads of execute-only code",
-                 "own_faults": "faults", "own_total": "misses and faults",
+                 "own_faults": "faults", "own_window": "window spills and fills",
+                 "own_total": "misses and faults",
                  "locked": "pages locked", "all_dtlb": "DTLB misses (every code)",
                  "cycles_per_insn": "guest cycles per traced instruction",
                  "bytes_per_record": "bytes per record (EVENTS payload)"}
@@ -922,7 +923,8 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
     avoid = [k for k in F if k.startswith("avoid_")]
     if avoid:
         rows.append(("interrupts the tracer caused (tlbwalk, branch:tlbwalk_step): "
-                     "ITLB | DTLB (buffer) | served | faults | locked | cyc/insn | B/rec",
+                     "ITLB | DTLB (buffer) | served | faults | window | locked | cyc/insn "
+                     "| B/rec",
                      "", ""))
         for key in avoid:
             f = F[key]
@@ -931,7 +933,8 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
             rows.append((f"  {f['what']} ({key[6:]})",
                          f"{med('own_itlb'):.0f} | {med('own_dtlb'):.0f} "
                          f"({med('own_buffer'):.0f}) | {med('own_served'):.0f} | "
-                         f"{med('own_faults'):.0f} | {med('locked'):.0f} | "
+                         f"{med('own_faults'):.0f} | {med('own_window'):.0f} | "
+                         f"{med('locked'):.0f} | "
                          f"{'-' if cpi is None else f'{cpi:.1f}'} | "
                          f"{'-' if bpr is None else f'{bpr:.1f}'}",
                          f"own {_judge(f['own_total'])}" if key == "avoid_all" else ""))
