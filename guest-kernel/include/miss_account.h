@@ -9,9 +9,8 @@
  * data-TLB misses (and, of those, the ones whose address lies in that
  * CPU's data range), register-window spills and fills (sparc64: the
  * calls of the client's code ran out of windows), and any other
- * synchronous fault. Beside them it
- * counts every TLB miss whatever took it, so a run can show that misses
- * happened at all. On sun4u every TLB miss is a software trap of our own
+ * synchronous fault. Beside them it counts every TLB miss whatever took
+ * it, so a run can show that misses happened at all. On sun4u every TLB miss is a software trap of our own
  * (trap_table.S), so every count is exact; an arch whose TLB is refilled
  * by hardware (i386) sees no misses and counts faults only
  * (miss_account_tlb_visible says which).
@@ -19,8 +18,10 @@
  * The miss handlers read the ranges and bump the counters with physical
  * loads and stores, so the struct lives in identity-mapped memory and its
  * layout is fixed: MA_* below are its offsets for assembly, checked
- * against the C struct in miss_account.c. The cost on the miss path is a
- * compare and an increment (two more of each for a data miss in range).
+ * against the C struct in miss_account.c. The cost on every miss is a
+ * compare and an increment (about a dozen instructions); a miss the client
+ * took costs another increment, its page's entry in seen[] and the data
+ * range's compare.
  *
  * The DTLB handler also keeps the pages of the client's last
  * MC_SEEN_SLOTS misses (seen[], seen_n of them so far), so the client can
