@@ -922,10 +922,9 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                      _judge(F["virtio_raw_over_serial"])))
     avoid = [k for k in F if k.startswith("avoid_")]
     if avoid:
-        rows.append(("interrupts the tracer caused (tlbwalk, branch:tlbwalk_step): "
-                     "ITLB | DTLB (buffer) | served | faults | window | locked | cyc/insn "
-                     "| B/rec",
-                     "", ""))
+        rows.append(("interrupts the tracer caused (tlbwalk)",
+                     "ITLB | DTLB (buffer) | served | faults | window | locked | "
+                     "cyc/insn | B/rec", ""))
         for key in avoid:
             f = F[key]
             med = lambda k: f[k]["median"] if k in f and f[k]["median"] is not None else None
