@@ -38,6 +38,7 @@ def runs(built):
     built("sparc64")
     out = {}
     with Guest(arches.get("sparc64"), label="test-avoid") as g:
+        out["boot"] = g.command("trace misses").message
         s = open_session(g)
         s.setup(avoid.SPEC, "emulate")
         for name in ("untraced", "none", "buffer_physical", "xo_fault", "xo_served",
@@ -97,6 +98,14 @@ def test_execute_only_code_faults_is_served_or_read_physically(runs):
     for row in (served, phys):
         assert row["slot_errors"] == 0 and row["calls"] == ITERS
         assert row["bytes"] == fault["bytes"]
+
+
+def test_itlb_misses_of_tracer_code_are_counted_apart(runs):
+    # Since boot: the tracer's pages were fetched for the first time (this
+    # very command's among them), and so were the kernel's.
+    own = int(re.search(r"cpu0 itlb=(\d+)", runs["boot"]).group(1))
+    every = int(re.search(r"all: itlb=(\d+)", runs["boot"]).group(1))
+    assert 0 < own < every, runs["boot"]
 
 
 def test_window_traps_of_other_code_are_not_the_tracers(runs):
