@@ -32,7 +32,7 @@ from .parser import PROBES_DEFAULT, build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
 from .suite import hosts, junit, matrix, perf, selftest
-from .trace import sites, stress, verify, watch
+from .trace import avoid, sites, stress, verify, watch
 from .trace.image import load_image
 from .program import load as program_load
 from .trace.format import format_trace, nesting_error_lines, summary_lines
@@ -188,6 +188,9 @@ def cmd_run(args) -> int:
     print(f"trace channel: {g.channel_used}" + (
         f" (asked for {g.channel}; the guest has none: {g.channel_absent})"
         if g.channel_used != g.channel else ""))
+    own = avoid.own_traps_line(cap)
+    if own:
+        print(own)
     for ln in summary_lines(rep):
         print(ln)
     status = EXIT_OK if r.ok else EXIT_FAILED
@@ -621,12 +624,35 @@ def cmd_fuzz(args) -> int:
     return EXIT_OK if all(r.ok for r in res) else EXIT_FAILED
 
 
+def cmd_avoid(args) -> int:
+    arch = arches.get(args.arch)
+    if min(args.pages, args.iters, args.reps) < 1:
+        raise UsageError("--pages, --iters and --reps must be at least 1")
+    print(f"avoid {arch.name}: tlbwalk pages={args.pages} iters={args.iters}, "
+          f"{args.reps} repetitions", flush=True)
+    with open_guest(arch, label="avoid", smp=args.smp, command_timeout=600) as g:
+        rows = avoid.measure(g, args.pages, args.iters, args.reps,
+                             on_line=lambda l: print(l, flush=True))
+    figs = avoid.figures(rows)
+    for line in avoid.table_lines(figs):
+        print(line)
+    bad = avoid.problems(figs)
+    for b in bad:
+        print(f"  PROBLEM: {b}")
+    m = figs["all"]["median"]
+    print(f"avoid {arch.name}: all methods on: {max(figs['all']['own_total'])} misses "
+          f"and faults of the tracer's own (ITLB {m['own_itlb']:.0f}, DTLB "
+          f"{m['own_dtlb']:.0f}, faults {m['own_faults']:.0f}); {len(bad)} problems")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
 COMMANDS = {
     "check": cmd_check, "selftest": cmd_selftest, "boot-time": cmd_boot_time,
     "cmd": cmd_cmd, "run": cmd_run, "lossless": cmd_lossless,
     "toggle": cmd_toggle, "bench": cmd_bench, "fuzz": cmd_fuzz, "export": cmd_export,
     "debug": debugger.cmd_debug, "itrace": cmd_itrace,
     "matrix": cmd_matrix, "image": cmd_image, "daemon": cmd_daemon,
+    "avoid": cmd_avoid,
 }
 
 

@@ -225,6 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="worker processes (default: the "
                    "host's CPU count)")
 
+    s = sub.add_parser("avoid", help="seed 003's interrupt-avoidance methods "
+                       "(sun4u): each off and on, the misses and faults the tracer "
+                       "caused, cycles per traced instruction, bytes per record")
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--pages", type=int, default=128, help="pages walked between "
+                   "two calls of the traced function (default 128; the DTLB has 64)")
+    s.add_argument("--iters", type=int, default=500, help="walks per run")
+    s.add_argument("--reps", type=int, default=3, help="repetitions of every "
+                   "configuration (medians shown)")
+    _add_backend(s)
+
     s = sub.add_parser("debug", help="boot a guest paused under QEMU's GDB stub "
                        "and start gdb-multiarch on it (bench/debug/)")
     s.add_argument("--arch", required=True)

@@ -67,18 +67,21 @@ KINDS: dict[str, tuple[str, tuple[str, ...], float]] = {
     "toggle":       ("toggle",   ("mechanism", "iters"), 900),
     "fuzz":         ("fuzz",     ("states",), 1800),
     "itrace":       ("itrace",   ("mechanism", "workload"), 600),
+    "avoid":        ("avoid",    ("iters",), 600),
 }
 COMMON_KEYS = ("arch", "smp", "kind", "extra_params", "timeout", "groups", "xfail")
 KEYS = {
     "arch": "i386 or sparc64 (required)",
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
-    "kind": "trace | check | differential | lossless | toggle | fuzz | itrace (required)",
+    "kind": "trace | check | differential | lossless | toggle | fuzz | itrace | avoid "
+            "(required)",
     "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
     "workload": "the run command's arguments for trace/check (default 'fib n=10') "
                 "and itrace",
-    "iters": "iterations per thread for lossless/toggle (default: the subcommand's)",
+    "iters": "iterations per thread for lossless/toggle, walks for avoid (default: "
+             "the subcommand's)",
     "states": "random states per emulated class for fuzz (default 10^6)",
     "extra_params": "more arguments for the subcommand, shell-quoted",
     "timeout": "seconds before the cell is killed and failed",

@@ -35,6 +35,10 @@ The boots:
   E  2 CPUs (sparc64: 1): every kernel function the fbt provider accepts,
      probed during calltree, counted by count.rpn in the guest against
      recording every firing: firings/s, bytes on the wire, losses.
+  A, at its end, where the arch's TLB misses are software traps
+     (sun4u): seed 003's interrupt-avoidance methods off and on
+     (bench/trace/avoid.py): the tracer's own misses and faults by kind,
+     cycles per traced instruction, bytes per record; with all on, none.
 
 The table (stdout) puts the targets beside the figures they judge, `met`
 or `MISSED`; results.json holds everything with the configuration (QEMU
@@ -57,6 +61,7 @@ from ..guest.backend import open_guest
 from ..guest.qemu import Guest
 from ..paths import BUILD, PROGRAMS, REPO
 from ..program import aggregate, asm, load
+from ..trace import avoid as avoid_methods
 from ..trace.image import load_image
 from ..trace.session import TraceError, open_session
 from ..trace.stress import LOSSLESS_FUNCS
@@ -76,6 +81,7 @@ TARGETS = {
     "sustained_lost": ("= 0", lambda v: v == 0),
     "missed_emulated": ("= 0", lambda v: v == 0),
     "lost_counted": ("= 0", lambda v: v == 0),
+    "tracer_own_traps": ("= 0", lambda v: v == 0),
 }
 
 
@@ -102,13 +108,19 @@ class Sizes:
     kernel_iters: int = 20
     stage_n: int = 2000
     bare_traps: int = 100000
+    # The interrupt-avoidance walks: pages between calls, walks a run, and
+    # which configurations (bench/trace/avoid.py).
+    avoid_pages: int = 128
+    avoid_iters: int = 1000
+    avoid_configs: tuple = avoid_methods.ORDER
 
     @classmethod
     def small(cls) -> "Sizes":
         return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
                    virtio_bytes=1 << 20, virtio_firings=4096, sustained_iters=20,
                    fib_n=10, ct_iters=20, scale_iters=50, kernel_iters=2,
-                   stage_n=200, bare_traps=2000)
+                   stage_n=200, bare_traps=2000, avoid_iters=20,
+                   avoid_configs=("untraced", "none", "buffer_physical", "all"))
 
 
 # The programs of the dprobes workload, by its parameter: DProbes'
@@ -616,6 +628,42 @@ class Bench:
                          f"{med['events']['median']:,.0f} records"
                          + (f", missed {med['missed']['median']}" if traced else ""))
 
+    # ---- seed 003: the tracer's own interrupts ----
+
+    def avoid(self, g: Guest) -> None:
+        """Each interrupt-avoidance method off and on, where the guest can
+        count the TLB misses the tracer causes (avoid.py)."""
+        if not avoid_methods.tlb_visible(g):
+            self.notes.append(f"no interrupt-avoidance table: {self.arch.name}'s TLB "
+                              "is refilled by hardware, so the misses the tracer "
+                              "causes cannot be seen (sun4u's can)")
+            return
+        sz = self.sizes
+        # A 1 ms tick: the commands between walks wait for ticks.
+        g.command("timer 1000")
+        rows = avoid_methods.measure(g, sz.avoid_pages, sz.avoid_iters, self.reps,
+                                     sz.avoid_configs, on_line=self.say)
+        g.command("timer 100")
+        units = {"own_itlb": "ITLB misses", "own_dtlb": "DTLB misses",
+                 "own_buffer": "DTLB misses on the buffer",
+                 "own_served": "served reads of execute-only code",
+                 "own_faults": "faults", "own_window": "window spills and fills",
+                 "own_total": "misses and faults",
+                 "locked": "pages locked", "all_dtlb": "DTLB misses (every code)",
+                 "cycles_per_insn": "guest cycles per traced instruction",
+                 "bytes_per_record": "bytes per record (EVENTS payload)"}
+        for name, f in avoid_methods.figures(rows).items():
+            fig = {"what": f["what"], "workload": f"tlbwalk pages={sz.avoid_pages} "
+                   f"iters={sz.avoid_iters}", "probes": avoid_methods.SPEC}
+            for k, unit in units.items():
+                if k in f:
+                    extra = {"target": "tracer_own_traps"} if (name, k) == \
+                        ("all", "own_total") else {}
+                    fig[k] = figure(f[k], unit, **extra)
+            self.figures[f"avoid_{name}"] = fig
+        for p in avoid_methods.problems(avoid_methods.figures(rows)):
+            self.notes.append(f"interrupt avoidance: {p}")
+
     # ---- the whole kernel ----
 
     def kernel(self, g: Guest) -> None:
@@ -791,6 +839,7 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
         g.command(f"channel {g.channel_used}")
         g.command("timer 100")
         b.fbt(g, _workloads(sizes), mechanisms)
+        b.avoid(g)
         g.exit(0)
     with b.boot("B", instrumented=True) as g:
         b.fbt(g, _workloads(sizes), ["hooks_off", "finstrument"], hooks=True)
@@ -915,6 +964,23 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
         rows.append(("virtio raw / serial raw (same boot)",
                      _spread(F["virtio_raw_over_serial"], ",.0f"),
                      _judge(F["virtio_raw_over_serial"])))
+    avoid = [k for k in F if k.startswith("avoid_")]
+    if avoid:
+        rows.append(("interrupts the tracer caused (tlbwalk)",
+                     "ITLB | DTLB (buffer) | served | faults | window | locked | "
+                     "cyc/insn | B/rec", ""))
+        for key in avoid:
+            f = F[key]
+            med = lambda k: f[k]["median"] if k in f and f[k]["median"] is not None else None
+            cpi, bpr = med("cycles_per_insn"), med("bytes_per_record")
+            rows.append((f"  {f['what']} ({key[6:]})",
+                         f"{med('own_itlb'):.0f} | {med('own_dtlb'):.0f} "
+                         f"({med('own_buffer'):.0f}) | {med('own_served'):.0f} | "
+                         f"{med('own_faults'):.0f} | {med('own_window'):.0f} | "
+                         f"{med('locked'):.0f} | "
+                         f"{'-' if cpi is None else f'{cpi:.1f}'} | "
+                         f"{'-' if bpr is None else f'{bpr:.1f}'}",
+                         f"own {_judge(f['own_total'])}" if key == "avoid_all" else ""))
     for ch in ("virtio", "virtio_ticks", "serial"):
         f = F.get(f"sustained_{ch}")
         if f:

@@ -23,6 +23,30 @@ void mm_alias_release(void *alias);
 /* Physical address behind va, or (uintptr_t)-1 if unmapped. */
 uintptr_t mm_virt_to_phys(const void *va);
 
+/* The same found without the TLB's help (sun4u: the page table read with
+ * physical loads, so no miss can happen), or (uintptr_t)-1 if unmapped or
+ * if the arch cannot (i386). */
+uintptr_t mm_virt_to_phys_notlb(const void *va);
+
+/* Execute-only code (seed 003's method 1): the page of va, which must be
+ * workload text, can be executed but not read or written (on), or is
+ * ordinary text again (off). A read of it faults, unless the client that
+ * registered with the miss accounting asked for its own reads to be
+ * served (miss_account.h). false where the arch has no such pages (i386:
+ * IA-32 paging cannot take read access away from code it executes). */
+bool mm_exec_only(const void *va, bool on);
+/* How many pages are execute-only now: code that reads code checks it. */
+extern volatile unsigned mm_exec_only_pages;
+
+/* Lock the data-TLB translation of va's page so no access to it misses
+ * (sun4u: a TTE with L, which the hardware never replaces), up to
+ * MM_TLB_LOCKS pages; false if the arch cannot, the page is unmapped or
+ * the locks are used up. mm_tlb_unlock_all() releases every lock. */
+#define MM_TLB_LOCKS 16
+bool mm_tlb_lock_data(const void *va);
+void mm_tlb_unlock_all(void);
+unsigned mm_tlb_locked(void);
+
 extern const unsigned mm_page_size;
 /* An address guaranteed to be unmapped, for fault tests. */
 extern const uintptr_t mm_unmapped_probe_addr;

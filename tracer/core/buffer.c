@@ -33,6 +33,13 @@
  * the rest (0.07% once it keeps the head until it sleeps).
  * Once a tick CPU 0's drain also disarms the probes past their maximum
  * hit count (gate.c), which the fire path cannot do itself.
+ *
+ * Seed 003's method 2 (`trace physical on`, where tarch_phys_stores): the
+ * fire path writes the ring by physical address (put_physical), so a
+ * record never needs a DTLB entry; the drain still reads it through its
+ * virtual address. Each ring is registered with the kernel's miss
+ * accounting (miss_account.h) as this CPU's data, so a DTLB miss the
+ * tracer takes on it is counted apart; STATS carries those counts.
  */
 #include "buffer.h"
 #include "arch.h"
@@ -42,16 +49,19 @@
 #include "gate.h"
 #include "kstring.h"
 #include "link.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "pages.h"
 #include "thread.h"
 #include "tracer.h"
+#include "tracer_arch.h"
 #include "wire.h"
 
 #define compiler_barrier() __asm__ volatile("" ::: "memory")
 
 struct tracer_cpu {
 	uint8_t           *data;
+	uintptr_t          phys;       /* data's physical address, when written so */
 	uint32_t           size;       /* bytes, a power of two */
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
@@ -89,6 +99,28 @@ static volatile bool draining_paused;
  * CPU's `kicked` stays set, so the fire path's test is the same one. */
 static volatile bool kick_on = true;
 
+/* The same record written by physical address (seed 003's method 2,
+ * `trace physical on`): the header is built in registers and stored as
+ * two words, the words stored as they are, all through tarch_phys_store,
+ * so recording needs no DTLB entry for the ring. The bytes in the ring are
+ * the same as put()'s: the drain and the host cannot tell. */
+static inline __attribute__((always_inline)) void
+put_physical(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
+	     const unsigned long *words, unsigned nwords, uint32_t off, bool pad)
+{
+	union { struct wire_event e; uint64_t q[2]; } h = { .e = { .kind = WIRE_EVENT_PAD } };
+	if (pad) {
+		tarch_phys_store(t->phys + off, h.q, sizeof h.q[0]);
+		off = 0;
+	}
+	h.e = (struct wire_event){
+		.kind = (uint8_t)kind, .nwords = (uint8_t)nwords, .thread = thread,
+		.probe = probe, .cycles = arch_cycles(),
+	};
+	tarch_phys_store(t->phys + off, h.q, sizeof h);
+	tarch_phys_store(t->phys + off + sizeof h, words, nwords * sizeof(unsigned long));
+}
+
 /* Write one record at t's head; false (nothing written) if it does not fit. */
 static inline __attribute__((always_inline)) bool
 put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
@@ -101,6 +133,15 @@ put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 
 	if (!t->data || t->size - (head - tail) < need)
 		return false;
+	if (t->phys) {
+		put_physical(t, kind, thread, probe, words, nwords, off, len > contig);
+		if (len > contig)
+			head += contig;
+		compiler_barrier();
+		t->head = head + len;
+		t->recorded++;
+		return true;
+	}
 	if (len > contig) {
 		((struct wire_event *)(t->data + off))->kind = WIRE_EVENT_PAD;
 		head += contig;
@@ -330,9 +371,15 @@ void buffer_send_stats(void)
 {
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct tracer_cpu *t = &tcpu[c];
+		struct miss_cpu m;
+		miss_account_read(c, &m);
 		struct wire_stats s = {
 			.cpu = c, .fired = t->fired, .recorded = t->recorded,
 			.dropped = t->dropped, .sent = t->sent, .buffer_bytes = t->size,
+			.own_itlb = m.itlb, .own_dtlb = m.dtlb,
+			.own_dtlb_buffer = m.dtlb_data, .own_faults = m.faults,
+			.all_itlb = m.itlb_all, .all_dtlb = m.dtlb_all,
+			.physical = t->phys != 0, .own_window = m.window,
 		};
 		link_send(WIRE_FRAME_STATS, &s, sizeof s, 0, 0);
 	}
@@ -348,17 +395,67 @@ void buffer_reset_counters(void)
 		t->lost = 0;
 		t->lost_threads = 0;
 	}
+	miss_account_reset();
 }
 
 static void buffers_free(void)
 {
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct tracer_cpu *t = &tcpu[c];
+		miss_account_data(c, 0, 0);
+		t->phys = 0;
 		if (t->data)
 			pages_free(t->data, t->size / mm_page_size);
 		t->data = 0;
 		t->size = 0;
 	}
+}
+
+/* Whether the fire path writes the rings by physical address (method 2). */
+static bool physical_wanted;
+
+/* t's ring's physical address if it is physically contiguous, else 0. */
+static uintptr_t ring_phys(const struct tracer_cpu *t)
+{
+	uintptr_t pa = mm_virt_to_phys(t->data);
+	if (!t->data || pa == (uintptr_t)-1 || !pa)
+		return 0;
+	for (uint32_t off = 0; off < t->size; off += mm_page_size)
+		if (mm_virt_to_phys(t->data + off) != pa + off)
+			return 0;
+	return pa;
+}
+
+/* Every CPU's ring written as physical_wanted says; NULL, or why not. */
+static const char *apply_physical(void)
+{
+	const char *why = 0;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct tracer_cpu *t = &tcpu[c];
+		uintptr_t pa = physical_wanted ? ring_phys(t) : 0;
+		if (physical_wanted && !pa)
+			why = "a ring is not physically contiguous";
+		t->phys = pa;
+	}
+	return why;
+}
+
+const char *buffer_set_physical(bool on)
+{
+	if (on && !tarch_phys_stores)
+		return "this arch has no physical stores with its MMU on";
+	physical_wanted = on;
+	const char *why = apply_physical();
+	if (why) {
+		physical_wanted = false;
+		apply_physical();
+	}
+	return why;
+}
+
+bool buffer_physical(void)
+{
+	return physical_wanted;
 }
 
 bool buffer_resize(size_t bytes)
@@ -380,9 +477,13 @@ bool buffer_resize(size_t bytes)
 			break;
 		}
 		t->size = (uint32_t)bytes;
+		/* Misses on the ring count apart (miss_account.h). */
+		miss_account_data(c, (uintptr_t)t->data, (uintptr_t)t->data + bytes);
 	}
 	if (!ok)
 		buffers_free();
+	else if (apply_physical())
+		physical_wanted = false, apply_physical();
 	draining_paused = false;
 	return ok;
 }

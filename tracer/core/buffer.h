@@ -29,5 +29,9 @@ void buffer_reset_counters(void);
  * false if memory ran out (then no CPU has a ring). */
 bool buffer_resize(size_t bytes);
 size_t buffer_size(void);
+/* Seed 003's method 2: write every ring by physical address (on) or
+ * through its mapping (off). NULL, or why not (then it is off). */
+const char *buffer_set_physical(bool on);
+bool buffer_physical(void);
 
 #endif

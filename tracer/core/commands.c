@@ -23,6 +23,7 @@
 #include "cpu.h"
 #include "kstring.h"
 #include "gate.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "program.h"
 #include "tracer.h"
@@ -520,6 +521,149 @@ static int trace_kick(const struct subcommand *s, int argc, char **argv,
 			     (unsigned long long)buffer_kicks());
 }
 
+/* trace misses [reset|pages]: per CPU, the TLB misses and faults the
+ * tracer's own code took (miss_account.h), beside every miss; reset zeroes
+ * them; pages lists the pages of its last DTLB misses, newest first */
+static int trace_misses(const struct subcommand *s, int argc, char **argv,
+			struct command_reply *r)
+{
+	if (argc == 3 && !strcmp(argv[2], "reset")) {
+		miss_account_reset();
+		return command_reply(r, WIRE_REPLY_OK, "misses reset");
+	}
+	if (argc == 3 && !strcmp(argv[2], "pages")) {
+		char line[24 * MC_SEEN_SLOTS * 2];
+		size_t used = 0;
+		for (unsigned c = 0; c < cpu_count() && used < sizeof line; c++) {
+			struct miss_cpu m;
+			miss_account_read(c, &m);
+			unsigned n = m.seen_n < MC_SEEN_SLOTS ? (unsigned)m.seen_n : MC_SEEN_SLOTS;
+			used += ksnprintf(line + used, sizeof line - used, "%scpu%u:",
+					  c ? "; " : "", c);
+			for (unsigned i = 0; i < n && used < sizeof line; i++)
+				used += ksnprintf(line + used, sizeof line - used, " 0x%lx",
+						  (unsigned long)m.seen[(m.seen_n - 1 - i) % MC_SEEN_SLOTS]);
+		}
+		return command_reply(r, WIRE_REPLY_OK, "%s", line);
+	}
+	if (argc != 2)
+		return usage_of(s, argv, r);
+	char line[96 * KERNEL_MAX_CPUS];
+	size_t used = 0;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		struct miss_cpu m;
+		miss_account_read(c, &m);
+		used += ksnprintf(line + used, sizeof line - used,
+				  "%scpu%u itlb=%lu dtlb=%lu buffer=%lu served=%lu faults=%lu "
+				  "window=%lu (all: itlb=%lu dtlb=%lu)", c ? "; " : "", c,
+				  (unsigned long)m.itlb, (unsigned long)m.dtlb,
+				  (unsigned long)m.dtlb_data, (unsigned long)m.xo_served,
+				  (unsigned long)m.faults, (unsigned long)m.window,
+				  (unsigned long)m.itlb_all, (unsigned long)m.dtlb_all);
+		if (used >= sizeof line)
+			break;
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%s%s", line,
+			     miss_account_tlb_visible ? "" : " [TLB misses not visible]");
+}
+
+/* trace physical [on|off]: show, or switch, how the fire path writes the
+ * buffers: by physical address (seed 003's method 2) or through their
+ * mapping */
+static int trace_physical(const struct subcommand *s, int argc, char **argv,
+			  struct command_reply *r)
+{
+	if (argc == 3 && (!strcmp(argv[2], "on") || !strcmp(argv[2], "off"))) {
+		const char *why = buffer_set_physical(argv[2][1] == 'n');
+		if (why)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	} else if (argc != 2) {
+		return usage_of(s, argv, r);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "physical %s",
+			     buffer_physical() ? "on" : "off");
+}
+
+/* trace bytes [off|mapped|physical]: branch records carry their delay
+ * slot's word, read through the mapping or by physical address (seed
+ * 003's method 1 from the reader's side) */
+static int trace_bytes(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	static const char *const names[] = { "off", "mapped", "physical" };
+	static unsigned current;
+	if (argc == 3) {
+		unsigned how = 0;
+		while (how < 3 && strcmp(argv[2], names[how]))
+			how++;
+		if (how == 3)
+			return usage_of(s, argv, r);
+		const char *why = tarch_set_code_bytes((enum tarch_code_bytes)how);
+		if (why)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+		current = how;
+	} else if (argc != 2) {
+		return usage_of(s, argv, r);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "bytes %s", names[current]);
+}
+
+/* trace serve [on|off]: the kernel's DTLB miss handler serves the
+ * tracer's reads of execute-only pages (seed 003's Fig. 2 extension) */
+static int trace_serve(const struct subcommand *s, int argc, char **argv,
+		       struct command_reply *r)
+{
+	static bool on;
+	if (argc == 3 && (!strcmp(argv[2], "on") || !strcmp(argv[2], "off"))) {
+		on = argv[2][1] == 'n';
+		miss_account_serve_xo(on);
+	} else if (argc != 2) {
+		return usage_of(s, argv, r);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "serve %s", on ? "on" : "off");
+}
+
+/* trace lock [on [ADDR...]|off]: lock the DTLB translations of the pages
+ * of ADDR..., or of those the tracer's own misses were last on (the kernel
+ * keeps them: miss_account.h) — seed 003's locked translations, applied to
+ * what the tracer touches; each `on` adds to the locked pages */
+static int trace_lock(const struct subcommand *s, int argc, char **argv,
+		      struct command_reply *r)
+{
+	unsigned refused = 0;
+	if (argc == 3 && !strcmp(argv[2], "off")) {
+		mm_tlb_unlock_all();
+	} else if (argc > 3 && !strcmp(argv[2], "on")) {
+		for (int i = 3; i < argc; i++) {
+			uint64_t a;
+			if (!parse_u64(argv[i], &a))
+				return usage_of(s, argv, r);
+		}
+		for (int i = 3; i < argc; i++) {
+			uint64_t a = 0;
+			parse_u64(argv[i], &a);
+			if (!mm_tlb_lock_data((const void *)(uintptr_t)a))
+				refused++;
+		}
+	} else if (argc == 3 && !strcmp(argv[2], "on")) {
+		for (unsigned c = 0; c < cpu_count(); c++) {
+			struct miss_cpu m;
+			miss_account_read(c, &m);
+			unsigned n = m.seen_n < MC_SEEN_SLOTS ? (unsigned)m.seen_n : MC_SEEN_SLOTS;
+			for (unsigned i = 0; i < n; i++)
+				if (!mm_tlb_lock_data((const void *)(uintptr_t)m.seen[i]))
+					refused++;
+		}
+		if (!mm_tlb_locked() && refused)
+			return command_reply(r, WIRE_REPLY_FAILED, "refused: no page "
+					     "could be locked (%u tried)", refused);
+	} else if (argc != 2) {
+		return usage_of(s, argv, r);
+	}
+	return command_reply(r, WIRE_REPLY_OK, "%u pages locked (%u refused)",
+			     mm_tlb_locked(), refused);
+}
+
 static const struct subcommand trace_subcommands[] = {
 	{ "flush",  "",        trace_flush },
 	{ "stats",  "",        trace_stats },
@@ -527,6 +671,11 @@ static const struct subcommand trace_subcommands[] = {
 	{ "reset",  "",        trace_reset },
 	{ "buffer", "[BYTES]", trace_buffer },
 	{ "kick",   "[on|off]", trace_kick },
+	{ "misses", "[reset|pages]", trace_misses },
+	{ "physical", "[on|off]", trace_physical },
+	{ "bytes",  "[off|mapped|physical]", trace_bytes },
+	{ "serve",  "[on|off]", trace_serve },
+	{ "lock",   "[on [ADDR...]|off]", trace_lock },
 };
 
 static int cmd_trace(int argc, char **argv, const char *rest, struct command_reply *r)

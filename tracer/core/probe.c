@@ -33,6 +33,7 @@
 #include "init.h"
 #include "kstring.h"
 #include "mm.h"
+#include "miss_account.h"
 #include "notrace.h"
 #include "thread.h"
 #include "tracer_arch.h"
@@ -90,6 +91,9 @@ uint8_t *tracer_text_alias(uintptr_t addr)
 	return text_alias[(addr - base) / page] + (addr & (page - 1));
 }
 
+/* The tracer's text, one range in the linker scripts. */
+extern const char __tracer_text_start[], __tracer_text_end[];
+
 /* Boot (init.h): map the text aliases, set the arch up, allocate the
  * default buffers, start the drain. */
 static void tracer_init(void)
@@ -108,6 +112,8 @@ static void tracer_init(void)
 			panic("tracer: no writable alias for text page %zu", i);
 	}
 	text_alias = aliases;
+	/* Count the TLB misses and faults our own code takes (miss_account.h). */
+	miss_account_code((uintptr_t)__tracer_text_start, (uintptr_t)__tracer_text_end);
 	tarch_init();
 	if (!buffer_resize(BUFFER_DEFAULT_BYTES))
 		panic("tracer: no memory for the trace buffers");

@@ -36,6 +36,23 @@
  * thread slot, thread.h) and register its fire paths as trap hooks. */
 void tarch_init(void);
 
+/* Seed 003's method 2: the trace buffer written by physical address, so
+ * that recording needs no data-TLB entry (buffer.c, `trace physical`).
+ * tarch_phys_stores says whether the arch can with its MMU on;
+ * tarch_phys_store() stores `bytes` (a multiple of 8) from src to the
+ * physical address pa (8-aligned), in the CPU's byte order. */
+extern const bool tarch_phys_stores;
+void tarch_phys_store(uintptr_t pa, const void *src, unsigned bytes);
+
+/* Seed 003's method 1 from the reader's side: whether a branch record
+ * carries the word of its delay slot, read at the firing (`trace bytes`),
+ * and how — through the mapping (a miss, or on an execute-only page a
+ * fault unless the miss handler serves it: miss_account.h) or by
+ * physical address after a walk of the page table that never touches the
+ * TLB. NULL, or why the arch cannot. */
+enum tarch_code_bytes { TARCH_BYTES_OFF, TARCH_BYTES_MAPPED, TARCH_BYTES_PHYSICAL };
+const char *tarch_set_code_bytes(enum tarch_code_bytes how);
+
 /* Classify the instruction at addr as a probe of the given kind
  * (WIRE_PROBE_KINDS: entry, return, branch, insn — an arch may refuse a
  * kind outright, as i386 does branch; entry and insn take any instruction

@@ -196,7 +196,8 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_BRANCH_WORDS(X) \
 	X(PC,     0, "the control transfer") \
 	X(TARGET, 1, "where it goes when taken") \
-	X(FLAGS,  2, "WIRE_BRANCH_BITS")
+	X(FLAGS,  2, "WIRE_BRANCH_BITS") \
+	X(SLOT,   3, "with `trace bytes`: the delay slot's word as the tracer read it, 0 if it could not")
 
 /* A CPU whose buffer is full counts the records it cannot write; the next
  * record that fits is preceded by a DROPS record, so the host knows where
@@ -336,6 +337,16 @@ struct wire_stats {
 				     marked in the stream by DROPS records) */
 	uint64_t sent;            /* records drained to the host */
 	uint64_t buffer_bytes;    /* the buffer's size */
+	/* Traps the tracer's own code took on this CPU (the kernel's miss
+	 * accounting, miss_account.h; i386 sees no TLB misses) */
+	uint64_t own_itlb;        /* ITLB misses at a tracer PC */
+	uint64_t own_dtlb;        /* DTLB misses at a tracer PC */
+	uint64_t own_dtlb_buffer; /* of those, on this CPU's trace buffer */
+	uint64_t own_faults;      /* other synchronous traps at a tracer PC */
+	uint64_t all_itlb;        /* every ITLB miss on this CPU, whoever took it */
+	uint64_t all_dtlb;        /* every DTLB miss on this CPU */
+	uint64_t physical;        /* 1: the buffer is written by physical address */
+	uint64_t own_window;      /* register-window spills/fills at a tracer PC */
 };
 
 struct wire_expect {
@@ -529,7 +540,7 @@ _Static_assert(sizeof(struct wire_frame_header) == WIRE_HEADER_SIZE,
 	       "wire_frame_header is WIRE_HEADER_SIZE bytes, no padding");
 _Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
 _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
-_Static_assert(sizeof(struct wire_stats) == 48, "wire_stats has padding");
+_Static_assert(sizeof(struct wire_stats) == 112, "wire_stats has padding");
 _Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
 _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 16, "wire_reply has padding");

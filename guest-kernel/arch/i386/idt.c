@@ -4,7 +4,8 @@
  * Every vector is an interrupt gate (IF cleared on entry) to its stub in
  * entry.S, except #DF, a task gate to the CPU's double-fault task (gdt.c) —
  * hence one IDT per CPU. trap_dispatch first runs the vector's trap hooks
- * (trap.h). It sends interrupts to their handlers (8259 lines, the LAPIC
+ * (trap.h), an exception after offering it to the miss accounting
+ * (miss_account.h: counted if its EIP is a client's). It sends interrupts to their handlers (8259 lines, the LAPIC
  * timer, IPIs) and ends each with sched_irq_exit(), which may switch
  * threads; an exception no hook handled it offers to trap_try, and dumps
  * anything left over: vector name, error code, EIP/CS/EFLAGS, every GPR,
@@ -15,6 +16,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "exit.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "trap.h"
 #include "vectors.h"
@@ -132,6 +134,8 @@ uint32_t trap_dispatch(struct trapframe *tf)
 	uint32_t sp = trapframe_sp(tf);
 
 	tf->resume_esp = sp;
+	if (vector < NUM_EXCEPTIONS)
+		miss_account_fault(this_cpu()->id, tf->eip);
 	int hooks = trap_hooks_run(vector, tf);
 	if (vector >= NUM_EXCEPTIONS) {
 		if (!interrupt_dispatch(vector))

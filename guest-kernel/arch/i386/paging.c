@@ -17,6 +17,7 @@
 #include "arch_i386.h"
 #include "console.h"
 #include "cpu.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "notrace.h"
 #include "x86.h"
@@ -33,6 +34,41 @@
 
 const unsigned mm_page_size = PAGE;
 const uintptr_t mm_unmapped_probe_addr = 0xb0000000u;
+/* The CPU walks the page tables itself: no TLB miss is seen (miss_account.h). */
+const bool miss_account_tlb_visible = false;
+
+/* mm.h's seed-003 services have no IA-32 counterpart: the page-table walk
+ * is the CPU's, a present page is always readable, and no TLB entry can
+ * be locked. Each says so by refusing. */
+uintptr_t mm_virt_to_phys_notlb(const void *va)
+{
+	(void)va;
+	return (uintptr_t)-1;
+}
+
+volatile unsigned mm_exec_only_pages;
+
+bool mm_exec_only(const void *va, bool on)
+{
+	(void)va;
+	(void)on;
+	return false;
+}
+
+bool mm_tlb_lock_data(const void *va)
+{
+	(void)va;
+	return false;
+}
+
+void mm_tlb_unlock_all(void)
+{
+}
+
+unsigned mm_tlb_locked(void)
+{
+	return 0;
+}
 
 static uint32_t page_dir[1024] __attribute__((aligned(PAGE)));
 static uint32_t identity_tables[MAPPED_MB / 4][1024] __attribute__((aligned(PAGE)));

@@ -45,6 +45,7 @@ void vector_interrupt(void);
 extern volatile uint64_t window_spills, window_spills_other, window_fills,
 	window_fills_other, window_cleans;
 extern char trap_table[];
+extern char trap_table_end[];   /* and the miss accounting after it */
 
 /* Linker script. */
 extern char __user_text_start[], __user_text_end[], __data_end[];

@@ -25,6 +25,7 @@
  * stale entry survives. With more CPUs, the others would need a demap too.
  */
 #include "arch_sparc64.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "notrace.h"
 #include "vmlayout.h"
@@ -53,6 +54,8 @@ static uint64_t ram_page_flags(uintptr_t va)
 		return TTE_KERNEL;
 	return TTE_KERNEL | TTE_W;
 }
+
+const bool miss_account_tlb_visible = true;
 
 /* The trap path calls these three (a TLB miss; the registers of a trapped
  * window): never probed (notrace.h). */
@@ -111,8 +114,9 @@ void mmu_init(void)
 	stxa_asi(0, MMU_PRIMARY_CONTEXT, ASI_DMMU);
 	stxa_asi(0, MMU_SECONDARY_CONTEXT, ASI_DMMU);
 	/* Fetching a miss handler must not miss: lock the trap table's four
-	 * pages into the ITLB (data-in never replaces a locked entry). */
-	for (uintptr_t va = (uintptr_t)trap_table; va < (uintptr_t)trap_table + 0x8000;
+	 * pages, and the page of the misses' accounting after them, into the
+	 * ITLB (data-in never replaces a locked entry). */
+	for (uintptr_t va = (uintptr_t)trap_table; va < (uintptr_t)trap_table_end;
 	     va += PAGE_SIZE) {
 		stxa_asi(va, MMU_TAG_ACCESS, ASI_IMMU);
 		stxa_asi(page_table[va >> PAGE_SHIFT] | TTE_L, 0, ASI_ITLB_DATA_IN);
@@ -129,6 +133,77 @@ NOTRACE uintptr_t mm_virt_to_phys(const void *va)
 	if (!tte)
 		return (uintptr_t)-1;
 	return (tte & TTE_PA_MASK) | ((uintptr_t)va & (PAGE_SIZE - 1));
+}
+
+/* mmu_lookup with a physical load of the table: never a DTLB miss. */
+NOTRACE uintptr_t mm_virt_to_phys_notlb(const void *va)
+{
+	uintptr_t v = (uintptr_t)va;
+	if (v >= (uintptr_t)PT_PAGES * PAGE_SIZE)
+		return (uintptr_t)-1;
+	uint64_t tte = ldxa_asi(&page_table[v >> PAGE_SHIFT], ASI_PHYS_USE_EC);
+	if (!(tte & TTE_V))
+		return (uintptr_t)-1;
+	return (tte & TTE_PA_MASK) | (v & (PAGE_SIZE - 1));
+}
+
+/* Execute-only: TTE_XO in the table; the DTLB miss handler refuses (or,
+ * for the registered client, serves) a data access to such a page, the
+ * ITLB handler ignores the bit. The page leaves both TLBs either way, so
+ * the next access takes the handler's decision. */
+bool mm_exec_only(const void *va, bool on)
+{
+	uintptr_t v = (uintptr_t)va;
+	if (v < (uintptr_t)__workload_text_start || v >= (uintptr_t)__workload_text_end)
+		return false;
+	uint64_t *slot = &page_table[v >> PAGE_SHIFT];
+	if (on != !!(*slot & TTE_XO))
+		mm_exec_only_pages += on ? 1 : -1;
+	*slot = on ? *slot | TTE_XO : *slot & ~(uint64_t)TTE_XO;
+	mmu_demap(v);
+	return true;
+}
+
+volatile unsigned mm_exec_only_pages;
+
+static uintptr_t tlb_locked[MM_TLB_LOCKS];
+static unsigned tlb_nlocked;
+
+/* A locked DTLB entry: demap any unlocked one first, as two entries of one
+ * page must never be in the TLB at once; Data-In takes the tag from
+ * TAG_ACCESS. Single CPU: no other TLB to lock in. */
+bool mm_tlb_lock_data(const void *va)
+{
+	uintptr_t page = (uintptr_t)va & ~(uintptr_t)(PAGE_SIZE - 1);
+	uint64_t tte = mmu_lookup(page);
+	if (!tte || (tte & TTE_XO))
+		return false;
+	for (unsigned i = 0; i < tlb_nlocked; i++)
+		if (tlb_locked[i] == page)
+			return true;
+	if (tlb_nlocked == MM_TLB_LOCKS)
+		return false;
+	irqflags_t flags = arch_irq_save();
+	mmu_demap(page);
+	stxa_asi(page, MMU_TAG_ACCESS, ASI_DMMU);
+	stxa_asi(tte | TTE_L, 0, ASI_DTLB_DATA_IN);
+	tlb_locked[tlb_nlocked++] = page;
+	arch_irq_restore(flags);
+	return true;
+}
+
+void mm_tlb_unlock_all(void)
+{
+	irqflags_t flags = arch_irq_save();
+	for (unsigned i = 0; i < tlb_nlocked; i++)
+		mmu_demap(tlb_locked[i]);     /* demap removes locked entries too */
+	tlb_nlocked = 0;
+	arch_irq_restore(flags);
+}
+
+unsigned mm_tlb_locked(void)
+{
+	return tlb_nlocked;
 }
 
 void *mm_alias_writable(const void *va)

@@ -81,6 +81,7 @@
 #define TTE_E    0x08
 #define TTE_P    0x04
 #define TTE_W    0x02
+#define TTE_XO   0x80   /* a soft bit (TTE.Soft<12:7>): execute-only, mmu.c */
 
 /* SOFTINT (ASR 22): bit 0 is TICK_INT (%tick reached TICK_CMPR), bits
  * 1..15 are the software interrupt levels. */

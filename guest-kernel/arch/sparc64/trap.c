@@ -8,7 +8,8 @@
  * handled: we describe it as a struct caught_trap — tt and
  * its V9 name, TPC, the instruction word at TPC (for `illtrap` that word
  * is the const22), and for data faults D-SFSR and the fault address — and
- * offer it to trap_try. A try that catches it resumes at its landing pad
+ * offer it to trap_try. Each synchronous trap is offered to the miss
+ * accounting first (miss_account.h: counted if its PC is a client's). A try that catches it resumes at its landing pad
  * in privileged mode; anything else is dumped (tt, TL, TPC, TNPC, TSTATE,
  * the globals and the trapped window's %o, %l, %i) and the kernel exits
  * with EXIT_UNEXPECTED_TRAP. double_fault() dumps what double_fault_entry
@@ -23,6 +24,7 @@
 #include "arch_sparc64.h"
 #include "console.h"
 #include "exit.h"
+#include "miss_account.h"
 #include "mm.h"
 #include "trap.h"
 
@@ -227,9 +229,11 @@ static void describe(const struct trapframe *tf, struct caught_trap *t)
 		if (have_insn && decode_effective_address(tf, insn, &ea) &&
 		    (ea & ~(PAGE_SIZE - 1)) == (sfar & ~(PAGE_SIZE - 1)))
 			t->fault_addr = ea;
-		/* An unmapped page reaches us through the NFO TTE the miss
-		 * handler installed (trap_table.S); take it out again. */
-		if (tt == TT_DATA_ACCESS_EXCEPTION && !mmu_lookup(sfar))
+		/* An unmapped page, or a refused read of an execute-only
+		 * one, reaches us through the NFO TTE the miss handler
+		 * installed (trap_table.S); take it out again. */
+		if (tt == TT_DATA_ACCESS_EXCEPTION &&
+		    (!mmu_lookup(sfar) || (mmu_lookup(sfar) & TTE_XO)))
 			mmu_demap(sfar);
 	} else if (tt == TT_INSTRUCTION_ACCESS_EXCEPTION) {
 		t->error = ldxa_asi(MMU_SFSR, ASI_IMMU);
@@ -329,6 +333,8 @@ void trap_dispatch(struct trapframe *tf)
 	bool interrupt = (tt >= TT_INTERRUPT_FIRST && tt <= TT_INTERRUPT_LAST) ||
 			 tt == TT_INTERRUPT_VECTOR;
 
+	if (!interrupt)
+		miss_account_fault(0, tf->tpc);      /* sun4u: one CPU */
 	/* An interrupt's hooks only observe it (trap.h). */
 	if (trap_hooks_run(tt, tf) == TRAP_HANDLED && !interrupt)
 		return;

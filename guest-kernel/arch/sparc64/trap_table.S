@@ -19,7 +19,8 @@
  * data_access_exception, for which the D-MMU records SFSR and SFAR — the
  * IIi records neither on a plain miss. trap.c removes that TTE again.
  * The trap table's own pages are locked in the ITLB (mmu.c): fetching a
- * miss handler must not miss.
+ * miss handler must not miss. Every miss is counted, and apart those taken
+ * at a PC in the code range a client registered (miss_account.h).
  *
  * Spill/fill handle the 64-bit ABI only (%sp biased by 2047); "other"
  * windows would belong to another address space, which this kernel does
@@ -28,6 +29,7 @@
 #include "sparc64.h"
 #include "trapframe.h"
 #include "vmlayout.h"
+#include "miss_account.h"
 
 	.register %g2, #scratch
 	.register %g3, #scratch
@@ -53,12 +55,13 @@
 	.endr
 	.endm
 
-/* spill_0_normal / spill_0_other: this window's %l and %i to its save area. */
+/* spill_0_normal / spill_0_other: this window's %l and %i to its save area;
+ * window_spill_count counts it (%g1: the counter), then `saved`, `retry`. */
 	.macro SPILL_64 counter
 	STORE_WINDOW
-	COUNT	\counter
-	saved
-	retry
+	sethi	%hi(\counter), %g1
+	ba,pt	%xcc, window_spill_count
+	 or	%g1, %lo(\counter), %g1
 	.balign 32
 	.endm
 
@@ -80,9 +83,9 @@
 	ldx	[%sp + STACK_BIAS + 0x68], %i5
 	ldx	[%sp + STACK_BIAS + 0x70], %i6
 	ldx	[%sp + STACK_BIAS + 0x78], %i7
-	COUNT	\counter
-	restored
-	retry
+	sethi	%hi(\counter), %g1
+	ba,pt	%xcc, window_fill_count
+	 or	%g1, %lo(\counter), %g1
 	.balign 32
 	.endm
 
@@ -134,7 +137,8 @@
 	.macro IMMU_MISS unmapped
 	PT_LOOKUP ASI_IMMU
 	stxa	%g2, [%g0] ASI_ITLB_DATA_IN  /* tag comes from TAG_ACCESS */
-	retry
+	ba,pt	%xcc, immu_miss_count        /* counts, then retries */
+	 nop
 1:	ba,pt	%xcc, \unmapped
 	 nop
 	.balign 32
@@ -142,13 +146,18 @@
 
 	.macro DMMU_MISS
 	PT_LOOKUP ASI_DMMU
+	andcc	%g2, TTE_XO, %g0             /* execute-only: served or refused */
+	bnz,pn	%xcc, dmmu_miss_xo
+	 nop
 	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
-	retry
+	ba,pt	%xcc, dmmu_miss_count        /* counts, then retries */
+	 nop
 1:	sethi	%hi(0x90000000), %g2         /* TTE_V | TTE_NFO, PA 0 */
 	sllx	%g2, 32, %g2
 	or	%g2, TTE_P, %g2
 	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
-	retry
+	ba,pt	%xcc, dmmu_miss_count
+	 nop
 	.balign 32
 	.endm
 
@@ -192,6 +201,122 @@ FUNC(trap_table)
 FUNC(tl1_table)
 	TABLE_HALF tl1_table, double_fault_entry
 	END(tl1_table)
+
+/* The miss handlers' accounting (miss_account.h), out of the table for
+ * room, in the same locked ITLB pages (mmu.c locks up to trap_table_end).
+ * Both halves branch here once the TTE is in the TLB. Physical loads and
+ * stores of the identity-mapped struct, so counting never misses itself;
+ * %asi and the condition codes are the trapped context's, restored from
+ * TSTATE by `retry`. sun4u has one CPU: cpu[0]'s counters. %g1-%g5 are
+ * the MMU globals, the handler's own. */
+	.macro COUNT_PHYS reg, off
+	ldxa	[\reg + \off] %asi, %g4
+	add	%g4, 1, %g4
+	stxa	%g4, [\reg + \off] %asi
+	.endm
+
+	/* Branch to \out unless TPC lies in the registered code range. */
+	.macro IF_TPC_IN_CODE reg, out
+	rdpr	%tpc, %g4
+	ldxa	[\reg + MA_CODE_LO] %asi, %g5
+	sub	%g4, %g5, %g4
+	ldxa	[\reg + MA_CODE_LEN] %asi, %g5
+	cmp	%g4, %g5
+	bgeu,pt	%xcc, \out
+	 nop
+	.endm
+
+FUNC(immu_miss_count)
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	COUNT_PHYS %g3, MA_CPU0 + MC_ITLB_ALL
+	IF_TPC_IN_CODE %g3, 9f
+	COUNT_PHYS %g3, MA_CPU0 + MC_ITLB
+9:	retry
+	END(immu_miss_count)
+
+/* %g1 = D-TAG_ACCESS of the miss: the page's VA | context (0). */
+FUNC(dmmu_miss_count)
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB_ALL
+	IF_TPC_IN_CODE %g3, 9f
+	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB
+	ldxa	[%g3 + MA_CPU0 + MC_SEEN_N] %asi, %g4   /* the page, into seen[] */
+	add	%g4, 1, %g5
+	stxa	%g5, [%g3 + MA_CPU0 + MC_SEEN_N] %asi
+	and	%g4, MC_SEEN_SLOTS - 1, %g4
+	sllx	%g4, 3, %g4
+	add	%g4, %g3, %g4
+	srlx	%g1, PAGE_SHIFT, %g5
+	sllx	%g5, PAGE_SHIFT, %g5
+	stxa	%g5, [%g4 + MA_CPU0 + MC_SEEN] %asi
+	ldxa	[%g3 + MA_CPU0 + MC_DATA_LO] %asi, %g5
+	sub	%g1, %g5, %g4
+	ldxa	[%g3 + MA_CPU0 + MC_DATA_LEN] %asi, %g5
+	cmp	%g4, %g5
+	bgeu,pt	%xcc, 9f
+	 nop
+	COUNT_PHYS %g3, MA_CPU0 + MC_DTLB_DATA
+9:	retry
+	END(dmmu_miss_count)
+
+/* A data access to an execute-only page (TTE_XO, %g2 its TTE): the
+ * translation is loaded for the registered code range when it asked for
+ * that (MA_SERVE_XO: seed 003's Fig. 2 extension, counted in
+ * MC_XO_SERVED); any other access gets the no-fault-only TTE of an
+ * unmapped page, and so data_access_exception (trap.c takes it out). */
+FUNC(dmmu_miss_xo)
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	ldxa	[%g3 + MA_SERVE_XO] %asi, %g4
+	brz,pn	%g4, 8f
+	 nop
+	IF_TPC_IN_CODE %g3, 8f
+	COUNT_PHYS %g3, MA_CPU0 + MC_XO_SERVED
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	ba,pt	%xcc, dmmu_miss_count
+	 nop
+8:	sethi	%hi(0x90000000), %g2         /* TTE_V | TTE_NFO, PA 0 */
+	sllx	%g2, 32, %g2
+	or	%g2, TTE_P, %g2
+	stxa	%g2, [%g0] ASI_DTLB_DATA_IN
+	ba,pt	%xcc, dmmu_miss_count
+	 nop
+	END(dmmu_miss_xo)
+
+/* Spill and fill, after the window moved: count the trap in the counter
+ * at %g1 (the self-tests read those) and, if the `save`/`restore` that
+ * caused it is in the registered code range, in MC_WINDOW; the alternate
+ * globals are the handler's own. */
+	.macro WINDOW_COUNT
+	ldx	[%g1], %g2
+	add	%g2, 1, %g2
+	stx	%g2, [%g1]
+	sethi	%hi(miss_account), %g3
+	or	%g3, %lo(miss_account), %g3
+	wr	%g0, ASI_PHYS_USE_EC, %asi
+	IF_TPC_IN_CODE %g3, 9f
+	COUNT_PHYS %g3, MA_CPU0 + MC_WINDOW
+9:
+	.endm
+
+FUNC(window_spill_count)
+	WINDOW_COUNT
+	saved
+	retry
+	END(window_spill_count)
+
+FUNC(window_fill_count)
+	WINDOW_COUNT
+	restored
+	retry
+	END(window_fill_count)
+	.global	trap_table_end
+trap_table_end:
 
 /* Window trap counters (arch_sparc64.h), read by the self-tests. */
 	.section .bss

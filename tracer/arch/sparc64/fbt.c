@@ -77,6 +77,7 @@
 #include "mechanisms.h"
 #include "mm.h"
 #include "ool.h"
+#include "physstore.h"
 #include "registers.h"
 #include "stamp.h"
 #include "thread.h"
@@ -404,7 +405,7 @@ bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p
 	return true;
 }
 
-_Static_assert(WIRE_BRANCH_FLAGS < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
+_Static_assert(WIRE_BRANCH_SLOT < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
 	       "record_fire's array holds a BRANCH record too");
 
 static void record_fire(const struct probe *p, struct trapframe *tf,
@@ -447,6 +448,10 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 		w[WIRE_BRANCH_FLAGS] = (o->taken ? WIRE_BRANCH_TAKEN : 0) |
 				       (o->annulled ? WIRE_BRANCH_ANNULLED : 0);
 		n = WIRE_BRANCH_FLAGS + 1;
+		if (sparc_code_bytes != TARCH_BYTES_OFF) {
+			w[WIRE_BRANCH_SLOT] = sparc_code_word(tf->tpc + 4);
+			n = WIRE_BRANCH_SLOT + 1;
+		}
 		break;
 	}
 	tracer_fire(p, p->kind, w, n, &ctx);
@@ -533,7 +538,20 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 static int sparc64_probe_trap(struct trapframe *tf)
 {
 	tracer_stamp(TRACER_STAMP_ENTRY);
-	uint32_t word = *(const volatile uint32_t *)tf->tpc;
+	uint32_t word;
+	/* Reading the trapped word is reading code: while any page is
+	 * execute-only (seed 003's method 1, mm.h), or `trace bytes` asks,
+	 * it is read as sparc_code_read does — by physical address, or
+	 * through trap_try, a fault then leaving the probe to be found by its
+	 * address. */
+	if (__builtin_expect(!mm_exec_only_pages && sparc_code_bytes == TARCH_BYTES_OFF, 1)) {
+		word = *(const volatile uint32_t *)tf->tpc;
+	} else if (!sparc_code_read(tf->tpc, &word)) {
+		const struct probe *q = tracer_lookup(tf->tpc);
+		if (!q)
+			return TRAP_DECLINED;
+		word = q->id;
+	}
 
 	if (word >> 22 != 0)
 		return TRAP_DECLINED;           /* not an illtrap we wrote */
