@@ -137,25 +137,22 @@ put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 		put_physical(t, kind, thread, probe, words, nwords, off, len > contig);
 		if (len > contig)
 			head += contig;
-		compiler_barrier();
-		t->head = head + len;
-		t->recorded++;
-		return true;
+	} else {
+		if (len > contig) {
+			((struct wire_event *)(t->data + off))->kind = WIRE_EVENT_PAD;
+			head += contig;
+			off = 0;
+		}
+		struct wire_event *e = (struct wire_event *)(t->data + off);
+		e->kind = (uint8_t)kind;
+		e->nwords = (uint8_t)nwords;
+		e->thread = thread;
+		e->probe = probe;
+		e->cycles = arch_cycles();
+		unsigned long *w = (unsigned long *)(e + 1);
+		for (unsigned i = 0; i < nwords; i++)
+			w[i] = words[i];
 	}
-	if (len > contig) {
-		((struct wire_event *)(t->data + off))->kind = WIRE_EVENT_PAD;
-		head += contig;
-		off = 0;
-	}
-	struct wire_event *e = (struct wire_event *)(t->data + off);
-	e->kind = (uint8_t)kind;
-	e->nwords = (uint8_t)nwords;
-	e->thread = thread;
-	e->probe = probe;
-	e->cycles = arch_cycles();
-	unsigned long *w = (unsigned long *)(e + 1);
-	for (unsigned i = 0; i < nwords; i++)
-		w[i] = words[i];
 	compiler_barrier();
 	t->head = head + len;
 	t->recorded++;
