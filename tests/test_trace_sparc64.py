@@ -224,6 +224,12 @@ def test_refusals_name_a_reason_and_change_nothing(sparc64, image):
             r = g.command(line)
             assert r.status_name == "FAILED" and reason in r.message, r.message
         refused(f"probe add 1 {tracer_fn:#x} branch", "code of the tracer or trap path")
+        # The trap tables and the miss handlers' code beside them run at
+        # TL > 0, where a probe's ILLTRAP is a double fault: every first
+        # instruction now has an entry probe elsewhere, never there.
+        for name in ("trap_table", "tl1_table", "immu_miss_count"):
+            refused(f"probe add 1 {image.symbols[name]:#x} entry",
+                    "code of the tracer or trap path")
         refused(f"probe add 1 {illtrap:#x} branch", "ILLTRAP/unimp word is already there")
         refused(f"probe add 1 {slot:#x} branch", "delay slot")
         refused(f"probe add 1 {plain:#x} branch", "not a control-transfer")
