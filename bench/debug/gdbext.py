@@ -64,10 +64,22 @@ def _enum_names(type_name: str) -> dict[int, str]:
 
 
 def _string(v: gdb.Value) -> str:
+    """A C string the guest points to, read as read_guest reads (a page no
+    TLB holds at the stop is read as physical memory)."""
+    addr = int(v)
+    if not addr:
+        return "?"
     try:
-        return v.string() if int(v) else "?"
+        raw = read_guest(addr, 64)
     except gdb.error:
         return "?"
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _fetched(v: gdb.Value) -> gdb.Value:
+    """v with its bytes read now through read_guest, so reading its fields
+    touches the guest no more (a lazy value reads through the TLBs)."""
+    return gdb.Value(read_guest(int(v.address), v.type.sizeof), v.type)
 
 
 def where(addr: int) -> str:
@@ -96,7 +108,8 @@ def read_guest(addr: int, length: int) -> bytes:
     try:
         return bytes(inf.read_memory(addr, length))
     except gdb.MemoryError:
-        pass
+        if _physical_depth:
+            raise
     gdb.execute("maint packet Qqemu.PhyMemMode:1", to_string=True)
     try:
         gdb.execute("flushregs", to_string=True)      # drop gdb's cached bytes
@@ -213,6 +226,32 @@ def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, Event]], str]:
 
 # ---- commands ----
 
+_physical_depth = 0
+
+
+def _tlb_free(invoke):
+    """Run a command with every read physical where the stub translates
+    only through the TLBs (sparc64): what the command reads lazily through
+    gdb values (a trap frame, a table, a string) would otherwise fail on
+    whichever page the guest's software-refilled TLBs do not hold at the
+    stop. Kernel RAM is identity-mapped, so the addresses stay the same."""
+    def run(self, arg, from_tty):
+        global _physical_depth
+        if "sparc" not in gdb.selected_inferior().architecture().name():
+            return invoke(self, arg, from_tty)
+        gdb.execute("maint packet Qqemu.PhyMemMode:1", to_string=True)
+        gdb.execute("flushregs", to_string=True)
+        _physical_depth += 1
+        try:
+            return invoke(self, arg, from_tty)
+        finally:
+            _physical_depth -= 1
+            gdb.execute("maint packet Qqemu.PhyMemMode:0", to_string=True)
+            gdb.execute("flushregs", to_string=True)
+    run.__doc__ = invoke.__doc__
+    return run
+
+
 class TbPrefix(gdb.Command):
     """trapbench: tracer state of the stopped guest (tb probes | buffer | frame)."""
 
@@ -228,6 +267,7 @@ Usage: tb probes"""
     def __init__(self):
         super().__init__("tb probes", gdb.COMMAND_USER)
 
+    @_tlb_free
     def invoke(self, arg, from_tty):
         probes = probe_table()
         print(f"{'id':>4}  {'site':<28} {'kind':<7} {'state':<9} {'mechanism':<10} "
@@ -288,6 +328,7 @@ Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
     def __init__(self):
         super().__init__("tb buffer", gdb.COMMAND_USER)
 
+    @_tlb_free
     def invoke(self, arg, from_tty):
         arg = arg.strip()
         all_rings = rings()
@@ -360,7 +401,7 @@ def _trap_name(tf: gdb.Value) -> str:
     fields = {f.name for f in tf.type.fields()}
     if "vector" in fields and _has_sym("vector_names"):
         v = int(tf["vector"])
-        names = _sym("vector_names")
+        names = _fetched(_sym("vector_names"))
         lo, hi = names.type.range()
         if lo <= v <= hi and int(names[v]["mnemonic"]):
             return f"vector {v} {_string(names[v]['mnemonic'])} " \
@@ -368,7 +409,7 @@ def _trap_name(tf: gdb.Value) -> str:
         return f"vector {v}"
     if "tt" in fields and _has_sym("tt_names"):
         tt = int(tf["tt"])
-        names = _sym("tt_names")
+        names = _fetched(_sym("tt_names"))
         lo, hi = names.type.range()
         for i in range(lo, hi + 1):
             e = names[i]
@@ -395,6 +436,7 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
     def __init__(self):
         super().__init__("tb frame", gdb.COMMAND_USER)
 
+    @_tlb_free
     def invoke(self, arg, from_tty):
         tf = gdb.parse_and_eval(arg) if arg.strip() else _find_trapframe()
         t = tf.type.strip_typedefs()
