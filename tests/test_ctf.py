@@ -204,7 +204,10 @@ def test_the_metadata_is_tsdl_and_details_read_it(traced):
 def test_lost_records_are_discarded_events(built, tmp_path):
     built("i386")
     cap, probes, image, g = _run("i386", "fbt:ct_*:entry,fbt:ct_*:return",
-                                 "calltree threads=4 iters=60", 4096, kick="off")
+                                 # long enough for ticks to come during it: a
+                                 # drain at ticks only, then more records
+                                 # after each loss (their DROPS marks)
+                                 "calltree threads=4 iters=600", 4096, kick="off")
     lost = sum(s["dropped"] for s in cap.stats.values())
     assert lost > 0 and cap.marked, "the buffer was meant to overflow"
     w = ctf.write(tmp_path / "lossy", cap, probes, image, g.hello)

@@ -154,7 +154,7 @@ def test_a_tiny_buffer_loses_records_and_says_where_not_nesting_broken(built, ca
     built("i386")
     rc = cli.main(["run", "--arch", "i386", "--smp", "2", "--probes",
                    "fbt:ct_*:entry,fbt:ct_*:return", "--run",
-                   "calltree threads=4 iters=150", "--buffer", "4096", "--kick", "off",
+                   "calltree threads=4 iters=600", "--buffer", "4096", "--kick", "off",
                    "--limit", "0"])
     out = capsys.readouterr().out
     assert rc == 1, out                  # records were lost: a problem
