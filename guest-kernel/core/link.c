@@ -122,6 +122,11 @@ bool link_channel_set(unsigned channel)
 	return true;
 }
 
+uint64_t link_bulk_progress(void)
+{
+	return bulk_channel == WIRE_CHANNEL_VIRTIO ? vcon_tx_returned() : 0;
+}
+
 void link_bulk_push(void)
 {
 	irqflags_t flags = spin_lock_irqsave(&bulk_lock);

@@ -70,6 +70,7 @@ static uint8_t *slots;
 static unsigned nslots;
 static uint64_t slot_busy;        /* bit per slot with the device */
 static uint64_t frames, bytes, full;
+static volatile uint64_t returned;   /* transmit buffers the device gave back */
 
 static void ctrl_reap_tx(void)
 {
@@ -215,8 +216,15 @@ static void tx_reap(void)
 	uint16_t id;
 	uint32_t len;
 	while (virtq_reclaim(&port_tx, &id, &len))
-		if (id < nslots)
+		if (id < nslots) {
 			slot_busy &= ~(1ull << id);
+			returned++;
+		}
+}
+
+uint64_t vcon_tx_returned(void)
+{
+	return returned;
 }
 
 uint8_t *vcon_tx_get(void)

@@ -35,6 +35,9 @@ void link_bulk_end(unsigned type, size_t len);
 void link_bulk_cancel(void);
 /* Hand the frames built so far to the channel now (a sender going idle). */
 void link_bulk_push(void);
+/* A count that grows while the channel takes bulk frames (virtio: buffers
+ * the device gave back; 0 on the 16550, which never refuses one). */
+uint64_t link_bulk_progress(void);
 
 /* Drop the lock for the dump paths (see console_panic_mode). */
 void link_panic_mode(void);

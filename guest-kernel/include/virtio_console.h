@@ -28,6 +28,9 @@ bool vcon_open(const char *name, const char **why);
 /* A free transmit buffer of VCON_SLOT_BYTES, or NULL while every one is
  * still with the device (the host is not reading). One caller at a time. */
 uint8_t *vcon_tx_get(void);
+/* Transmit buffers the device has given back so far: progress of a host
+ * that reads, however slowly. */
+uint64_t vcon_tx_returned(void);
 /* Send len bytes of a buffer vcon_tx_get returned. */
 void vcon_tx_put(uint8_t *buf, size_t len);
 void vcon_get_stats(struct vcon_stats *out);

@@ -95,6 +95,8 @@ uint64_t tracer_recorded_count(void)
 	return n;
 }
 static volatile bool draining_paused;
+/* How long a channel that takes nothing is waited for (drain_one). */
+#define STALL_MS 250
 /* Whether a ring past half full wakes its drain (`trace kick`). Off, every
  * CPU's `kicked` stays set, so the fire path's test is the same one. */
 static volatile bool kick_on = true;
@@ -246,14 +248,23 @@ static unsigned drain_one(unsigned cpu)
 
 	if (tail == end)
 		return 0;
-	/* A full channel (the host behind) is waited for a millisecond, then
-	 * left to the next tick: the drain never holds a CPU for a host that
-	 * stopped reading. */
+	/* A full channel is waited for as long as the host keeps taking
+	 * buffers, however slowly: the drain keeps its CPU meanwhile, so that
+	 * CPU's producers wait instead of losing records (the channel's
+	 * backpressure). A channel that gave none back for STALL_MS is a host
+	 * that stopped reading: left to the next tick, so the drain never
+	 * holds a CPU for it, and the records then lost are counted. */
 	uint8_t *payload = link_bulk_begin();
+	uint64_t seen = link_bulk_progress();
 	for (uint64_t t0 = arch_cycles(); !payload &&
-	     arch_cycles() - t0 < arch_cycles_hz() / 1000; ) {
+	     arch_cycles() - t0 < arch_cycles_hz() / 1000 * STALL_MS; ) {
 		arch_cpu_relax();
 		payload = link_bulk_begin();
+		uint64_t now = link_bulk_progress();
+		if (now != seen) {
+			seen = now;
+			t0 = arch_cycles();
+		}
 	}
 	if (!payload)
 		return 0;
