@@ -229,7 +229,9 @@ def test_the_whole_kernel_counted_during_calltree(arch, built):
     fired = sum(st["fired"] for st in cap.stats.values())
     counted = sum(aggregate.per_probe_counts(aggregate.merge(cap.aggs),
                                              s.programs).values())
-    assert fired == counted > 10000 and not sum(cap.agg_dropped.values())
+    # How often kernel functions run is mostly scheduling, which the host's
+    # load sets (6,385 seen on sparc64 under load, over 10,000 idle).
+    assert fired == counted > 2000 and not sum(cap.agg_dropped.values())
     assert sum(st["dropped"] for st in cap.stats.values()) == 0
     wire = sum(len(f.payload) for f in counted_frames
                if f.type in (frames.T_AGGS, frames.T_EVENTS))
@@ -237,6 +239,8 @@ def test_the_whole_kernel_counted_during_calltree(arch, built):
     rec_fired = sum(st["fired"] for st in rec.stats.values())
     hot = sorted(rec.probe_counts.values(), key=lambda c: -c["hits"])[:3]
     names = {p.id: p.function for p in s.probes}
-    assert recorded.ok and rec_fired < 8 * fired, \
+    # A feedback loop (the recording feeding itself: 46x once) is far past
+    # what two runs' scheduling makes differ (up to 8x seen under load).
+    assert recorded.ok and rec_fired < 20 * fired, \
         (f"recording every firing fired {rec_fired} probes, counting them {fired}: "
          f"hottest {[(names[c['probe']], c['hits']) for c in hot]}")
