@@ -57,11 +57,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
-                     UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
+from unicorn import UcError
 from unicorn import x86_const as X
 
 from ..wire import cdefs
+from .x86_unicorn import M32, Machine
+from .x86_unicorn import pages as _pages
 from . import i386_opt
 from .report import CheckReport
 
@@ -97,8 +98,6 @@ TF = 0x100
 # (mapped stack pages, translations). 10^6-record stress runs pass with
 # and without it; a new instance every RECYCLE runs costs under 1%.
 RECYCLE = 10000
-PAGE = 0x1000
-M32 = 0xffffffff
 
 
 @dataclass(frozen=True)
@@ -139,34 +138,13 @@ def classify(code: bytes) -> Form | str:
     return f"{c[:4].hex()} is not an emulated form"
 
 
-def _pages(addr: int, size: int) -> set[int]:
-    first = addr & M32 & ~(PAGE - 1)
-    last = (addr + size - 1) & M32 & ~(PAGE - 1)
-    return {first, last}
-
-
 def _stack_pages(w) -> set[int]:
     esp, ebp = w[I_ESP], w[I_EBP]
     return _pages(esp - 4, 8) | _pages(ebp, 4)
 
 
-class _Model:
+class _Model(Machine):
     """One unicorn instance at the guest's addresses, with access hooks."""
-
-    def __init__(self, code: dict[int, int], pages: set[int]):
-        self.uc = Uc(UC_ARCH_X86, UC_MODE_32)
-        self.mapped: set[int] = set()
-        self.map(pages)
-        for a, b in _runs(code):
-            self.uc.mem_write(a, b)
-        self.uc.hook_add(UC_HOOK_MEM_READ, self._on_read)
-        self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_write)
-        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
-
-    def map(self, pages):
-        for p in sorted(set(pages) - self.mapped):
-            self.uc.mem_map(p, PAGE)
-            self.mapped.add(p)
 
     @staticmethod
     def _piece_of(spans, address, size):
@@ -220,20 +198,7 @@ class _Model:
         return after, list(self.reads), list(self.writes), err
 
 
-def _runs(code: dict[int, int]):
-    """Byte map -> contiguous (address, bytes) runs."""
-    out, start, buf, prev = [], None, bytearray(), None
-    for a in sorted(code):
-        if prev is not None and a == prev + 1:
-            buf.append(code[a])
-        else:
-            if buf:
-                out.append((start, bytes(buf)))
-            start, buf = a, bytearray([code[a]])
-        prev = a
-    if buf:
-        out.append((start, bytes(buf)))
-    return out
+
 
 
 def _hx(v: int) -> str:

@@ -32,11 +32,13 @@ only the fresh result is reported.
 from __future__ import annotations
 
 from capstone import CS_ARCH_X86, CS_MODE_32, Cs
-from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
-                     UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
+from unicorn import UcError
 from unicorn import x86_const as X
 
 from ..wire import cdefs
+from .x86_unicorn import M32, Machine
+from .x86_unicorn import pages as _pages
+from .x86_unicorn import runs as _runs
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
 _TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
@@ -64,8 +66,6 @@ I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
 FORM = "OPT"
 TF = 0x100
 RECYCLE = 10000
-PAGE = 0x1000
-M32 = 0xffffffff
 
 
 def _hx(v: int) -> str:
@@ -92,12 +92,6 @@ def displaced(code: bytes) -> int | str:
     return f"{bytes(code).hex()} holds no {JMP_BYTES} bytes of whole instructions"
 
 
-def _pages(addr: int, size: int) -> set[int]:
-    first = addr & M32 & ~(PAGE - 1)
-    last = (addr + size - 1) & M32 & ~(PAGE - 1)
-    return set(range(first, last + PAGE, PAGE))
-
-
 def window_pages(w) -> set[int]:
     return _pages(w[W_WIN], 4 * WINDOW)
 
@@ -106,24 +100,9 @@ def code_pages(addr: int, n: int) -> set[int]:
     return _pages(addr, n + 1)      # and the byte the run stops at
 
 
-class Model:
+class Model(Machine):
     """One unicorn instance at the guest's addresses: the sites' code,
     and the stack windows written before each run."""
-
-    def __init__(self, code: dict[int, int], pages: set[int]):
-        self.uc = Uc(UC_ARCH_X86, UC_MODE_32)
-        self.mapped: set[int] = set()
-        self.map(pages)
-        for a, b in _runs(code):
-            self.uc.mem_write(a, b)
-        self.uc.hook_add(UC_HOOK_MEM_READ, self._on_read)
-        self.uc.hook_add(UC_HOOK_MEM_WRITE, self._on_write)
-        self.uc.hook_add(UC_HOOK_MEM_UNMAPPED, self._on_unmapped)
-
-    def map(self, pages):
-        for p in sorted(set(pages) - self.mapped):
-            self.uc.mem_map(p, PAGE)
-            self.mapped.add(p)
 
     def _on_read(self, uc, access, address, size, value, user):
         self.accesses.append(("read", address, size))
@@ -158,22 +137,6 @@ class Model:
         raw = bytes(self.uc.mem_read(base, 4 * WINDOW))
         win = [int.from_bytes(raw[4 * i:4 * i + 4], "little") for i in range(WINDOW)]
         return after, win, list(self.accesses), err
-
-
-def _runs(code: dict[int, int]):
-    """Byte map -> contiguous (address, bytes) runs."""
-    out, start, buf, prev = [], None, bytearray(), None
-    for a in sorted(code):
-        if prev is not None and a == prev + 1:
-            buf.append(code[a])
-        else:
-            if buf:
-                out.append((start, bytes(buf)))
-            start, buf = a, bytearray([code[a]])
-        prev = a
-    if buf:
-        out.append((start, bytes(buf)))
-    return out
 
 
 def diffs(w, result) -> list[str]:
