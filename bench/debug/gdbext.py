@@ -346,7 +346,8 @@ Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
             head, tail, size = int(t["head"]), int(t["tail"]), int(t["size"])
             print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x}, "
                   f"head={head:#x} tail={tail:#x} pending={(head - tail) & 0xFFFFFFFF} "
-                  f"bytes; fired={int(t['fired'])} recorded={int(t['recorded'])} "
+                  f"bytes; fired={int(_sym('tracer_fired')[cpu]['n'])} "
+                  f"recorded={int(t['recorded'])} "
                   f"dropped={int(t['dropped'])} sent={int(t['sent'])}")
             records, note = ring_records(t)
             for off, pending, ev in records:

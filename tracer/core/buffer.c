@@ -65,7 +65,7 @@ struct tracer_cpu {
 	uint32_t           size;       /* bytes, a power of two */
 	volatile uint32_t  head;       /* bytes ever written (producer) */
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
-	volatile uint64_t  fired, recorded, dropped, sent;
+	volatile uint64_t  recorded, dropped, sent;   /* fired: tracer_fired */
 	uint64_t           marks;      /* of recorded, DROPS records */
 	uint64_t           kicks;      /* drain wake-ups asked for (half full) */
 	volatile bool      kicked;     /* asked, and the ring not yet emptied */
@@ -83,7 +83,7 @@ uint64_t tracer_fired_count(void)
 {
 	uint64_t n = 0;
 	for (unsigned c = 0; c < cpu_count(); c++)
-		n += tcpu[c].fired;
+		n += tracer_fired[c].n;
 	return n;
 }
 
@@ -204,7 +204,7 @@ void tracer_fire(const struct probe *p, unsigned kind,
 {
 	unsigned cpu = this_cpu()->id;
 	struct tracer_cpu *t = &tcpu[cpu];
-	t->fired++;
+	tracer_fired[cpu].n++;
 	/* A program, a pass or a maximum: gate.c's, which counts the hit in
 	 * the gate's shared count; the one test it costs a probe with none,
 	 * which counts in this CPU's row alone (hits.c). */
@@ -382,7 +382,7 @@ void buffer_send_stats(void)
 		struct miss_cpu m;
 		miss_account_read(c, &m);
 		struct wire_stats s = {
-			.cpu = c, .fired = t->fired, .recorded = t->recorded,
+			.cpu = c, .fired = tracer_fired[c].n, .recorded = t->recorded,
 			.dropped = t->dropped, .sent = t->sent, .buffer_bytes = t->size,
 			.own_itlb = m.itlb, .own_dtlb = m.dtlb,
 			.own_dtlb_buffer = m.dtlb_data, .own_faults = m.faults,
@@ -398,7 +398,8 @@ void buffer_reset_counters(void)
 {
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
-		t->fired = t->recorded = t->dropped = t->sent = t->marks = 0;
+		tracer_fired[c].n = 0;
+		t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->kicks = 0;
 		t->lost = 0;
 		t->lost_threads = 0;

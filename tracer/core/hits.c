@@ -10,12 +10,17 @@
  * atomic add; a probe's hits are the gate's count plus every CPU's.
  * `probe list`, `watch list`, PROBES frames and the debugger read the sum
  * (the debugger sums the same rows itself, bench/debug/gdbext.py).
+ * Beside them, each CPU's count of all its firings, tracer_fired: a
+ * probe that only counts is counted inline by the arch's trap hook
+ * (tracer_fire_count), with no call into the tracer's core.
  */
 #include "tracer.h"
 #include "cpu.h"
 
 unsigned long tracer_hits[KERNEL_MAX_CPUS][TRACER_MAX_PROBES]
 	__attribute__((aligned(64)));
+
+struct tracer_fired tracer_fired[KERNEL_MAX_CPUS];
 
 unsigned long tracer_probe_hits_ungated(unsigned id)
 {

@@ -96,6 +96,10 @@ extern struct probe_gate probe_gates[TRACER_MAX_PROBES];
  * as any reset of a live count does. */
 extern unsigned long tracer_hits[][TRACER_MAX_PROBES];
 unsigned long tracer_probe_hits(unsigned id);
+/* Each CPU's firings of every probe, gated or not (hits.c; the STATS
+ * frame's fired), written only by that CPU's fire path, a line of its own. */
+struct tracer_fired { volatile uint64_t n; } __attribute__((aligned(64)));
+extern struct tracer_fired tracer_fired[];
 unsigned long tracer_probe_hits_ungated(unsigned id);
 void tracer_probe_hits_zero(unsigned id);
 
@@ -146,6 +150,14 @@ void tracer_fire(const struct probe *p, unsigned kind,
 static inline bool tracer_counts_only(const struct probe *p)
 {
 	return !p->gated && p->action == TRACER_ACTION_NULL;
+}
+/* The whole fire path of a probe that counts only, on cpu: inline in
+ * the arch's trap hook, so the firing makes no call, builds no context
+ * and reads no register. What tracer_fire does for such a probe. */
+static inline void tracer_fire_count(const struct probe *p, unsigned cpu)
+{
+	tracer_fired[cpu].n++;
+	tracer_hits[cpu][p->id]++;
 }
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);

@@ -378,7 +378,7 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	unsigned n;
 
 	if (tracer_counts_only(p)) {
-		tracer_fire(p, p->kind, 0, 0, &ctx);
+		tracer_fire_count(p, this_cpu()->id);
 		return;
 	}
 	if (p->kind == WIRE_EVENT_INSN) {
@@ -523,7 +523,10 @@ static int i386_probe_trap(struct trapframe *tf)
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	tracer_stamp(TRACER_STAMP_LOOKUP);
-	record_fire(p, tf);
+	if (tracer_counts_only(p))
+		tracer_fire_count(p, this_cpu()->id);
+	else
+		record_fire(p, tf);
 	tracer_stamp(TRACER_STAMP_FIRE);
 
 	if (p->mechanism == MECHANISM_STEP) {

@@ -150,22 +150,41 @@ static uint64_t reg(const struct sparc_regs *r, unsigned n)
 	return n ? r->r[n] : 0;
 }
 
-/* N Z V C in bits 3..0 of cc; cond as in Bicc/BPcc. */
+/* N Z V C in bits 3..0 of cc; cond as in Bicc/BPcc: bit cc of
+ * icc_taken[cond] says whether the branch is taken. The table is the
+ * V9 manual's conditions, evaluated by the compiler for all 16 values
+ * of cc, so a firing looks its answer up instead of switching on cond
+ * (a jump table, an indirect jump TCG resolves at run time). */
+#define CC_N(cc) (((cc) >> 3) & 1)
+#define CC_Z(cc) (((cc) >> 2) & 1)
+#define CC_V(cc) (((cc) >> 1) & 1)
+#define CC_C(cc) ((cc) & 1)
+#define ICC_BASE(cond, cc)                                                 \
+	(((cond) & 7) == 0 ? 0 :                             /* n  / a   */ \
+	 ((cond) & 7) == 1 ? CC_Z(cc) :                      /* e  / ne  */ \
+	 ((cond) & 7) == 2 ? (CC_Z(cc) | (CC_N(cc) ^ CC_V(cc))) : /* le / g */ \
+	 ((cond) & 7) == 3 ? (CC_N(cc) ^ CC_V(cc)) :         /* l  / ge  */ \
+	 ((cond) & 7) == 4 ? (CC_C(cc) | CC_Z(cc)) :         /* leu / gu */ \
+	 ((cond) & 7) == 5 ? CC_C(cc) :                      /* cs / cc  */ \
+	 ((cond) & 7) == 6 ? CC_N(cc) : CC_V(cc))            /* neg / pos, vs / vc */
+#define ICC_TAKEN(cond, cc) (((cond) & 8 ? !ICC_BASE(cond, cc) : ICC_BASE(cond, cc)) << (cc))
+#define ICC_MASK(cond)                                                     \
+	(ICC_TAKEN(cond, 0) | ICC_TAKEN(cond, 1) | ICC_TAKEN(cond, 2) |     \
+	 ICC_TAKEN(cond, 3) | ICC_TAKEN(cond, 4) | ICC_TAKEN(cond, 5) |     \
+	 ICC_TAKEN(cond, 6) | ICC_TAKEN(cond, 7) | ICC_TAKEN(cond, 8) |     \
+	 ICC_TAKEN(cond, 9) | ICC_TAKEN(cond, 10) | ICC_TAKEN(cond, 11) |   \
+	 ICC_TAKEN(cond, 12) | ICC_TAKEN(cond, 13) | ICC_TAKEN(cond, 14) |  \
+	 ICC_TAKEN(cond, 15))
+static const uint16_t icc_taken[16] = {
+	ICC_MASK(0), ICC_MASK(1), ICC_MASK(2), ICC_MASK(3),
+	ICC_MASK(4), ICC_MASK(5), ICC_MASK(6), ICC_MASK(7),
+	ICC_MASK(8), ICC_MASK(9), ICC_MASK(10), ICC_MASK(11),
+	ICC_MASK(12), ICC_MASK(13), ICC_MASK(14), ICC_MASK(15),
+};
+
 static bool icc_cond(unsigned cond, unsigned cc)
 {
-	bool n = cc & 8, z = cc & 4, v = cc & 2, c = cc & 1;
-	bool t;
-	switch (cond & 7) {
-	case 0: t = false; break;            /* n  / a   */
-	case 1: t = z; break;                /* e  / ne  */
-	case 2: t = z || (n != v); break;    /* le / g   */
-	case 3: t = n != v; break;           /* l  / ge  */
-	case 4: t = c || z; break;           /* leu / gu */
-	case 5: t = c; break;                /* cs / cc  */
-	case 6: t = n; break;                /* neg / pos */
-	default: t = v; break;               /* vs / vc  */
-	}
-	return cond & 8 ? !t : t;
+	return icc_taken[cond & 15] >> (cc & 15) & 1;
 }
 
 /* fcc: 0 =, 1 <, 2 >, 3 unordered. Bit f of the mask: taken on fcc f. */
@@ -179,7 +198,11 @@ static unsigned fcc_of(uint64_t fsr, unsigned n)
 	return n == 0 ? (fsr >> 10) & 3 : (fsr >> (30 + 2 * n)) & 3;
 }
 
-bool sparc_cond(const struct sparc_cti *c, const struct sparc_regs *r)
+/* Inline in sparc_emulate, so that the fire path's emulation is a leaf
+ * routine: no register window of its own (a save and a restore, each a
+ * helper call in TCG, and a spill trap when the windows are full). */
+static inline __attribute__((always_inline)) bool
+cond_of(const struct sparc_cti *c, const struct sparc_regs *r)
 {
 	switch (c->cls) {
 	case SPARC_BICC:
@@ -204,6 +227,11 @@ bool sparc_cond(const struct sparc_cti *c, const struct sparc_regs *r)
 	default:
 		return true;
 	}
+}
+
+bool sparc_cond(const struct sparc_cti *c, const struct sparc_regs *r)
+{
+	return cond_of(c, r);
 }
 
 int sparc_emulate(const struct sparc_cti *c, struct sparc_regs *r,
@@ -235,7 +263,7 @@ int sparc_emulate(const struct sparc_cti *c, struct sparc_regs *r,
 	}
 
 	o->target = pc + (uint64_t)c->disp;
-	o->taken = sparc_cond(c, r);
+	o->taken = cond_of(c, r);
 	bool always = c->cls != SPARC_BPR && c->cond == 8;
 	if (o->taken && !(always && c->annul)) {
 		r->pc = npc;

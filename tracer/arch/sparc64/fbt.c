@@ -417,7 +417,7 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 	uint64_t v;
 
 	if (tracer_counts_only(p)) {
-		tracer_fire(p, p->kind, 0, 0, &ctx);
+		tracer_fire_count(p, this_cpu()->id);
 		return;
 	}
 	switch (p->kind) {
@@ -532,6 +532,24 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 	tracer_record(p, WIRE_EVENT_CHECK, w, SPARC64_CHECK_WORDS);
 }
 
+/* Whether p's fire path, short of a program, check mode or a window
+ * its site reads (those load everything), reads a %g or %o register:
+ * an ALU or load for a return or save site's operands, a jmpl's or
+ * BPr's rs1/rs2, a return value for the record. A branch on the
+ * condition codes, a call and an out-of-line site need none of them,
+ * and their firing copies no register out of the trap frame. */
+static bool reads_globals_outs(const struct probe *p)
+{
+	switch (p->site.what) {
+	case SPARC_SITE_CTI:
+		return p->site.cti.cls == SPARC_JMPL || p->site.cti.cls == SPARC_BPR;
+	case SPARC_SITE_OOL:
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* The illegal_instruction hook (trap.h): if TPC holds one of our
  * ILLTRAPs, record and emulate (or run the shell game), with tf edited for
  * the retry; else declined. */
@@ -574,8 +592,15 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	/* The %l/%i only when the site (tracer_site.h), a program or check
 	 * mode may read them. */
 	bool window = check || p->gated || p->site.window;
-	if (!sparc64_load_regs(tf, &r, window))
-		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
+	if (window || reads_globals_outs(p)) {
+		if (!sparc64_load_regs(tf, &r, window))
+			fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
+	} else {                /* what a branch or call on the CCR reads */
+		r.pc = tf->tpc;
+		r.npc = tf->tnpc;
+		r.ccr = (uint8_t)(tf->tstate >> 32);
+		r.r[0] = r.r[SPARC_O7] = 0;     /* rd, saved and put back below */
+	}
 	if (p->site.what == SPARC_SITE_CTI &&
 	    (c->cls == SPARC_FBFCC || c->cls == SPARC_FBPFCC)) {
 		if (!(tf->tstate >> TSTATE_PSTATE_SHIFT & PSTATE_PEF))
