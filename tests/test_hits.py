@@ -1,8 +1,10 @@
 """Per-CPU hit counts (tracer/core/hits.c): each CPU counts its firings of
 a probe in a row of its own and `probe list` reports the sum, with each
-CPU's share in `cpus=`. One 2-CPU i386 boot: calltree on 4 threads with
-null-action probes on its entries, every count against the workload's own
-(EXPECT frames), both CPUs having fired; then a maximum hit count on two
+CPU's share in `cpus=`. A 2-CPU i386 boot per mechanism that counts in a
+path of its own (int3's trap hook, opt's detour): calltree on 4 threads
+with null-action probes on its entries, every count against the
+workload's own (EXPECT frames) and each CPU's fired count against its
+share, both CPUs having fired; then a maximum hit count on two
 CPUs, whose hit ordinals are shared: exactly maxhits firings act, the rest
 count in `over`."""
 
@@ -33,9 +35,13 @@ def listing(g):
     return out
 
 
-def test_hits_are_counted_per_cpu_and_summed(image):
-    with Guest(ARCH, smp=2, label="hits-per-cpu") as g:
+# int3 counts in its trap hook (tracer_fire_count); opt's detour counts a
+# null probe in assembly (opt_detour.S), a second copy of the same count.
+@pytest.mark.parametrize("mechanism", ["int3", "opt"])
+def test_hits_are_counted_per_cpu_and_summed(image, mechanism):
+    with Guest(ARCH, smp=2, label=f"hits-per-cpu-{mechanism}") as g:
         g.wait_ready()
+        assert g.command(f"probe mechanism {mechanism}").ok
         for i, f in enumerate(FUNCS):
             assert g.command(f"probe add {i} {image.functions[f].addr:#x} entry 0").ok
         assert g.command("probe action all null").ok
@@ -44,13 +50,19 @@ def test_hits_are_counted_per_cpu_and_summed(image):
         r = g.command("run calltree threads=4 iters=40")
         assert r.ok, r.message
         assert g.command("probe disable all").ok
-        want = g.capture(since).expects
+        assert g.command("trace stats").ok
+        cap = g.capture(since)
+        want = cap.expects
         rows = listing(g)
         for i, f in enumerate(FUNCS):
             c = rows[i]
             cpus = [int(x) for x in c["cpus"].split(",")]
             assert len(cpus) == 2 and sum(cpus) == int(c["hits"]), (f, c)
             assert int(c["hits"]) == want[f], (f, c, want[f])
+        # Each CPU's count of its firings is each CPU's share of the hits.
+        for k in (0, 1):
+            share = sum(int(rows[i]["cpus"].split(",")[k]) for i in range(len(FUNCS)))
+            assert cap.stats[k]["fired"] == share, (k, cap.stats[k], rows)
         # Both CPUs fired: the rows are separate and both are read.
         assert all(sum(int(rows[i]["cpus"].split(",")[k]) for i in range(5)) > 0
                    for k in (0, 1)), rows

@@ -19,7 +19,11 @@
  * MECHANISM.SITE.ACTION (e.g. int3.push.null), STAGE a stamp name or
  * total, and `stage NAME stamps K`, the stamps the fire path took (the
  * median: 1 for the bare trap, every one of the four for a probe);
- * `stage call - CYCLES`, `stage stamp - CYCLES`; a site a
+ * `stage call - CYCLES`, `stage stamp - CYCLES`; and `stage NAME plain
+ * CYCLES`, the same n calls timed with the fire path's stamps off (the
+ * median START..END less `call`): what a firing costs when nobody
+ * watches, which is the figure for a path that takes no stamp at all
+ * (opt's detour counts a null probe in assembly, opt_detour.S); a site a
  * mechanism cannot arm gives `stage NAME refused: REASON`. The drain is
  * held off while a probe records; value = n, ok when every probed call
  * fired once.
@@ -109,6 +113,19 @@ static void report(const char *name, unsigned n, unsigned long call,
 	kprintf("stage %s stamps %lu\n", name, median(scratch, n));
 }
 
+/* n calls of fn with the fire path's stamps off: `stage NAME plain`. */
+static void report_plain(const char *name, void (*fn)(void), unsigned n,
+			 unsigned long call)
+{
+	unsigned stamping = tracer_stamp_cpu;
+	tracer_stamp_cpu = 0;
+	for (unsigned i = 0; i < n; i++)
+		time_call(fn, i);
+	tracer_stamp_cpu = stamping;
+	unsigned long t = median(spans[TRACER_STAMP_START], n);
+	kprintf("stage %s plain %lu\n", name, t > call ? t - call : 0);
+}
+
 static void run_firepath(const uint64_t *v, struct workload_result *res)
 {
 	unsigned n = (unsigned)v[0];
@@ -131,6 +148,7 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 	for (unsigned i = 0; i < n; i++)
 		time_call(tracer_bare_trap, i);
 	report("bare", n, call, stamp);
+	report_plain("bare", tracer_bare_trap, n, call);
 
 	for (unsigned m = 0; m < tarch_nmechanisms; m++) {
 		const char *mech = tarch_mechanisms[m].name;
@@ -152,13 +170,14 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 				uint64_t fired = tracer_fired_count();
 				for (unsigned i = 0; i < n; i++)
 					time_call(site->fn, i);
-				fired = tracer_fired_count() - fired;
-				tracer_drain_pause(false);
-				if (fired != n)
-					res->ok = false;
 				ksnprintf(name, sizeof name, "%s.%s.%s", mech, site->name,
 					  tracer_action_names[a]);
 				report(name, n, call, stamp);
+				report_plain(name, site->fn, n, call);
+				fired = tracer_fired_count() - fired;
+				tracer_drain_pause(false);
+				if (fired != 2 * (uint64_t)n)
+					res->ok = false;
 			}
 			tracer_clear();
 		}

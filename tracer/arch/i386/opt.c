@@ -83,6 +83,18 @@
 
 #define OPT_TRIES 200
 
+_Static_assert(offsetof(struct probe, id) == OPT_PROBE_ID &&
+	       offsetof(struct probe, action) == OPT_PROBE_ACTION &&
+	       offsetof(struct probe, gated) == OPT_PROBE_GATED &&
+	       sizeof ((struct probe *)0)->id == 4 &&
+	       TRACER_ACTION_NULL == OPT_ACTION_NULL &&
+	       sizeof tracer_hits[0] == OPT_HITS_ROW &&
+	       sizeof tracer_hits[0][0] == 4 &&
+	       sizeof(struct tracer_fired) == 1u << OPT_FIRED_SHIFT &&
+	       offsetof(struct cpu, self) == 0 &&
+	       offsetof(struct cpu, id) == OPT_CPU_ID,
+	       "opt.h: the counting path's offsets are the C structures'");
+
 extern char opt_detours[], opt_detours_end[], opt_common[];
 extern char opt_common_checked[], opt_common_after[];
 extern const char boot_stack[], boot_stack_top[];

@@ -13,6 +13,16 @@
  * second call, OPT_AFTER_BYTES before the jmp back. */
 #define OPT_AFTER_BYTES    22
 
+/* What opt_common's counting path (opt_detour.S) reads, as numbers the
+ * assembler can use; opt.c asserts each against the C structures. */
+#define OPT_PROBE_ID       4       /* offsetof(struct probe, id) */
+#define OPT_PROBE_ACTION   13      /* offsetof(struct probe, action) */
+#define OPT_PROBE_GATED    14      /* offsetof(struct probe, gated) */
+#define OPT_ACTION_NULL    1       /* TRACER_ACTION_NULL */
+#define OPT_HITS_ROW       (4096 * 4)  /* sizeof tracer_hits[0] */
+#define OPT_FIRED_SHIFT    6       /* sizeof tracer_fired[0] == 1 << this */
+#define OPT_CPU_ID         4       /* %fs:OPT_CPU_ID is this_cpu()->id */
+
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
 #include <stdint.h>

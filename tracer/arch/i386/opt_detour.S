@@ -28,6 +28,9 @@
  * general registers back unchanged, and the displaced instructions then
  * run natively, on exactly the state they would have met at the site.
  *
+ * A probe that only counts is counted in opt_common itself (below),
+ * with no frame built and no call into C.
+ *
  * In check mode (opt_check.c) a slot is written with opt_common_checked
  * in the call, which also keeps the state before and clears IF in the
  * frame, so the copies run with interrupts masked; and after the copy:
@@ -69,7 +72,38 @@ opt_detours_end:
 	ret
 .endm
 
+/*
+ * A probe that counts only (no program, pass or maximum; action null:
+ * tracer_counts_only) is counted here, in assembly, when no stage stamps
+ * are asked for: its row of tracer_hits and the CPU's tracer_fired, as
+ * tracer_fire_count does. Interrupts are masked since the slot's cli, so
+ * the thread cannot move to another CPU between reading %fs:id and the
+ * increments, and nothing else writes this CPU's row. Every other firing
+ * builds the trapframe and goes to i386_opt_fire. At entry: the return
+ * into the slot, the probe, the site, %cs, eflags.
+ */
 opt_common:
+	pushl	%eax
+	movl	8(%esp), %eax                   /* the probe */
+	cmpb	$0, OPT_PROBE_GATED(%eax)
+	jne	1f
+	cmpb	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
+	jne	1f
+	cmpl	$0, tracer_stamp_cpu
+	jne	1f
+	pushl	%ecx
+	movl	OPT_PROBE_ID(%eax), %eax
+	movl	%fs:OPT_CPU_ID, %ecx
+	imull	$OPT_HITS_ROW, %ecx, %ecx
+	incl	tracer_hits(%ecx, %eax, 4)
+	movl	%fs:OPT_CPU_ID, %ecx
+	shll	$OPT_FIRED_SHIFT, %ecx
+	addl	$1, tracer_fired(%ecx)          /* a 64-bit count */
+	adcl	$0, tracer_fired+4(%ecx)
+	popl	%ecx
+	popl	%eax
+	ret
+1:	popl	%eax
 	opt_call i386_opt_fire
 
 opt_common_checked:
