@@ -200,3 +200,5 @@ def test_bench_stage_table_covers_every_stage(arch, built, bench_run):
         for n in (1, 2, 4):
             assert f"scaling_opt_{n}_vcpu" in figs, sorted(figs)
         assert figs["scaling_opt_2_over_1"]["target"] == "scaling_2_over_1"
+        assert figs["scaling_untraced_2_over_1"]["median"] > 0, figs["scaling_untraced_2_over_1"]
+        assert figs["scaling_opt_2_over_untraced"]["median"] > 0, sorted(figs)

@@ -784,6 +784,22 @@ class Bench:
                          "(no trap), action null, 4-CPU boot")
             self.put("scaling_opt_2_over_1", oratios, "ratio", target="scaling_2_over_1",
                      what="opt entry probes: firings/s 2/1 vCPU")
+            # The workload unprobed on as many threads, same boot: the most
+            # any probe's firings can scale on this host (a busy 2-core host
+            # cannot give two vCPUs two cores), and opt's scaling against it.
+            calls: dict[int, list[float]] = {1: [], 2: [], 4: []}
+            for i in range(self.reps):
+                for n in calls:
+                    r = g.command(f"run calltree threads={n} iters={self.sizes.scale_iters}",
+                                  timeout=600)
+                    if not r.ok or not r.results:
+                        raise TraceError(f"calltree threads={n} failed: {r.message}")
+                    calls[n].append(r.results[-1]["value"] / (r.results[-1]["cycles"] / self.hz))
+            self.put("scaling_untraced_2_over_1", [a / b for a, b in zip(calls[2], calls[1])],
+                     "ratio", what="calltree unprobed: calls/s 2/1 vCPU")
+            self.put("scaling_opt_2_over_untraced",
+                     [o / (a / b) for o, a, b in zip(oratios, calls[2], calls[1])],
+                     "ratio", what="opt firings/s 2/1 vCPU ÷ unprobed calls/s 2/1 vCPU")
         # The bare trap on as many threads, same boot: QEMU serialises
         # exceptions, and this is the most a trap-based probe can scale.
         bare: dict[int, list[float]] = {1: [], 2: [], 4: []}
