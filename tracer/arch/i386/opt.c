@@ -76,6 +76,7 @@
 #include "cpu.h"
 #include "kstring.h"
 #include "opt.h"
+#include "stamp.h"
 #include "thread.h"
 #include "tracer.h"
 #include "tracer_arch.h"
@@ -99,8 +100,11 @@ extern char opt_detours[], opt_detours_end[], opt_common[];
 extern char opt_common_checked[], opt_common_after[];
 extern const char boot_stack[], boot_stack_top[];
 
-_Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
+_Static_assert(OPT_COPY_OFFSET_CHECKED + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
 	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
+_Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + 5 <= OPT_SLOW_OFFSET &&
+	       OPT_SLOW_OFFSET + 23 <= OPT_DETOUR_BYTES,
+	       "opt.h: a plain detour (counting path, copy, jmp, way into C) fits a slot");
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
 enum opt_stage {
@@ -295,7 +299,8 @@ uint32_t opt_resume(const struct probe *p)
 {
 	if (!slot_of[p->id] || slot(p)->probe != p || !written(slot(p)))
 		return 0;
-	return (uint32_t)(uintptr_t)slot_code(p) + OPT_COPY_OFFSET;
+	return (uint32_t)(uintptr_t)slot_code(p) +
+	       (slot(p)->checked ? OPT_COPY_OFFSET_CHECKED : OPT_COPY_OFFSET);
 }
 
 /* ---- writing code ---- */
@@ -311,43 +316,116 @@ static void store32(uintptr_t addr, uint32_t v)
 		store(addr + i, (uint8_t)(v >> (8 * i)));
 }
 
-static void write_slot(unsigned i, const struct probe *p)
+/* Bytes at d, in order; the number written. */
+static unsigned put(uintptr_t d, const uint8_t *b, unsigned n)
 {
-	struct opt_slot *s = &slots[i];
-	bool checked = tracer_check_mode;
-	uintptr_t common = (uintptr_t)(checked ? opt_common_checked : opt_common);
-	uintptr_t d = (uintptr_t)slot_code_at(i);
+	for (unsigned i = 0; i < n; i++)
+		store(d + i, b[i]);
+	return n;
+}
+
+/* opcode [modrm] disp32 [imm8]: an instruction with an absolute or
+ * base-plus-disp32 operand; the number of bytes written. */
+static unsigned put_disp(uintptr_t d, const uint8_t *op, unsigned n, uint32_t disp,
+			 int imm8)
+{
+	unsigned k = put(d, op, n);
+	store32(d + k, disp);
+	k += 4;
+	if (imm8 >= 0)
+		store(d + k++, (uint8_t)imm8);
+	return k;
+}
+
+/* The plain detour (opt_detour.S): the counting path, the copy, the jmp
+ * back, and the way into C. */
+static void write_plain(uintptr_t d, const struct opt_slot *s, const struct probe *p)
+{
+	static const uint8_t cmpb[] = { 0x80, 0x3d }, cmpl[] = { 0x83, 0x3d };
+	static const uint8_t cpu_id[] = { 0x64, 0xa1, OPT_CPU_ID, 0, 0, 0 };  /* movl %fs:id,%eax */
+	static const uint8_t imul[] = { 0x69, 0xc0 }, incl[] = { 0xff, 0x80 };
+	static const uint8_t shl[] = { 0xc1, 0xe0, OPT_FIRED_SHIFT };
+	static const uint8_t add[] = { 0x83, 0x80 }, adc[] = { 0x83, 0x90 };
+	uintptr_t c = d, probe = (uintptr_t)p;
+	uintptr_t hits = (uintptr_t)&tracer_hits[0][p->id];
+	uintptr_t fired = (uintptr_t)&tracer_fired[0].n;
+
+	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
+	c += put(c, cpu_id, sizeof cpu_id);
+	c += put_disp(c, imul, 2, OPT_HITS_ROW, -1);                  /* imull $row,%eax,%eax */
+	c += put_disp(c, incl, 2, (uint32_t)hits, -1);                /* incl hits(%eax) */
+	c += put(c, cpu_id, sizeof cpu_id);
+	c += put(c, shl, sizeof shl);                                 /* shll $6,%eax */
+	c += put_disp(c, add, 2, (uint32_t)fired, 1);                 /* addl $1,fired(%eax) */
+	c += put_disp(c, adc, 2, (uint32_t)fired + 4, 0);             /* adcl $0,fired+4(%eax) */
+	c += put(c, (const uint8_t[]){ 0x58, 0x9d }, 2);              /* popl %eax; popfl */
+	if (c != d + OPT_COPY_OFFSET)
+		panic("opt: the counting path is %u bytes, opt.h says %u",
+		      (unsigned)(c - d), OPT_COPY_OFFSET);
+	c += put(c, s->bytes, s->len);                                /* the copy */
+	store(c, 0xe9);                                               /* jmp site + len */
+	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
+
+	c = d + OPT_SLOW_OFFSET;
+	store(c, 0x0e);                                               /* pushl %cs */
+	store(c + 1, 0x68);                                           /* pushl $site */
+	store32(c + 2, (uint32_t)p->addr);
+	store(c + 6, 0x68);                                           /* pushl $probe */
+	store32(c + 7, (uint32_t)probe);
+	store(c + 11, 0xe8);                                          /* call opt_common */
+	store32(c + 12, (uint32_t)((uintptr_t)opt_common - (c + 16)));
+	c += 16;
+	c += put(c, (const uint8_t[]){ 0x8d, 0x64, 0x24, 0x0c, 0x9d }, 5);  /* leal 12(%esp),%esp; popfl */
+	store(c, 0xeb);                                               /* jmp copy */
+	store(c + 1, (uint8_t)(d + OPT_COPY_OFFSET - (c + 2)));
+}
+
+/* Check mode's detour (opt_detour.S): no counting path; a second call
+ * after the copy. */
+static void write_checked(uintptr_t d, const struct opt_slot *s, const struct probe *p)
+{
 	static const uint8_t head[] = { 0x9c, 0xfa, 0x0e };    /* pushfl; cli; push %cs */
-	for (unsigned i = 0; i < sizeof head; i++)
-		store(d + i, head[i]);
+	static const uint8_t tail[] = { 0x8d, 0x64, 0x24, 0x0c, 0x9d };  /* leal 12(%esp),%esp; popfl */
+	put(d, head, sizeof head);
 	store(d + 3, 0x68);                                    /* push $site */
 	store32(d + 4, (uint32_t)p->addr);
 	store(d + 8, 0x68);                                    /* push $probe */
 	store32(d + 9, (uint32_t)(uintptr_t)p);
-	store(d + 13, 0xe8);                                   /* call opt_common */
-	store32(d + 14, (uint32_t)(common - (d + 18)));
-	static const uint8_t tail[] = { 0x8d, 0x64, 0x24, 0x0c, 0x9d };  /* leal 12(%esp),%esp; popfl */
-	for (unsigned i = 0; i < sizeof tail; i++)
-		store(d + 18 + i, tail[i]);
-	uintptr_t c = d + OPT_COPY_OFFSET;
-	for (unsigned i = 0; i < s->len; i++)
-		store(c + i, s->bytes[i]);
-	c += s->len;
-	if (checked) {                  /* the second call (opt_detour.S) */
-		store(c, 0x9c);                                /* pushfl */
-		store(c + 1, 0x0e);                            /* push %cs */
-		store(c + 2, 0x68);                            /* push $site + len */
-		store32(c + 3, (uint32_t)(p->addr + s->len));
-		store(c + 7, 0x68);                            /* push $probe */
-		store32(c + 8, (uint32_t)(uintptr_t)p);
-		store(c + 12, 0xe8);                           /* call opt_common_after */
-		store32(c + 13, (uint32_t)((uintptr_t)opt_common_after - (c + 17)));
-		for (unsigned i = 0; i < sizeof tail; i++)     /* leal; popfl */
-			store(c + 17 + i, tail[i]);
-		c += OPT_AFTER_BYTES;
-	}
+	store(d + 13, 0xe8);                                   /* call opt_common_checked */
+	store32(d + 14, (uint32_t)((uintptr_t)opt_common_checked - (d + 18)));
+	put(d + 18, tail, sizeof tail);
+	uintptr_t c = d + OPT_COPY_OFFSET_CHECKED;
+	c += put(c, s->bytes, s->len);
+	store(c, 0x9c);                                        /* pushfl */
+	store(c + 1, 0x0e);                                    /* push %cs */
+	store(c + 2, 0x68);                                    /* push $site + len */
+	store32(c + 3, (uint32_t)(p->addr + s->len));
+	store(c + 7, 0x68);                                    /* push $probe */
+	store32(c + 8, (uint32_t)(uintptr_t)p);
+	store(c + 12, 0xe8);                                   /* call opt_common_after */
+	store32(c + 13, (uint32_t)((uintptr_t)opt_common_after - (c + 17)));
+	put(c + 17, tail, sizeof tail);                        /* leal; popfl */
+	c += OPT_AFTER_BYTES;
 	store(c, 0xe9);                                        /* jmp site + len */
 	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
+}
+
+static void write_slot(unsigned i, const struct probe *p)
+{
+	struct opt_slot *s = &slots[i];
+	bool checked = tracer_check_mode;
+	uintptr_t d = (uintptr_t)slot_code_at(i);
+	if (checked)
+		write_checked(d, s, p);
+	else
+		write_plain(d, s, p);
 	s->checked = checked;
 }
 

@@ -6,15 +6,19 @@
 #define I386_OPT_H
 
 #define OPT_SLOTS          256     /* detours: enabled opt entry probes at most */
-#define OPT_DETOUR_BYTES   64
-#define OPT_COPY_OFFSET    23      /* the displaced instructions' copy in a slot */
+#define OPT_DETOUR_BYTES   128
+/* The displaced instructions' copy in a slot: after the counting path in
+ * a plain detour, after the head in check mode's (opt_detour.S). */
+#define OPT_COPY_OFFSET    73
+#define OPT_COPY_OFFSET_CHECKED 23
+#define OPT_SLOW_OFFSET    90      /* a plain detour's way into C */
 #define OPT_MAX_COPY       12      /* bytes displaced: >= 5, whole instructions */
 /* A detour written in check mode (opt_check.c) follows the copy with a
  * second call, OPT_AFTER_BYTES before the jmp back. */
 #define OPT_AFTER_BYTES    22
 
-/* What opt_common's counting path (opt_detour.S) reads, as numbers the
- * assembler can use; opt.c asserts each against the C structures. */
+/* What a plain detour's counting path (opt_detour.S) reads, as numbers
+ * opt.c writes into it; opt.c asserts each against the C structures. */
 #define OPT_PROBE_ID       4       /* offsetof(struct probe, id) */
 #define OPT_PROBE_ACTION   13      /* offsetof(struct probe, action) */
 #define OPT_PROBE_GATED    14      /* offsetof(struct probe, gated) */

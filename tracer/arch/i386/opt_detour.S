@@ -6,35 +6,54 @@
  * of their own inside the tracer's text (executable, never probed, written
  * through the text alias before the site's jmp points at it; pages of
  * their own so that writing a slot never throws away the translations of
- * the fire path's code). opt.c writes a slot as
+ * the fire path's code). opt.c writes a plain slot as
  *
  *     pushfl                   eflags as at the site
- *     cli                      one producer per CPU buffer while recording
+ *     cli                      one CPU, one producer per CPU buffer, from here
+ *     cmpb $0, probe.gated     a probe that counts only, and no stage
+ *     jne slow                 stamps asked for: counted here, as
+ *     cmpb $NULL, probe.action tracer_fire_count does (tracer.h), in its
+ *     jne slow                 CPU's row of tracer_hits and the CPU's
+ *     cmpl $0, tracer_stamp_cpu  tracer_fired: %fs:id and the increments
+ *     jne slow                 are on one CPU, interrupts being masked
+ *     pushl %eax
+ *     movl %fs:id, %eax;  imull $row, %eax, %eax;  incl hits[id](%eax)
+ *     movl %fs:id, %eax;  shll $6, %eax
+ *     addl $1, fired(%eax);  adcl $0, fired+4(%eax)
+ *     popl %eax
+ *     popfl                    eflags (and IF) back as they were
+ *   copy:                      (OPT_COPY_OFFSET)
+ *     <the displaced instructions, byte for byte>
+ *     jmp   site + len
+ *   slow:                      (OPT_SLOW_OFFSET)
  *     pushl %cs
  *     pushl $site              the frame's eip: the probed address
  *     pushl $probe             the frame's error slot: the probe
  *     call  opt_common         the frame's vector slot: the way back
  *     leal  12(%esp), %esp     drop error, eip, cs (leal: flags untouched)
- *     popfl                    eflags (and IF) back as they were
- *   copy:
- *     <the displaced instructions, byte for byte>
- *     jmp   site + len
+ *     popfl
+ *     jmp   copy
  *
- * so that below opt_common's pushal and segment pushes lies exactly a
- * struct trapframe (trapframe.h) of a ring-0 trap at the site: the stack
- * pointer at the site is the address just above eflags (trapframe_sp),
- * and record_fire and probe programs read it as they read a trap's. The
- * records and programs only read the frame, so opt_common pops the
- * general registers back unchanged, and the displaced instructions then
- * run natively, on exactly the state they would have met at the site.
- *
- * A probe that only counts is counted in opt_common itself (below),
- * with no frame built and no call into C.
+ * A counting firing thus makes no call and leaves the slot's page only
+ * to go back: under TCG a call to another page and every return are
+ * block lookups. Below opt_common's pushal and segment pushes lies
+ * exactly a struct trapframe (trapframe.h) of a ring-0 trap at the site:
+ * the stack pointer at the site is the address just above eflags
+ * (trapframe_sp), and record_fire and probe programs read it as they read
+ * a trap's. The records and programs only read the frame, so opt_common
+ * pops the general registers back unchanged, and the displaced
+ * instructions then run natively, on exactly the state they would have
+ * met at the site.
  *
  * In check mode (opt_check.c) a slot is written with opt_common_checked
- * in the call, which also keeps the state before and clears IF in the
- * frame, so the copies run with interrupts masked; and after the copy:
+ * in the call and no counting path, the copy at OPT_COPY_OFFSET_CHECKED:
  *
+ *     pushfl; cli; pushl %cs; pushl $site; pushl $probe
+ *     call  opt_common_checked records, keeps the state before, clears IF
+ *     leal  12(%esp), %esp     in the frame, so the copies run masked
+ *     popfl
+ *   copy:
+ *     <the displaced instructions>
  *     pushfl                   the copies' eflags (IF still clear)
  *     pushl %cs
  *     pushl $site + len        the frame's eip: where the copies ended
@@ -45,7 +64,7 @@
  *     jmp   site + len
  *
  * Only such slots carry the second call: check mode off, the detour is
- * the one above, byte for byte.
+ * the plain one above.
  */
 #include "opt.h"
 
@@ -72,38 +91,7 @@ opt_detours_end:
 	ret
 .endm
 
-/*
- * A probe that counts only (no program, pass or maximum; action null:
- * tracer_counts_only) is counted here, in assembly, when no stage stamps
- * are asked for: its row of tracer_hits and the CPU's tracer_fired, as
- * tracer_fire_count does. Interrupts are masked since the slot's cli, so
- * the thread cannot move to another CPU between reading %fs:id and the
- * increments, and nothing else writes this CPU's row. Every other firing
- * builds the trapframe and goes to i386_opt_fire. At entry: the return
- * into the slot, the probe, the site, %cs, eflags.
- */
 opt_common:
-	pushl	%eax
-	movl	8(%esp), %eax                   /* the probe */
-	cmpb	$0, OPT_PROBE_GATED(%eax)
-	jne	1f
-	cmpb	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
-	jne	1f
-	cmpl	$0, tracer_stamp_cpu
-	jne	1f
-	pushl	%ecx
-	movl	OPT_PROBE_ID(%eax), %eax
-	movl	%fs:OPT_CPU_ID, %ecx
-	imull	$OPT_HITS_ROW, %ecx, %ecx
-	incl	tracer_hits(%ecx, %eax, 4)
-	movl	%fs:OPT_CPU_ID, %ecx
-	shll	$OPT_FIRED_SHIFT, %ecx
-	addl	$1, tracer_fired(%ecx)          /* a 64-bit count */
-	adcl	$0, tracer_fired+4(%ecx)
-	popl	%ecx
-	popl	%eax
-	ret
-1:	popl	%eax
 	opt_call i386_opt_fire
 
 opt_common_checked:

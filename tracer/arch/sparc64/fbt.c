@@ -118,11 +118,12 @@ static bool cti_reads_window(const struct sparc_cti *c)
 	return c->cls == SPARC_BPR && c->rs1 >= 16;
 }
 
-/* Whether a delay-slot word return_value() may evaluate reads %l/%i. */
-static bool slot_reads_window(uint32_t slot)
+/* Whether a format-3 word's operands (rs1, and rs2 unless i) include a
+ * %l or %i: a delay slot return_value() may evaluate, a save's. */
+static bool operands_read_window(uint32_t w)
 {
-	return ((slot >> 14) & 0x1f) >= 16 ||
-	       (!((slot >> 13) & 1) && (slot & 0x1f) >= 16);
+	return ((w >> 14) & 0x1f) >= 16 ||
+	       (!((w >> 13) & 1) && (w & 0x1f) >= 16);
 }
 
 static bool is_save_to_sp(uint32_t w)
@@ -150,7 +151,11 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		site->slot = code[1];
 	bool any = kind == WIRE_EVENT_ENTRY || kind == WIRE_EVENT_INSN;
 	if (any && is_save_to_sp(w)) {
+		/* save %sp, -N, %sp reads an %o: the trapped window's %l/%i
+		 * (in its save area on the stack, checked mapped page by
+		 * page) are read only for a program or check mode. */
 		site->what = SPARC_SITE_SAVE;
+		site->window = operands_read_window(w);
 		return 0;
 	}
 	/* Any other first instruction (a leaf function's) takes the entry
@@ -185,7 +190,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		}
 	}
 	site->window = cti_reads_window(c) ||
-		       (kind == WIRE_EVENT_RETURN && slot_reads_window(site->slot));
+		       (kind == WIRE_EVENT_RETURN && operands_read_window(site->slot));
 	return 0;
 }
 
@@ -533,21 +538,40 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 }
 
 /* Whether p's fire path, short of a program, check mode or a window
- * its site reads (those load everything), reads a %g or %o register:
- * an ALU or load for a return or save site's operands, a jmpl's or
- * BPr's rs1/rs2, a return value for the record. A branch on the
- * condition codes, a call and an out-of-line site need none of them,
- * and their firing copies no register out of the trap frame. */
+ * its site reads (those load everything), reads a %g or %o register
+ * through the register copy: a return site's target and value, a jmpl's
+ * or BPr's rs1/rs2. A branch on the condition codes, a call and an
+ * out-of-line site read none, and a save reads its operands from the
+ * frame itself (frame_operands): their firing copies no register out of
+ * the trap frame. */
 static bool reads_globals_outs(const struct probe *p)
 {
 	switch (p->site.what) {
 	case SPARC_SITE_CTI:
 		return p->site.cti.cls == SPARC_JMPL || p->site.cti.cls == SPARC_BPR;
 	case SPARC_SITE_OOL:
+	case SPARC_SITE_SAVE:           /* its operands come from the frame */
 		return false;
 	default:
 		return true;
 	}
+}
+
+/* A format-3 operand read from the trapped state itself: a %g or %o in
+ * the frame, a %l or %i in the trapped window's save area (the site's
+ * window says it is read, and the fire path has checked it mapped). */
+static uint64_t frame_reg(const struct trapframe *tf, unsigned n)
+{
+	if (n < 16)
+		return n < 8 ? (n ? tf->g[n] : 0) : tf->o[n - 8];
+	return *trapframe_reg_read(tf, n);
+}
+
+static uint64_t frame_operands(const struct trapframe *tf, uint32_t w)
+{
+	uint64_t b = (w >> 13) & 1 ? (uint64_t)((int64_t)((uint64_t)w << 51) >> 51)
+				   : frame_reg(tf, w & 0x1f);
+	return frame_reg(tf, (w >> 14) & 0x1f) + b;
 }
 
 /* The illegal_instruction hook (trap.h): if TPC holds one of our
@@ -660,7 +684,7 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	if (p->site.what == SPARC_SITE_SAVE) {
 		record_fire(p, tf, &r, &o);
 		tracer_stamp(TRACER_STAMP_FIRE);
-		tf->save_sp = operand1(p->site.insn, &r) + operand2(p->site.insn, &r);
+		tf->save_sp = frame_operands(tf, p->site.insn);
 		tf->tpc = tf->tnpc;
 		tf->tnpc += 4;
 		tracer_stamp(TRACER_STAMP_EMULATE);
