@@ -146,10 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--within", metavar="GLOB[,GLOB]", help="arches with no "
                    "single-step (sparc64): the functions whose transfers are "
                    "probed and walked (default: the function itself)")
-    s.add_argument("--method", choices=("previous", "address"), default="previous",
+    s.add_argument("--method", choices=("previous", "address", "next"), default="previous",
                    help="previous (seed 003's method 4: the instruction that ran, "
-                   "its length or its bytes) or address (method 3: addresses, "
-                   "resolved by the host from the ELF)")
+                   "its length or its bytes), address (method 3: addresses, "
+                   "resolved by the host from the ELF) or next (what method 4 "
+                   "is measured against: the instruction about to run, read "
+                   "ahead at the new EIP)")
     s.add_argument("--skip", type=int, default=0, metavar="K",
                    help="do not trace the first K entries of the function")
     s.add_argument("--regions", type=int, default=0, metavar="N",

@@ -74,7 +74,7 @@ def _regions(runs, events):
 def test_refusals_change_nothing(runs):
     msgs = [r.message for r in runs["refusals"]]
     assert [r.ok for r in runs["refusals"]] == [False] * 4, msgs
-    assert "is no probe" in msgs[0] and "address (3) or previous (4)" in msgs[1]
+    assert "is no probe" in msgs[0] and "address (3), previous (4) or next (5)" in msgs[1]
     assert "entry probe" in msgs[2] and "counts" in msgs[3], msgs
 
 

@@ -219,6 +219,9 @@ def run(args, arch) -> int:
     else:
         print(f"traps the tracer caused: probe traps {stats['probe_traps']} (entry "
               f"and branch probes, emulated); tracer TLB misses: {tlb}")
+    if steps and args.method == "next":
+        print(f"next: {sum(r.ahead_traps for r in regs)} read-aheads found a probe's "
+              "trap byte, not the code (the host put the code back from the ELF)")
     if total:
         print(f"wire: {wire_bytes} bytes in {sum(r.records for r in regs)} records, "
               f"{wire_bytes / total:.2f} bytes per instruction")
