@@ -229,12 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("avoid", help="seed 003's interrupt-avoidance methods "
                        "(sun4u): each off and on, the misses and faults the tracer "
-                       "caused, cycles per traced instruction, bytes per record")
+                       "caused, cycles per traced instruction, bytes per record; "
+                       "i386: the instruction-tracing methods (previous, next, "
+                       "address) with the traced code's page resident and evicted")
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--pages", type=int, default=128, help="pages walked between "
                    "two calls of the traced function (default 128; the DTLB has 64)")
-    s.add_argument("--iters", type=int, default=500, help="walks per run")
+    s.add_argument("--iters", type=int, default=500, help="walks per run (i386: "
+                   "calls of the traced function per run)")
     s.add_argument("--reps", type=int, default=3, help="repetitions of every "
                    "configuration (medians shown)")
     _add_backend(s)
