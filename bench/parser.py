@@ -235,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--pages", type=int, default=128, help="pages walked between "
-                   "two calls of the traced function (default 128; the DTLB has 64)")
+                   "two calls of the traced function (default 128; the DTLB has 64; sun4u "
+                   "only: i386's table has no walk)")
     s.add_argument("--iters", type=int, default=500, help="walks per run (i386: "
                    "calls of the traced function per run)")
     s.add_argument("--reps", type=int, default=3, help="repetitions of every "

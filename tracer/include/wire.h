@@ -273,7 +273,7 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 #define WIRE_ITRACE_ADDR_BYTES   4
 #define WIRE_ITRACE_INSN_BYTES   15   /* the longest IA-32 instruction */
 #define WIRE_ITRACE_STEPS(X) \
-	X(JUMP,     0x00, 19, "previous: the instruction at the cursor (its 15 bytes of code follow) went to ADDR (4 bytes after them)") \
+	X(JUMP,     0x00, 19, "previous: the instruction at the cursor (15 bytes follow: its code, zeros after it) went to ADDR (4 bytes after them)") \
 	X(SEQ,      0x01, 0,  "previous: 0x01-0x0f, an instruction of that many bytes at the cursor; it fell through") \
 	X(EMUL,     0x10, 0,  "0x11-0x1f: a probe emulated instructions at the cursor spanning the low 4 bits' bytes; they fell through") \
 	X(EMUL_JUMP, 0x20, 4, "a probe emulated the instruction at the cursor; it went to ADDR") \
