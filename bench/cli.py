@@ -624,10 +624,36 @@ def cmd_fuzz(args) -> int:
     return EXIT_OK if all(r.ok for r in res) else EXIT_FAILED
 
 
+def _avoid_step(args, arch) -> int:
+    """`bench avoid` on a single-stepping arch (i386): avoid_step.py."""
+    from .trace import avoid_step
+    print(f"avoid {arch.name}: demand iters={args.iters}, each instruction-tracing "
+          "method with demand_step's page resident and evicted before every call",
+          flush=True)
+    with open_guest(arch, label="avoid", smp=args.smp, command_timeout=600) as g:
+        reps = avoid_step.measure(g, arch, args.iters, args.reps,
+                                  on_line=lambda l: print(l, flush=True))
+        g.exit(0)
+    rows = avoid_step.merge(reps)
+    for line in avoid_step.table_lines(rows):
+        print(line)
+    bad = [b for rep in reps for b in avoid_step.problems(rep, args.iters)]
+    for b in bad:
+        print(f"  PROBLEM: {b}")
+    nxt = [r for r in rows if r["method"] == "next" and r["evict"]]
+    prev = [r for r in rows if r["method"] == "previous" and r["evict"]]
+    print(f"avoid {arch.name}: page evicted before each call: the tracer took "
+          f"{prev[0]['own_faults']} faults of its own by previous, "
+          f"{nxt[0]['own_faults']} by next; {len(bad)} problems")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
 def cmd_avoid(args) -> int:
     arch = arches.get(args.arch)
     if min(args.pages, args.iters, args.reps) < 1:
         raise UsageError("--pages, --iters and --reps must be at least 1")
+    if arch.itrace == "step":
+        return _avoid_step(args, arch)
     print(f"avoid {arch.name}: tlbwalk pages={args.pages} iters={args.iters}, "
           f"{args.reps} repetitions", flush=True)
     with open_guest(arch, label="avoid", smp=args.smp, command_timeout=600) as g:

@@ -146,10 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--within", metavar="GLOB[,GLOB]", help="arches with no "
                    "single-step (sparc64): the functions whose transfers are "
                    "probed and walked (default: the function itself)")
-    s.add_argument("--method", choices=("previous", "address"), default="previous",
+    s.add_argument("--method", choices=("previous", "address", "next"), default="previous",
                    help="previous (seed 003's method 4: the instruction that ran, "
-                   "its length or its bytes) or address (method 3: addresses, "
-                   "resolved by the host from the ELF)")
+                   "its length or its bytes), address (method 3: addresses, "
+                   "resolved by the host from the ELF) or next (what method 4 "
+                   "is measured against: the instruction about to run, read "
+                   "ahead at the new EIP)")
     s.add_argument("--skip", type=int, default=0, metavar="K",
                    help="do not trace the first K entries of the function")
     s.add_argument("--regions", type=int, default=0, metavar="N",
@@ -227,12 +229,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("avoid", help="seed 003's interrupt-avoidance methods "
                        "(sun4u): each off and on, the misses and faults the tracer "
-                       "caused, cycles per traced instruction, bytes per record")
+                       "caused, cycles per traced instruction, bytes per record; "
+                       "i386: the instruction-tracing methods (previous, next, "
+                       "address) with the traced code's page resident and evicted")
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--pages", type=int, default=128, help="pages walked between "
-                   "two calls of the traced function (default 128; the DTLB has 64)")
-    s.add_argument("--iters", type=int, default=500, help="walks per run")
+                   "two calls of the traced function (default 128; the DTLB has 64; sun4u "
+                   "only: i386's table has no walk)")
+    s.add_argument("--iters", type=int, default=500, help="walks per run (i386: "
+                   "calls of the traced function per run)")
     s.add_argument("--reps", type=int, default=3, help="repetitions of every "
                    "configuration (medians shown)")
     _add_backend(s)

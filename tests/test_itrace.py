@@ -6,14 +6,18 @@ caught by the replay; calltree's reference run (the command thread) and
 one of its 3 workers traced alone (--skip 1 --regions 1) while the other
 two run untraced give the same instruction sequence, with every result
 right and no step on any other thread; `itrace on` refuses what it cannot
-do. A second boot under QEMU's -singlestep exec log is the independent
+do. fib(5) traced by `next` (the instruction about to run, read ahead)
+gives the same instructions, its read-aheads at the probed entry are the
+probe's int3, and a lost, reordered or altered record of it is caught.
+A second boot under QEMU's -singlestep exec log is the independent
 reference: fib(5)'s region equals QEMU's, instruction for instruction,
-and the swapped capture differs from it. The full-size runs (fib(10),
+by previous and by next, and the swapped capture differs from it. The full-size runs (fib(10),
 calltree on 2 and 4 CPUs) are the matrix's itrace cells.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -58,6 +62,7 @@ def runs(built):
         out["one"] = _traced(s, ct, "previous", CT, skip=1, regions=1)
         out["pp"] = _traced(s, ids["yielder", "entry"], "previous",
                             "pingpong threads=2 iters=3")
+        out["fib5"] = _traced(s, fib, "next", "fib n=5")
         s.enable(False)
         cap = s.finish()
         g.exit(0)
@@ -74,7 +79,7 @@ def _regions(runs, events):
 def test_refusals_change_nothing(runs):
     msgs = [r.message for r in runs["refusals"]]
     assert [r.ok for r in runs["refusals"]] == [False] * 4, msgs
-    assert "is no probe" in msgs[0] and "address (3) or previous (4)" in msgs[1]
+    assert "is no probe" in msgs[0] and "address (3), previous (4) or next (5)" in msgs[1]
     assert "entry probe" in msgs[2] and "counts" in msgs[3], msgs
 
 
@@ -97,7 +102,7 @@ def test_both_methods_trace_fib_alike(runs):
 def test_one_thread_stepped_while_others_run(runs):
     regs = _regions(runs, runs["events"])
     ref, one = regs[2], regs[3]
-    assert len(regs) == 6, [(r.thread, len(r.addrs)) for r in regs]
+    assert len(regs) == 7, [(r.thread, len(r.addrs)) for r in regs]
     for name in ("ref", "one"):
         reply, st = runs[name]
         assert reply.ok and reply.results[0]["status"] == 0, reply.message
@@ -136,6 +141,53 @@ def test_lost_or_reordered_record_is_caught(runs, how):
     assert late if how == "swap" else not late, problems
 
 
+def _next_records(runs):
+    """Indexes among the ITRACE records of the `next` run's (the last region)."""
+    events = runs["events"]
+    last = [i for i, e in enumerate(events) if (e.words[itrace.W.INFO] >> 16) & 0xff
+            == itrace.METHODS["next"]]
+    assert len(last) > 3
+    return last
+
+
+def test_next_traces_fib_as_previous(runs):
+    regs = _regions(runs, runs["events"])
+    fib4, fib5 = regs[0], regs[6]
+    assert fib5.method == itrace.METHODS["next"] == 5
+    assert fib5.ended == "return" and not fib5.problems, fib5.problems
+    assert fib5.addrs == fib4.addrs and fib5.emulated == 30
+    # Read ahead, the 14 recursive calls' targets are fib's entry, where the
+    # probe's int3 stands: what the tracer read there is the trap, not the
+    # code (the host puts the code back from the ELF).
+    assert fib5.ahead_traps == 14
+    reply, st = runs["fib5"]
+    assert reply.ok and reply.results[0]["value"] == 5 and st["stray_db"] == 0
+    # It costs bytes: every instruction's code is on the wire.
+    assert fib5.wire_bytes > 1.3 * fib4.wire_bytes, (fib5.wire_bytes, fib4.wire_bytes)
+
+
+@pytest.mark.parametrize("how", ["drop", "swap", "alter"])
+def test_next_record_lost_reordered_or_altered_is_caught(runs, how):
+    idx = _next_records(runs)
+    events = list(runs["events"])
+    k = idx[1]
+    if how == "alter":
+        # One byte of code read ahead changed in the second record: what a
+        # tracer reading at the wrong address would send.
+        e = events[k]
+        w = list(e.words)
+        w[itrace.W.DATA + 1] ^= 0x40
+        events[k] = dataclasses.replace(e, words=tuple(w))
+    else:
+        events = itrace_run._tamper(events, f"{how}:{k}")   # all are ITRACE records
+    problems = _regions(runs, events)[6].problems
+    assert problems, f"{how}: nothing caught"
+    if how == "alter":
+        assert any("read ahead" in p or "step" in p for p in problems), problems
+    else:
+        assert any("expected record 1 (lost, or late)" in p for p in problems), problems
+
+
 def test_qemu_reference_equals_trace(runs, built):
     image = runs["image"]
     f = image.functions["fib"]
@@ -161,3 +213,6 @@ def test_qemu_reference_equals_trace(runs, built):
     swapped = _regions(runs, itrace_run._tamper(runs["events"], "swap:1"))[:1]
     bad = qemuref.compare(swapped, refs, lambda a: "")
     assert bad.differences > 0, bad.lines
+    fib5 = _regions(runs, runs["events"])[6:7]
+    nxt = qemuref.compare(fib5, refs, lambda a: "")
+    assert nxt.differences == 0 and nxt.compared == good.compared, nxt.lines

@@ -14,6 +14,13 @@ off. This module replays the steps against the ELF:
   address (method 3): each address must be an instruction of the ELF, which
       resolves it (no memory-map records are needed: the kernel's text is
       the ELF's, loaded once, never moved);
+  next (what method 4 is measured against): each step says that the
+      instruction described last ran and describes the one about to run
+      (its bytes, read ahead by the guest; its address implicit when the
+      last fell through); the described bytes are checked against the ELF
+      when the step saying they ran comes, and a described instruction that
+      a probe's trap then emulated must be that probe's trap byte(s) (what
+      a read-ahead finds at a probed site: counted as ahead_traps);
   emulated spans (a probe's trap ran them) are the ELF's instructions from
       the cursor over the span's bytes.
 
@@ -38,6 +45,8 @@ S = SimpleNamespace(**{e.name: e.value for e in WIRE.table("WIRE_ITRACE_STEPS")}
 METHODS = {e.meaning: e.value for e in WIRE.table("WIRE_ITRACE_METHODS")}
 METHOD_WORDS = {v: k for k, v in METHODS.items()}
 ADDR_BYTES = WIRE.const("WIRE_ITRACE_ADDR_BYTES")
+# What a read-ahead finds at a probed site: int3, or ud2 (fbt.c's two traps).
+TRAP_BYTES = (b"\xcc", b"\x0f\x0b")
 INSN_BYTES = WIRE.const("WIRE_ITRACE_INSN_BYTES")
 
 
@@ -56,6 +65,8 @@ class Region:
     ended: str = ""                     # "return", "left", or "" (still open)
     problems: list[str] = field(default_factory=list)
     cycles: int = 0                     # its first record's
+    ahead: tuple | None = None          # next: (address, bytes) described last
+    ahead_traps: int = 0                # next: read-aheads that found a probe's trap
 
 
 class InsnTable:
@@ -97,9 +108,59 @@ def _replay(region: Region, cursor: int, data: bytes, insns: InsnTable,
                                    "instruction of the ELF")
         region.addrs.append(at)
 
+    def ran_ahead(what: str) -> int:
+        """next: the instruction described last ran at the cursor; its length."""
+        elf_n = insns.length(cursor)
+        if region.ahead is None or region.ahead[0] != cursor:
+            region.problems.append(f"{where}: {what} with no instruction described "
+                                   f"at {cursor:#x}")
+            one(cursor, what)
+            return elf_n or 1
+        code = region.ahead[1]
+        one(cursor, what)
+        elf = insns.image.code(cursor, elf_n) if elf_n else b""
+        if code != elf:
+            region.problems.append(f"{where}: the code read ahead at {cursor:#x} "
+                                   f"({code.hex()}) is not the ELF's ({elf.hex()})")
+        region.ahead = None
+        return len(code)
+
+    def emulated_here() -> None:
+        """A probe's trap emulated at the cursor: what was read ahead there
+        is its trap, not the code."""
+        if region.ahead is None:
+            return
+        if region.ahead[0] == cursor and region.ahead[1] in TRAP_BYTES:
+            region.ahead_traps += 1
+        else:
+            region.problems.append(f"{where}: a probe emulated at {cursor:#x}, the "
+                                   f"read-ahead described {region.ahead[1].hex()} "
+                                   f"at {region.ahead[0]:#x}")
+        region.ahead = None
+
     while i < len(data):
         b = data[i]
-        if S.SEQ <= b < S.SEQ + INSN_BYTES:
+        if S.NEXT_SEQ < b < S.NEXT_SEQ + 16:
+            n = b - S.NEXT_SEQ
+            cursor += ran_ahead("a step")
+            region.ahead = (cursor, data[i + 1:i + 1 + n])
+            i += 1 + n
+        elif S.NEXT_JUMP <= b < S.NEXT_JUMP + 16:
+            n = b - S.NEXT_JUMP
+            ran_ahead("a jump")
+            cursor = addr_at(i + 1)
+            k = i + 1 + ADDR_BYTES
+            region.ahead = (cursor, data[k:k + n]) if n else None
+            i = k + n
+        elif S.NEXT_AT < b < S.NEXT_AT + 16:
+            n = b - S.NEXT_AT
+            if region.ahead is not None:
+                region.problems.append(f"{where}: an instruction described at "
+                                       f"{cursor:#x} before the one at "
+                                       f"{region.ahead[0]:#x} ran")
+            region.ahead = (cursor, data[i + 1:i + 1 + n])
+            i += 1 + n
+        elif S.SEQ <= b < S.SEQ + INSN_BYTES:
             n = b - S.SEQ + 1
             one(cursor, "a step")
             if insns.length(cursor) not in (None, n):
@@ -119,6 +180,7 @@ def _replay(region: Region, cursor: int, data: bytes, insns: InsnTable,
             cursor = nxt
             i += 1 + INSN_BYTES + ADDR_BYTES
         elif S.EMUL < b < S.EMUL + 16:
+            emulated_here()
             end = cursor + (b - S.EMUL)
             while cursor < end:
                 one(cursor, "an emulated instruction")
@@ -130,6 +192,7 @@ def _replay(region: Region, cursor: int, data: bytes, insns: InsnTable,
             cursor = end
             i += 1
         elif b == S.EMUL_JUMP:
+            emulated_here()
             one(cursor, "an emulated jump")
             region.emulated += 1
             cursor = addr_at(i + 1)
@@ -190,6 +253,7 @@ def regions(events, image, order: str, word_bytes: int,
         if cur != cursor:
             r.problems.append(f"{where}: starts at {cur:#x}, the last one left "
                               f"off at {cursor:#x}")
+            r.ahead = None          # what was described went with the lost record
         r.records += 1
         r.wire_bytes += size
         r.cpus.add(ev.cpu)

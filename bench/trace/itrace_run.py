@@ -124,14 +124,29 @@ def _traced_boot(args, arch, line):
         s.enable(True, strict=True)
         if steps:
             s.must(f"itrace on {pid} {args.method} {args.skip} {args.regions}")
+        s.must("trace misses reset")
         traced = s.cmd(f"run {line}")
+        misses = s.must("trace misses").message
         st = s.must("itrace stats") if steps else None
         if steps:
             s.must("itrace off")
         s.enable(False)
         cap = s.finish()
         g.exit(0)
-    return s, g, cap, base, traced, st
+    return s, g, cap, base, traced, st, misses
+
+
+def own_interrupts(misses: str) -> dict[str, int]:
+    """`trace misses`' per-CPU counts of the tracer's own, summed: TLB
+    misses (where the arch's are visible) and faults by kind."""
+    out = {"itlb": 0, "dtlb": 0, "faults": 0, "pf": 0, "gp": 0}
+    for part in misses.split(";"):
+        own = part.split("(all:")[0]
+        for word in own.replace("(", " ").replace(")", " ").split():
+            name, _, value = word.partition("=")
+            if name in out and value.isdigit():
+                out[name] += int(value)
+    return out
 
 
 def _reference_boot(args, arch, line, workdir: Path):
@@ -160,7 +175,7 @@ def run(args, arch) -> int:
         args.function = line.split()[0]
     args.within = args.within or args.function
     build.ensure_image(arch)
-    s, g, cap, base, traced, st = _traced_boot(args, arch, line)
+    s, g, cap, base, traced, st, misses = _traced_boot(args, arch, line)
     image = s.image
     f = image.functions.get(args.function)
     insns = itrace.InsnTable(image)
@@ -209,8 +224,11 @@ def run(args, arch) -> int:
           f"{total} instructions in {len(regs)} "
           f"regions of {len({r.thread for r in regs})} threads")
     print(f"guest: {guest_line}")
-    tlb = (stats["tlb_misses"] if "tlb_misses" in stats else
-           "not counted by this build (a column for the per-CPU miss counters)")
+    own = own_interrupts(misses)
+    tlb = ("none visible (the CPU walks the page tables)" if "not visible" in misses
+           else f"ITLB {own['itlb']}, DTLB {own['dtlb']}")
+    tlb += (f"; tracer faults {own['faults']} (#PF {own['pf']}, #GP {own['gp']}, "
+            f"other {own['faults'] - own['pf'] - own['gp']})")
     if steps:
         print(f"traps the tracer caused: #DB single-steps {stats.get('db_steps', 0)}, "
               f"probe traps (emulated) {stats.get('probe_traps', 0)}, return-pad #UD "
@@ -219,6 +237,9 @@ def run(args, arch) -> int:
     else:
         print(f"traps the tracer caused: probe traps {stats['probe_traps']} (entry "
               f"and branch probes, emulated); tracer TLB misses: {tlb}")
+    if steps and args.method == "next":
+        print(f"next: {sum(r.ahead_traps for r in regs)} read-aheads found a probe's "
+              "trap byte, not the code (the host put the code back from the ELF)")
     if total:
         print(f"wire: {wire_bytes} bytes in {sum(r.records for r in regs)} records, "
               f"{wire_bytes / total:.2f} bytes per instruction")

@@ -23,6 +23,8 @@ _Static_assert(offsetof(struct miss_cpu, xo_served) == MC_XO_SERVED, "MC_XO_SERV
 _Static_assert(offsetof(struct miss_cpu, seen_n) == MC_SEEN_N, "MC_SEEN_N");
 _Static_assert(offsetof(struct miss_cpu, seen) == MC_SEEN, "MC_SEEN");
 _Static_assert(offsetof(struct miss_cpu, window) == MC_WINDOW, "MC_WINDOW");
+_Static_assert(offsetof(struct miss_cpu, fault_pf) == MC_FAULT_PF, "MC_FAULT_PF");
+_Static_assert(offsetof(struct miss_cpu, fault_gp) == MC_FAULT_GP, "MC_FAULT_GP");
 _Static_assert(sizeof(struct miss_cpu) == MA_CPU_SIZE, "MA_CPU_SIZE");
 _Static_assert(offsetof(struct miss_cpu, data_lo) == MC_DATA_LO, "MC_DATA_LO");
 _Static_assert(offsetof(struct miss_cpu, data_len) == MC_DATA_LEN, "MC_DATA_LEN");
@@ -71,6 +73,7 @@ void miss_account_reset(void)
 		m->itlb_all = m->dtlb_all = 0;
 		m->xo_served = 0;
 		m->window = 0;
+		m->fault_pf = m->fault_gp = 0;
 	}
 }
 
@@ -79,8 +82,14 @@ void miss_account_serve_xo(bool on)
 	miss_account.serve_xo = on;
 }
 
-NOTRACE void miss_account_fault(unsigned cpu, uintptr_t pc)
+NOTRACE void miss_account_fault(unsigned cpu, uintptr_t pc, enum miss_fault_kind kind)
 {
-	if (cpu < KERNEL_MAX_CPUS && pc - miss_account.code_lo < miss_account.code_len)
-		miss_account.cpu[cpu].faults++;
+	if (cpu >= KERNEL_MAX_CPUS || pc - miss_account.code_lo >= miss_account.code_len)
+		return;
+	struct miss_cpu *c = &miss_account.cpu[cpu];
+	c->faults++;
+	if (kind == MISS_FAULT_PAGE)
+		c->fault_pf++;
+	else if (kind == MISS_FAULT_PROTECTION)
+		c->fault_gp++;
 }

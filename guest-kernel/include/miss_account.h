@@ -39,7 +39,7 @@
 #define MA_SERVE_XO    0x10      /* 1: serve the code range's reads of
 				    execute-only pages (miss_account_serve_xo) */
 #define MA_CPU0        0x20
-#define MA_CPU_SIZE    0xd8
+#define MA_CPU_SIZE    0xe8
 /* struct miss_cpu */
 #define MC_DATA_LO     0x00
 #define MC_DATA_LEN    0x08
@@ -54,6 +54,8 @@
 #define MC_SEEN        0x50      /* the last MC_SEEN_SLOTS pages of MC_DTLB misses */
 #define MC_SEEN_SLOTS  16
 #define MC_WINDOW      0xd0      /* register-window spills and fills at such a PC */
+#define MC_FAULT_PF    0xd8      /* of MC_FAULTS, page faults (i386 #PF) */
+#define MC_FAULT_GP    0xe0      /* of MC_FAULTS, protection faults (i386 #GP) */
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -67,6 +69,7 @@ struct miss_cpu {
 	uint64_t xo_served;
 	uint64_t seen_n, seen[MC_SEEN_SLOTS];
 	uint64_t window;
+	uint64_t fault_pf, fault_gp;
 };
 
 struct miss_account {
@@ -89,9 +92,11 @@ void miss_account_reset(void);
  * the DTLB miss handler loads the page's translation and counts it in
  * xo_served — instead of faulting as anyone else's does. */
 void miss_account_serve_xo(bool on);
-/* For the arch's trap dispatch: a synchronous trap other than a TLB miss
- * was taken at pc on cpu. */
-void miss_account_fault(unsigned cpu, uintptr_t pc);
+/* The kinds of fault a dispatch tells apart (the rest are `other`). */
+enum miss_fault_kind { MISS_FAULT_OTHER, MISS_FAULT_PAGE, MISS_FAULT_PROTECTION };
+/* For the arch's trap dispatch: a synchronous trap other than a TLB miss,
+ * of that kind, was taken at pc on cpu. */
+void miss_account_fault(unsigned cpu, uintptr_t pc, enum miss_fault_kind kind);
 /* True if the arch's TLB misses are software traps that it counts. */
 extern const bool miss_account_tlb_visible;
 #endif

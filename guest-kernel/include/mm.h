@@ -38,6 +38,21 @@ bool mm_exec_only(const void *va, bool on);
 /* How many pages are execute-only now: code that reads code checks it. */
 extern volatile unsigned mm_exec_only_pages;
 
+/* Code paged in on demand (the risk of a tracer that reads the instruction
+ * about to run, seed 003's method 4 against its alternative): with on, the
+ * page of va, which must be workload text, is made not present, as a pager
+ * would have evicted it; the first access to it — the thread's fetch, or
+ * anyone's read — takes a page fault that the kernel serves by making the
+ * page present again and retrying the access (counted in mm_demand_served;
+ * the trap dispatch counts the fault as usual, a client's by its PC,
+ * miss_account.h). Off makes it present for good. Only this CPU's TLB
+ * entry is flushed: another CPU holding the translation runs on it without
+ * a fault (an evicted page's contents never change here). false where the
+ * arch does not (sun4u: its analogue is execute-only code and the
+ * software-refilled TLB, above). */
+bool mm_demand(const void *va, bool on);
+extern volatile unsigned long mm_demand_served;
+
 /* Lock the data-TLB translation of va's page so no access to it misses
  * (sun4u: a TTE with L, which the hardware never replaces), up to
  * MM_TLB_LOCKS pages; false if the arch cannot, the page is unmapped or

@@ -548,17 +548,19 @@ static int trace_misses(const struct subcommand *s, int argc, char **argv,
 	}
 	if (argc != 2)
 		return usage_of(s, argv, r);
-	char line[96 * KERNEL_MAX_CPUS];
+	char line[112 * KERNEL_MAX_CPUS];
 	size_t used = 0;
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct miss_cpu m;
 		miss_account_read(c, &m);
 		used += ksnprintf(line + used, sizeof line - used,
 				  "%scpu%u itlb=%lu dtlb=%lu buffer=%lu served=%lu faults=%lu "
-				  "window=%lu (all: itlb=%lu dtlb=%lu)", c ? "; " : "", c,
+				  "(pf=%lu gp=%lu) window=%lu (all: itlb=%lu dtlb=%lu)",
+				  c ? "; " : "", c,
 				  (unsigned long)m.itlb, (unsigned long)m.dtlb,
 				  (unsigned long)m.dtlb_data, (unsigned long)m.xo_served,
-				  (unsigned long)m.faults, (unsigned long)m.window,
+				  (unsigned long)m.faults, (unsigned long)m.fault_pf,
+				  (unsigned long)m.fault_gp, (unsigned long)m.window,
 				  (unsigned long)m.itlb_all, (unsigned long)m.dtlb_all);
 		if (used >= sizeof line)
 			break;

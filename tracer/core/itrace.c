@@ -48,8 +48,8 @@ static int cmd_itrace(int argc, char **argv, const char *rest,
 					     "itrace on: %s is no probe", argv[2]);
 		if (m < 0)
 			return command_reply(r, WIRE_REPLY_BAD_ARGS,
-					     "itrace on: method %s: address (3) or "
-					     "previous (4)", argv[3]);
+					     "itrace on: method %s: address (3), previous (4) "
+					     "or next (5)", argv[3]);
 		if ((argc >= 5 && !parse_u64(argv[4], &skip)) ||
 		    (argc == 6 && !parse_u64(argv[5], &regions)))
 			return command_reply(r, WIRE_REPLY_BAD_ARGS,

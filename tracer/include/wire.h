@@ -265,20 +265,24 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 /* The methods (seed 003): what a step records. X(name, value, word) */
 #define WIRE_ITRACE_METHODS(X) \
 	X(ADDRESS,  3, "address") \
-	X(PREVIOUS, 4, "previous")
+	X(PREVIOUS, 4, "previous") \
+	X(NEXT,     5, "next")
 
 /* Steps, by their first byte. X(name, first byte, bytes after it, meaning).
  * Addresses are WIRE_ITRACE_ADDR_BYTES in the guest's byte order. */
 #define WIRE_ITRACE_ADDR_BYTES   4
 #define WIRE_ITRACE_INSN_BYTES   15   /* the longest IA-32 instruction */
 #define WIRE_ITRACE_STEPS(X) \
-	X(JUMP,     0x00, 19, "previous: the instruction at the cursor (its 15 bytes of code follow) went to ADDR (4 bytes after them)") \
+	X(JUMP,     0x00, 19, "previous: the instruction at the cursor (15 bytes follow: its code, zeros after it) went to ADDR (4 bytes after them)") \
 	X(SEQ,      0x01, 0,  "previous: 0x01-0x0f, an instruction of that many bytes at the cursor; it fell through") \
 	X(EMUL,     0x10, 0,  "0x11-0x1f: a probe emulated instructions at the cursor spanning the low 4 bits' bytes; they fell through") \
 	X(EMUL_JUMP, 0x20, 4, "a probe emulated the instruction at the cursor; it went to ADDR") \
 	X(OUT,      0x21, 4,  "a call at the previous step left the traced text; the callee ran untraced and returned to ADDR") \
 	X(FAR,      0x30, 4,  "address: the next instruction is at ADDR") \
-	X(NEAR,     0x40, 0,  "address: 0x40-0x7f, the next instruction is at the cursor + (byte - 0x50): -16 to +47")
+	X(NEAR,     0x40, 0,  "address: 0x40-0x7f, the next instruction is at the cursor + (byte - 0x50): -16 to +47") \
+	X(NEXT_SEQ, 0x80, 0,  "next: 0x81-0x8f, the instruction described last ran and fell through; the one about to run after it is the low 4 bits' bytes long, which follow") \
+	X(NEXT_JUMP, 0x90, 4, "next: 0x90-0x9f, the instruction described last ran and went to ADDR (4 bytes); the one about to run there is the low 4 bits' bytes long (0: none read, the region ends or calls out), which follow ADDR") \
+	X(NEXT_AT,  0xa0, 0,  "next: 0xa1-0xaf, nothing ran: the instruction about to run at the cursor (after a probe's emulation or a call out) is the low 4 bits' bytes long, which follow")
 
 #define WIRE_ITRACE_WORD_ENUM(name, index, meaning) WIRE_ITRACE_##name = index,
 #define WIRE_ITRACE_FLAG_ENUM(name, value, meaning) WIRE_ITRACE_F_##name = value,

@@ -135,7 +135,10 @@ uint32_t trap_dispatch(struct trapframe *tf)
 
 	tf->resume_esp = sp;
 	if (vector < NUM_EXCEPTIONS)
-		miss_account_fault(this_cpu()->id, tf->eip);
+		miss_account_fault(this_cpu()->id, tf->eip,
+				   vector == VEC_PF ? MISS_FAULT_PAGE :
+				   vector == VEC_GP ? MISS_FAULT_PROTECTION :
+				   MISS_FAULT_OTHER);
 	int hooks = trap_hooks_run(vector, tf);
 	if (vector >= NUM_EXCEPTIONS) {
 		if (!interrupt_dispatch(vector))

@@ -13,13 +13,20 @@
  * DProbes does ("aliasing a physical page with a private writeable virtual
  * address"). Releasing unmaps the slot and has every CPU flush its TLB
  * entry before the slot can be reused.
+ *
+ * Demand paging of one workload-text page at a time (mm_demand): its PTE
+ * loses P, and a #PF hook gives it back on the first access, fetch or
+ * read, and retries.
  */
 #include "arch_i386.h"
+#include "atomic.h"
 #include "console.h"
 #include "cpu.h"
 #include "miss_account.h"
 #include "mm.h"
 #include "notrace.h"
+#include "trap.h"
+#include "vectors.h"
 #include "x86.h"
 
 #define PTE_P      0x001
@@ -76,6 +83,53 @@ static uint32_t alias_table[ALIAS_SLOTS] __attribute__((aligned(PAGE)));
 static uint32_t mmio_table[1024] __attribute__((aligned(PAGE)));
 static uint32_t alias_used[ALIAS_SLOTS / 32];
 
+static volatile uint32_t demand_page;     /* 0: none */
+volatile unsigned long mm_demand_served;
+
+static uint32_t *pte_of(uint32_t va)
+{
+	if (va >= MAPPED_MB << 20)
+		return 0;
+	return &identity_tables[va >> 22][(va >> 12) & 1023];
+}
+
+/* The #PF of a demand page: present again, the access retried. A CPU
+ * that finds it present already (another served it) retries too. */
+static int demand_fault(struct trapframe *tf)
+{
+	(void)tf;
+	uint32_t page = read_cr2() & ~(PAGE - 1);
+	if (!page || page != demand_page)
+		return TRAP_DECLINED;
+	uint32_t *pte = pte_of(page);
+	if (!(*pte & PTE_P)) {
+		*pte |= PTE_P;
+		atomic_fetch_add(&mm_demand_served, 1);
+	}
+	invlpg((void *)page);
+	return TRAP_HANDLED;
+}
+
+bool mm_demand(const void *va, bool on)
+{
+	uint32_t page = (uint32_t)va & ~(PAGE - 1);
+	if ((uint32_t)va < (uint32_t)__workload_text_start ||
+	    (uint32_t)va >= (uint32_t)__workload_text_end || !pte_of(page))
+		return false;
+	if (demand_page && demand_page != page)
+		return false;               /* one page at a time */
+	uint32_t *pte = pte_of(page);
+	if (on) {
+		demand_page = page;
+		*pte &= ~PTE_P;
+	} else {
+		*pte |= PTE_P;
+		demand_page = 0;
+	}
+	invlpg((void *)page);
+	return true;
+}
+
 void paging_init(void)
 {
 	uint32_t text_lo = (uint32_t)__text_start & ~(PAGE - 1);
@@ -96,6 +150,7 @@ void paging_init(void)
 
 	write_cr3((uint32_t)page_dir);
 	write_cr0(read_cr0() | CR0_PG | CR0_WP);
+	trap_hook_add(VEC_PF, demand_fault);
 }
 
 uint32_t paging_root(void)

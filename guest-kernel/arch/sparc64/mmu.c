@@ -151,6 +151,17 @@ NOTRACE uintptr_t mm_virt_to_phys_notlb(const void *va)
  * for the registered client, serves) a data access to such a page, the
  * ITLB handler ignores the bit. The page leaves both TLBs either way, so
  * the next access takes the handler's decision. */
+/* No demand paging of code on sun4u: the tracer's reads of code are
+ * method 1's (execute-only pages, the miss handler's counts). */
+volatile unsigned long mm_demand_served;
+
+bool mm_demand(const void *va, bool on)
+{
+	(void)va;
+	(void)on;
+	return false;
+}
+
 bool mm_exec_only(const void *va, bool on)
 {
 	uintptr_t v = (uintptr_t)va;

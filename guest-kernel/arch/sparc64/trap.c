@@ -334,7 +334,8 @@ void trap_dispatch(struct trapframe *tf)
 			 tt == TT_INTERRUPT_VECTOR;
 
 	if (!interrupt)
-		miss_account_fault(0, tf->tpc);      /* sun4u: one CPU */
+		miss_account_fault(0, tf->tpc, MISS_FAULT_OTHER);  /* sun4u: one CPU; its
+							misses are the miss handlers' counts */
 	/* An interrupt's hooks only observe it (trap.h). */
 	if (trap_hooks_run(tt, tf) == TRAP_HANDLED && !interrupt)
 		return;

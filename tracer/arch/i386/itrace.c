@@ -20,7 +20,14 @@
  * difference when it fell through, else its 15 bytes of code and where it
  * went (they are surely resident: it just ran); ADDRESS (3) records only
  * where the thread is now, as a short delta when it can, for the host to
- * resolve against the ELF. Probes inside a region still fire: a probe's
+ * resolve against the ELF; NEXT, what method 4 is measured against,
+ * records what a naive tracer would: the instruction about to run, its
+ * address (implicit when the last one fell through) and its bytes read at
+ * the new EIP, their length from the decoder (insn.c). Those bytes must
+ * be fetched before they run — their page may not be resident yet, and a
+ * probe's trap byte may stand there instead of the code — where PREVIOUS
+ * reads only code that just ran (and only its decoded length: nothing of
+ * the page after it). Probes inside a region still fire: a probe's
  * trap replaces the #DB of the instruction it emulates, so fbt.c's call
  * records that span as emulated.
  *
@@ -45,6 +52,7 @@
 #include "atomic.h"
 #include "console.h"
 #include "cpu.h"
+#include "insn.h"
 #include "itrace.h"
 #include "kstring.h"
 #include "mechanisms.h"
@@ -72,6 +80,7 @@ struct itrace_state {
 	uint32_t seq;                   /* records sent in this region */
 	uint16_t used;                  /* staged bytes */
 	uint8_t  flags;                 /* WIRE_ITRACE_FLAGS for the next record */
+	uint8_t  ahead_len;             /* NEXT: length described at the cursor */
 	bool     out;                   /* in a call out, TF clear */
 	union {
 		uint8_t       bytes[STAGE_BYTES];
@@ -157,19 +166,82 @@ static void step(struct itrace_state *s, uint32_t next)
 			b[0] = WIRE_ITRACE_S_FAR;
 			put_addr(b + 1, next);
 		}
-	} else if (d >= 1 && d <= WIRE_ITRACE_INSN_BYTES) {
-		/* Heuristic, as seed 003 allows: a forward move within the
-		 * longest instruction is the instruction's length (a jump of
-		 * 0 bytes past itself would look the same; the host's decode
-		 * of the ELF checks every such length). */
-		*stage(s, 1) = (uint8_t)(WIRE_ITRACE_S_SEQ - 1 + d);
 	} else {
+		/* The address difference is the instruction's length only
+		 * when no branch intervened: a short jump a few bytes forward
+		 * moves as far as a longer instruction would. The decoder reads
+		 * the instruction that just ran (resident: nothing beyond its
+		 * own bytes) to tell them apart. */
+		const uint8_t *code = (const uint8_t *)(uintptr_t)at;
+		unsigned n = i386_insn_length(code, WIRE_ITRACE_INSN_BYTES);
+		if (n && (uint32_t)d == n) {
+			*stage(s, 1) = (uint8_t)(WIRE_ITRACE_S_SEQ - 1 + d);
+			s->cursor = next;
+			return;
+		}
+		/* Only its own bytes (stage() left the rest 0). */
 		uint8_t *b = stage(s, 1 + WIRE_ITRACE_INSN_BYTES + WIRE_ITRACE_ADDR_BYTES);
 		b[0] = WIRE_ITRACE_S_JUMP;
-		memcpy(b + 1, (const void *)(uintptr_t)at, WIRE_ITRACE_INSN_BYTES);
+		memcpy(b + 1, code, n ? n : WIRE_ITRACE_INSN_BYTES);
 		put_addr(b + 1 + WIRE_ITRACE_INSN_BYTES, next);
 	}
 	s->cursor = next;
+}
+
+/* NEXT: read the instruction about to run at a (its page may fault in
+ * here: the risk the method runs) into b, returning its length (15 when
+ * the decoder does not know it: the host then names the step). */
+static unsigned read_ahead(uint8_t *b, uint32_t a)
+{
+	const uint8_t *code = (const uint8_t *)(uintptr_t)a;
+	unsigned n = i386_insn_length(code, WIRE_ITRACE_INSN_BYTES);
+	if (!n)
+		n = WIRE_ITRACE_INSN_BYTES;
+	memcpy(b, code, n);
+	return n;
+}
+
+/* NEXT, nothing ran: describe the instruction about to run at the cursor
+ * (after a probe's emulation or a call out came back). */
+static void ahead_at(struct itrace_state *s)
+{
+	uint8_t *b = stage(s, 1 + WIRE_ITRACE_INSN_BYTES);
+	unsigned n = read_ahead(b + 1, s->cursor);
+	b[0] = (uint8_t)(WIRE_ITRACE_S_NEXT_AT + n);
+	s->used -= WIRE_ITRACE_INSN_BYTES - n;
+	s->ahead_len = (uint8_t)n;
+}
+
+/* NEXT, at a #DB: the instruction described last ran and the thread is at
+ * next with ESP sp. The one there is read and described unless the step
+ * ends the region or leaves the workload text (after() decides which). */
+static void step_next(struct itrace_state *s, uint32_t next, uint32_t sp)
+{
+	bool goes_on = sp <= s->entry_sp && in_workload_text(next);
+	if (goes_on && s->ahead_len && next == s->cursor + s->ahead_len) {
+		uint8_t *b = stage(s, 1 + WIRE_ITRACE_INSN_BYTES);
+		unsigned n = read_ahead(b + 1, next);
+		b[0] = (uint8_t)(WIRE_ITRACE_S_NEXT_SEQ + n);
+		s->used -= WIRE_ITRACE_INSN_BYTES - n;
+		s->ahead_len = (uint8_t)n;
+	} else {
+		uint8_t *b = stage(s, 1 + WIRE_ITRACE_ADDR_BYTES + WIRE_ITRACE_INSN_BYTES);
+		unsigned n = goes_on ? read_ahead(b + 1 + WIRE_ITRACE_ADDR_BYTES, next) : 0;
+		b[0] = (uint8_t)(WIRE_ITRACE_S_NEXT_JUMP + n);
+		put_addr(b + 1, next);
+		s->used -= WIRE_ITRACE_INSN_BYTES - n;
+		s->ahead_len = (uint8_t)n;
+	}
+	s->cursor = next;
+}
+
+/* NEXT: after a probe's emulation or a call out, if the region goes on
+ * with TF set, the instruction about to run is described first. */
+static void ahead_if_live(struct thread *me, struct itrace_state *s)
+{
+	if (method == WIRE_ITRACE_M_NEXT &&
+	    thread_slot(me, itrace_slot) == (uintptr_t)s && !s->out)
+		ahead_at(s);
 }
 
 static void release(struct thread *me, struct itrace_state *s, unsigned flag)
@@ -231,7 +303,10 @@ static int i386_itrace_trap(struct trapframe *tf)
 	}
 	c->steps++;
 	uint32_t prev = s->cursor;
-	step(s, tf->eip);
+	if (method == WIRE_ITRACE_M_NEXT)
+		step_next(s, tf->eip, trapframe_sp(tf));
+	else
+		step(s, tf->eip);
 	after(me, s, tf, trapframe_sp(tf), prev);
 	return TRAP_HANDLED;
 }
@@ -253,6 +328,7 @@ static int i386_itrace_pad(struct trapframe *tf)
 	put_addr(b + 1, s->out_ret);
 	s->cursor = s->out_ret;
 	tf->eflags |= EFLAGS_TF;
+	ahead_if_live(me, s);
 	return TRAP_HANDLED;
 }
 
@@ -286,6 +362,7 @@ void i386_itrace_probe(const struct probe *p, uint32_t site, struct trapframe *t
 		}
 		s->cursor = tf->eip;
 		after(me, s, tf, sp, site);
+		ahead_if_live(me, s);
 		return;
 	}
 	if (s || p != start_probe)
@@ -319,19 +396,22 @@ void i386_itrace_probe(const struct probe *p, uint32_t site, struct trapframe *t
 	s->seq = 0;
 	s->used = 0;
 	s->out = false;
+	s->ahead_len = 0;
 	s->flags = WIRE_ITRACE_F_START;
 	thread_slot_set(me, itrace_slot, (uintptr_t)s);
 	stats[this_cpu()->id].emulated++;
 	*stage(s, 1) = (uint8_t)(WIRE_ITRACE_S_EMUL + (tf->eip - site));
 	s->cursor = tf->eip;
 	tf->eflags |= EFLAGS_TF;
+	ahead_if_live(me, s);
 }
 
 int tarch_itrace_arm(const struct probe *p, unsigned how, unsigned long skip,
 		     unsigned long regions, const char **why)
 {
-	if (how != WIRE_ITRACE_M_ADDRESS && how != WIRE_ITRACE_M_PREVIOUS) {
-		*why = "method: address (3) or previous (4)";
+	if (how != WIRE_ITRACE_M_ADDRESS && how != WIRE_ITRACE_M_PREVIOUS &&
+	    how != WIRE_ITRACE_M_NEXT) {
+		*why = "method: address (3), previous (4) or next (5)";
 		return -1;
 	}
 	if (p->mechanism != MECHANISM_INT3 && p->mechanism != MECHANISM_UD) {
