@@ -218,6 +218,13 @@ def run_config(s: Session, name: str, pages: int, iters: int) -> dict:
     # The first walk has no probe enabled: what the tracer touches on ticks
     # alone (its drain and reaper waking), rarer than the fire path's.
     clean = 0
+    # And, before them, the top page of the boot CPU's stack: a tick that
+    # interrupts the boot thread (the command loop) runs the tracer's
+    # drain there, rarely enough that the learning walks can miss it (one
+    # full-size measured walk in eight missed on it once).
+    top = s.image.symbols.get("boot_stack_top")
+    if cfg.lock and top:
+        locked = int(s.must(f"trace lock on {top - 8:#x}").message.split()[0])
     for rnd in range(LOCK_ROUNDS if cfg.lock else 0):
         r, _ = _walk(s, Config(traced=False, xo=cfg.xo) if rnd == 0 else cfg, pages, iters)
         seen = parse_seen(r.text)
