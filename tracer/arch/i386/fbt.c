@@ -430,6 +430,8 @@ emulate_entry(const struct probe *p, struct trapframe *tf)
 	}
 	if (k != I386_PUSH_EBP && k != I386_PUSH_EBP_MOV)
 		return false;
+	if (p->site.split)      /* the mov is another probe's site: push alone */
+		k = I386_PUSH_EBP;
 	uint32_t sp = trapframe_sp(tf) - 4;
 	if (!mapped(sp))
 		return false;
@@ -438,7 +440,7 @@ emulate_entry(const struct probe *p, struct trapframe *tf)
 	tf->resume_esp = sp;
 	if (k == I386_PUSH_EBP_MOV)
 		tf->ebp = sp;
-	tf->eip = (uint32_t)p->addr + p->site.insn.len;
+	tf->eip = (uint32_t)p->addr + (k == I386_PUSH_EBP_MOV ? p->site.insn.len : 1);
 	return true;
 }
 
