@@ -116,11 +116,11 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 	}
 	if (jumps(p))
 		return opt_can_arm(p, why);
-	if (p->site.insn.kind == I386_OOL && tracer_check_mode) {
-		*why = "check mode: an out-of-line site runs the instruction itself, "
-		       "nothing is emulated to re-run (selftest probes checks it)";
+	/* Check mode records what an out-of-line copy does (ool_check.c),
+	 * unless the record cannot carry it. */
+	if (p->site.insn.kind == I386_OOL && tracer_check_mode &&
+	    ool_checkable(p, why) != 0)
 		return false;
-	}
 	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
@@ -229,8 +229,10 @@ void tarch_arm(struct probe *p)
 	if (p->site.insn.kind == I386_PUSH_EBP_MOV && after &&
 	    after->state == PROBE_ENABLED)
 		p->site.split = 1;
-	if (p->site.insn.kind == I386_OOL)
+	if (p->site.insn.kind == I386_OOL) {
+		p->site.checked = tracer_check_mode;    /* which slot (ool_check.c) */
 		ool_prepare(p);         /* before the trap can send anyone there */
+	}
 	if (jumps(p)) {
 		opt_arm(p);
 		return;
@@ -551,6 +553,8 @@ static int i386_probe_trap(struct trapframe *tf)
 	}
 	if (p->site.insn.kind == I386_OOL) {    /* run the slot's copy (ool.c) */
 		tf->eip = ool_slot(p);
+		if (p->site.checked)    /* check mode's slot: the state here */
+			ool_check_before(p, tf);
 		tracer_stamp(TRACER_STAMP_EMULATE);
 		return TRAP_HANDLED;
 	}
@@ -609,4 +613,5 @@ void tarch_init(void)
 	i386_itrace_init();     /* its #DB hook after the step baseline's */
 	trap_hook_add(VEC_BP, i386_probe_trap);
 	trap_hook_add(VEC_UD, i386_probe_trap);
+	ool_check_init();       /* the checked slots' int3, after the probes' */
 }
