@@ -437,11 +437,13 @@ def cmd_toggle(args) -> int:
         print(f"  {res.check.summary()}")
         for m in res.check.mismatches[:10]:
             print(f"  MISMATCH {m}")
-        if res.check_records != rep.traced:
-            print(f"  PROBLEM: check: {rep.traced} firings recorded, "
+        # Every firing's record, the insn probes' (--also) too: `traced`
+        # counts entries and returns only.
+        if res.check_records != res.firings:
+            print(f"  PROBLEM: check: {res.firings} firings recorded, "
                   f"{res.check_records} CHECK records")
         bad = bad or res.check.mismatches or not res.check.checked \
-            or res.check_records != rep.traced
+            or res.check_records != res.firings
     return EXIT_FAILED if bad else EXIT_OK
 
 

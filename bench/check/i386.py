@@ -50,7 +50,8 @@ the run; any other unicorn error is reported as a mismatch.
 
 A record of I386_CHECK_OPT_WORDS is an opt probe's (its detour ran copies
 of the displaced instructions, no emulation): i386_opt checks it, counted
-as the form OPT.
+as the form OPT. One of I386_CHECK_OOL_WORDS is an out-of-line site's (its
+slot ran a copy of the instruction): i386_ool checks it, counted as OOL.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from unicorn import x86_const as X
 from ..wire import cdefs
 from .x86_unicorn import M32, Machine
 from .x86_unicorn import pages as _pages
-from . import i386_opt
+from . import i386_ool, i386_opt
 from .report import CheckReport
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
@@ -85,8 +86,8 @@ W_ADDR, W_BEFORE, W_AFTER = (_STACK["STACK_ADDR"], _STACK["STACK_BEFORE"],
 
 FORMS = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
          "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL", "OOL")
-# OOL (a site run out of line) is never checked: the guest refuses such
-# sites in check mode, as nothing is emulated (tracer/arch/i386/ool.c).
+# OOL is a site run out of line: its records have a layout of their own,
+# checked by i386_ool (tracer/arch/i386/ool_check.c).
 # The emulated forms, then opt's detour (i386_opt).
 CLASSES = FORMS + (i386_opt.FORM,)
 _WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER", "CALL_REL"}
@@ -277,7 +278,7 @@ def verify(checks, sites) -> CheckReport:
     code_pages = set().union(set(), *(_code_pages(s.addr, s.code)
                                       for s in sites.values()))
     shared, runs = None, 0
-    opt = None
+    opt = ool = None
 
     for rec in checks:
         pid, w = rec.probe, tuple(rec.words)
@@ -294,6 +295,19 @@ def verify(checks, sites) -> CheckReport:
                 continue
             opt = opt or i386_opt.Checker(sites)
             diffs = opt.verify_one(pid, site, w)
+            if diffs:
+                report.mismatches.append(f"{head}: " + "; ".join(diffs))
+            continue
+        if len(w) == i386_ool.WORDS:
+            head = f"probe {pid} at {site.addr:#x} {i386_ool.FORM}"
+            report.checked += 1
+            report.by_form[i386_ool.FORM] = report.by_form.get(i386_ool.FORM, 0) + 1
+            if w[I_EIP] != site.addr:
+                report.mismatches.append(f"{head}: eip before: expected "
+                                         f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
+                continue
+            ool = ool or i386_ool.Checker(sites)
+            diffs = ool.verify_one(pid, site, w)
             if diffs:
                 report.mismatches.append(f"{head}: " + "; ".join(diffs))
             continue

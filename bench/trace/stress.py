@@ -113,6 +113,7 @@ class ToggleResult:
     seconds: float
     check: object = None        # check mode's CheckReport (bench/check/report.py)
     check_records: int = 0
+    firings: int = 0            # records of the probes' firings, insn ones too
 
 
 def _cycles_of(message: str) -> int:
@@ -165,5 +166,6 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
     if check:
         crep = importlib.import_module(arch.checker).verify(
             cap.checks, sites.sites_of(s.image, s.probes))
+    ids = {p.id for p in s.probes}
     return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs,
-                        crep, len(cap.checks))
+                        crep, len(cap.checks), sum(e.probe in ids for e in cap.events))

@@ -6,7 +6,8 @@
  * push/enter; address 0 if none). The host (bench/check/i386.py)
  * re-executes the original instruction from the "before" state in
  * python3-unicorn and compares with "after", field by field. An opt
- * probe's record has a layout of its own (I386_CHECK_OPT, below).
+ * probe's record has a layout of its own (I386_CHECK_OPT, below), and so
+ * has an out-of-line site's (I386_CHECK_OOL, below that).
  */
 #ifndef I386_CHECK_H
 #define I386_CHECK_H
@@ -76,6 +77,52 @@ _Static_assert(I386_CHECK_OPT_LEN == 2 * I386_CHECK_NREGS &&
 	       "check.h: an opt record is two register sets, len, the window's "
 	       "address and its words before and after");
 _Static_assert(I386_CHECK_OPT_WORDS != I386_CHECK_WORDS,
+	       "check.h: the host tells the layouts apart by their length");
+
+/*
+ * An out-of-line site's CHECK record (ool_check.c): the two register sets
+ * as above — before: the state at the site; after: the state the slot's
+ * copy left, EIP = site + len — then the instruction's length, a window
+ * of I386_CHECK_OOL_STACK_WORDS stack words from ESP before - 4 *
+ * I386_CHECK_OOL_STACK_BELOW (push and pop, of a register or of memory,
+ * touch one word there), and its memory operand: the effective address the
+ * guest computed from the "before" registers (ModRM/SIB or moffs), whether
+ * the I386_CHECK_OOL_MEM_WORDS words from there were read (1), the
+ * instruction has none (0), or they lie outside the RAM the guest may read
+ * (2: lea and nopl compute addresses they never touch), then those words
+ * before and after. Words below ESP after are dead (the second trap's frame
+ * lies there) and not compared. X(name, index, meaning)
+ */
+#define I386_CHECK_OOL(X) \
+	X(OOL_LEN,          20, "bytes of the instruction the slot copies") \
+	X(OOL_STACK,        21, "address of the stack window's first word") \
+	X(OOL_STACK_BEFORE, 22, "its words before the copy ran; I386_CHECK_OOL_STACK_WORDS of them") \
+	X(OOL_STACK_AFTER,  26, "its words after") \
+	X(OOL_MEM,          30, "the memory operand's effective address") \
+	X(OOL_MEM_STATE,    31, "0 no memory operand, 1 its words read, 2 outside RAM: not read") \
+	X(OOL_MEM_BEFORE,   32, "the words from the effective address before; I386_CHECK_OOL_MEM_WORDS") \
+	X(OOL_MEM_AFTER,    36, "the same words after")
+
+#define I386_CHECK_OOL_STACK_WORDS  4
+#define I386_CHECK_OOL_STACK_BELOW  2
+#define I386_CHECK_OOL_MEM_WORDS    4
+#define I386_CHECK_OOL_WORDS        40
+
+#define I386_CHECK_ENUM(name, index, meaning) I386_CHECK_##name = index,
+enum i386_check_ool { I386_CHECK_OOL(I386_CHECK_ENUM) };
+#undef I386_CHECK_ENUM
+
+_Static_assert(I386_CHECK_OOL_LEN == 2 * I386_CHECK_NREGS &&
+	       I386_CHECK_OOL_STACK_BEFORE == I386_CHECK_OOL_STACK + 1 &&
+	       I386_CHECK_OOL_STACK_AFTER == I386_CHECK_OOL_STACK_BEFORE + I386_CHECK_OOL_STACK_WORDS &&
+	       I386_CHECK_OOL_MEM == I386_CHECK_OOL_STACK_AFTER + I386_CHECK_OOL_STACK_WORDS &&
+	       I386_CHECK_OOL_MEM_BEFORE == I386_CHECK_OOL_MEM_STATE + 1 &&
+	       I386_CHECK_OOL_MEM_AFTER == I386_CHECK_OOL_MEM_BEFORE + I386_CHECK_OOL_MEM_WORDS &&
+	       I386_CHECK_OOL_WORDS == I386_CHECK_OOL_MEM_AFTER + I386_CHECK_OOL_MEM_WORDS,
+	       "check.h: an out-of-line record is two register sets, len, the stack "
+	       "window and the memory operand's words before and after");
+_Static_assert(I386_CHECK_OOL_WORDS != I386_CHECK_WORDS &&
+	       I386_CHECK_OOL_WORDS != I386_CHECK_OPT_WORDS,
 	       "check.h: the host tells the layouts apart by their length");
 
 #endif

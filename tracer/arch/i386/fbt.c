@@ -116,11 +116,11 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 	}
 	if (jumps(p))
 		return opt_can_arm(p, why);
-	if (p->site.insn.kind == I386_OOL && tracer_check_mode) {
-		*why = "check mode: an out-of-line site runs the instruction itself, "
-		       "nothing is emulated to re-run (selftest probes checks it)";
+	/* Check mode records what an out-of-line copy does (ool_check.c),
+	 * unless the record cannot carry it. */
+	if (p->site.insn.kind == I386_OOL && tracer_check_mode &&
+	    ool_checkable(p, why) != 0)
 		return false;
-	}
 	if (p->mechanism != MECHANISM_UD)
 		return true;
 	if ((p->addr & (mm_page_size - 1)) == mm_page_size - 1) {
@@ -229,8 +229,10 @@ void tarch_arm(struct probe *p)
 	if (p->site.insn.kind == I386_PUSH_EBP_MOV && after &&
 	    after->state == PROBE_ENABLED)
 		p->site.split = 1;
-	if (p->site.insn.kind == I386_OOL)
+	if (p->site.insn.kind == I386_OOL) {
+		p->site.checked = tracer_check_mode;    /* which slot (ool_check.c) */
 		ool_prepare(p);         /* before the trap can send anyone there */
+	}
 	if (jumps(p)) {
 		opt_arm(p);
 		return;
@@ -430,6 +432,8 @@ emulate_entry(const struct probe *p, struct trapframe *tf)
 	}
 	if (k != I386_PUSH_EBP && k != I386_PUSH_EBP_MOV)
 		return false;
+	if (p->site.split)      /* the mov is another probe's site: push alone */
+		k = I386_PUSH_EBP;
 	uint32_t sp = trapframe_sp(tf) - 4;
 	if (!mapped(sp))
 		return false;
@@ -438,7 +442,7 @@ emulate_entry(const struct probe *p, struct trapframe *tf)
 	tf->resume_esp = sp;
 	if (k == I386_PUSH_EBP_MOV)
 		tf->ebp = sp;
-	tf->eip = (uint32_t)p->addr + p->site.insn.len;
+	tf->eip = (uint32_t)p->addr + (k == I386_PUSH_EBP_MOV ? p->site.insn.len : 1);
 	return true;
 }
 
@@ -552,6 +556,8 @@ static int i386_probe_trap(struct trapframe *tf)
 	}
 	if (p->site.insn.kind == I386_OOL) {    /* run the slot's copy (ool.c) */
 		tf->eip = ool_slot(p);
+		if (p->site.checked)    /* check mode's slot: the state here */
+			ool_check_before(p, tf);
 		tracer_stamp(TRACER_STAMP_EMULATE);
 		return TRAP_HANDLED;
 	}
@@ -610,4 +616,5 @@ void tarch_init(void)
 	i386_itrace_init();     /* its #DB hook after the step baseline's */
 	trap_hook_add(VEC_BP, i386_probe_trap);
 	trap_hook_add(VEC_UD, i386_probe_trap);
+	ool_check_init();       /* the checked slots' int3, after the probes' */
 }

@@ -42,6 +42,12 @@ enum { IMM_NONE, IMM8, IMM16, IMMZ, IMM_ENTER, IMM_FAR, IMM_MOFFS };
 struct shape {
 	unsigned len;
 	const char *refused;       /* why it cannot run out of line, or 0 */
+	/* What check mode's operand decoding needs (i386_insn_operand): */
+	int      modrm_at;         /* offset of the ModRM byte, -1 if none */
+	unsigned map;              /* 1 one-byte, 2 after 0F, 3 after 0F 38/3A */
+	uint8_t  op;               /* the opcode byte in its map */
+	bool     moffs;            /* mov to/from moffs32: A0..A3 */
+	bool     fs_gs;            /* an fs or gs segment override */
 };
 
 static const char REL[] = "a relative jump, call or loop reads EIP (run out of "
@@ -210,7 +216,7 @@ static void two_byte(uint8_t op, bool *modrm, int *imm, const char **no)
 
 static struct shape decode(const uint8_t *c, size_t avail)
 {
-	struct shape s = { 0, 0 };
+	struct shape s = { .len = 0, .refused = 0, .modrm_at = -1, .map = 1 };
 	size_t n = 0;
 	bool opsize16 = false;
 	if (avail > I386_INSN_MAX)
@@ -225,6 +231,8 @@ static struct shape decode(const uint8_t *c, size_t avail)
 			opsize16 = true;
 		else if (b == 0x67)
 			s.refused = ADDR16;
+		else if (b == 0x64 || b == 0x65)
+			s.fs_gs = true;
 		else if (!(b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x26 ||
 			   b == 0x2e || b == 0x36 || b == 0x3e || b == 0x64 || b == 0x65))
 			break;
@@ -235,22 +243,27 @@ static struct shape decode(const uint8_t *c, size_t avail)
 	int imm;
 	const char *no;
 	uint8_t op = c[n++];
+	s.op = op;
 	if (op != 0x0f) {
 		one_byte(op, &modrm, &imm, &no);
 	} else {
 		if (n >= avail)
 			goto cut;
 		uint8_t op2 = c[n++];
+		s.map = 2, s.op = op2;
 		if (op2 == 0x38 || op2 == 0x3a) {
 			if (n >= avail)
 				goto cut;
+			s.map = 3, s.op = c[n];
 			n++;                                     /* the third byte */
 			modrm = true, imm = op2 == 0x3a ? IMM8 : IMM_NONE, no = 0;
 		} else {
 			two_byte(op2, &modrm, &imm, &no);
 		}
 	}
+	s.moffs = s.map == 1 && imm == IMM_MOFFS;
 	if (modrm) {
+		s.modrm_at = (int)n;
 		unsigned m = modrm_len(c + n, avail - n);
 		if (!m)
 			goto cut;
@@ -302,4 +315,106 @@ unsigned i386_insn_relocatable(const uint8_t *code, size_t avail, const char **w
 		return 0;
 	}
 	return s.len;
+}
+
+/* Check mode's refusals (i386_insn_operand), beyond the out-of-line ones. */
+static const char STRING[] = "check mode: a string instruction reads and writes "
+			     "through ESI/EDI as far as ECX says; the record carries "
+			     "one operand";
+static const char IMPLICIT[] = "check mode: it reads memory through an implicit "
+			       "operand (xlat's EBX+AL, maskmov's EDI) the record "
+			       "does not carry";
+static const char PUSHA[] = "check mode: pusha/popa move eight stack words; the "
+			    "record's stack window holds four";
+static const char PUSHF[] = "check mode: pushf pushes IF, which check mode clears "
+			    "while the copy runs";
+static const char LEAVES[] = "check mode: an indirect jmp leaves the slot before "
+			     "the trap that records the state after it";
+static const char FSGS[] = "check mode: an fs/gs operand's segment base (the "
+			   "per-CPU area's) is not in the record";
+static const char BIG[] = "check mode: it moves more memory than the record's "
+			  "16 bytes (x87 environment or state, fxsave/xsave)";
+static const char NESTED[] = "check mode: enter with a nesting level copies outer "
+			     "frames; the record's stack window holds four words";
+
+int i386_insn_operand(const uint8_t *code, size_t avail,
+		      struct i386_operand *o, const char **why)
+{
+	struct shape s = decode(code, avail);
+	*o = (struct i386_operand){ .base = -1, .index = -1 };
+	if (!s.len || s.refused) {
+		*why = s.refused;
+		return -1;
+	}
+	const char *no = 0;
+	unsigned reg = s.modrm_at >= 0 ? (code[s.modrm_at] >> 3) & 7 : 0;
+	bool mem = s.modrm_at >= 0 && code[s.modrm_at] >> 6 != 3;
+	if (s.map == 1) {
+		uint8_t op = s.op;
+		if ((op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf))
+			no = STRING;
+		else if (op == 0xd7)
+			no = IMPLICIT;
+		else if (op == 0x60 || op == 0x61)
+			no = PUSHA;
+		else if (op == 0x9c)
+			no = PUSHF;
+		else if (op == 0xff && reg == 4)
+			no = LEAVES;
+		else if (op == 0xc8)
+			no = NESTED;    /* level 0 is emulated and never comes here */
+		else if (mem && (op == 0xd9 || op == 0xdd) && (reg == 4 || reg == 6))
+			no = BIG;
+	} else if (s.map == 2) {
+		if (s.op == 0xf7)
+			no = IMPLICIT;
+		else if (s.op == 0xae && mem && reg <= 6 && reg != 2 && reg != 3)
+			no = BIG;       /* fxsave, fxrstor, xsave, xrstor, xsaveopt */
+	}
+	if (!no && s.fs_gs && (mem || s.moffs))
+		no = FSGS;
+	if (no) {
+		*why = no;
+		return -1;
+	}
+	if (s.moffs) {
+		o->mem = 1;
+		o->disp = (int32_t)((uint32_t)code[s.len - 4] | (uint32_t)code[s.len - 3] << 8 |
+				    (uint32_t)code[s.len - 2] << 16 | (uint32_t)code[s.len - 1] << 24);
+		return 0;
+	}
+	if (!mem)
+		return 0;
+	const uint8_t *m = code + s.modrm_at;
+	unsigned mod = m[0] >> 6, rm = m[0] & 7, at = 1;
+	o->mem = 1;
+	if (rm == 4) {
+		unsigned sib = m[1], base = sib & 7, index = (sib >> 3) & 7;
+		at = 2;
+		o->scale = (uint8_t)(sib >> 6);
+		o->index = index == 4 ? -1 : (int8_t)index;
+		o->base = mod == 0 && base == 5 ? -1 : (int8_t)base;
+		if (mod == 0 && base == 5)
+			mod = 2;        /* disp32, no base */
+	} else if (mod == 0 && rm == 5) {
+		mod = 2;                /* disp32 alone */
+	} else {
+		o->base = (int8_t)rm;
+	}
+	if (mod == 1)
+		o->disp = (int8_t)m[at];
+	else if (mod == 2)
+		o->disp = (int32_t)((uint32_t)m[at] | (uint32_t)m[at + 1] << 8 |
+				    (uint32_t)m[at + 2] << 16 | (uint32_t)m[at + 3] << 24);
+	return 0;
+}
+
+uint32_t i386_operand_address(const struct i386_operand *o, const uint32_t regs[8])
+{
+	uint32_t a = (uint32_t)o->disp;
+	if (o->base >= 0)
+		a += regs[o->base];
+	if (o->index >= 0)
+		a += regs[o->index] << o->scale;
+	return a;
 }

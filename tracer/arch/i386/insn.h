@@ -27,4 +27,28 @@ unsigned i386_insn_relocatable(const uint8_t *code, size_t avail, const char **w
  * the host compares with capstone, and what `insn:` boundaries use. */
 unsigned i386_insn_length(const uint8_t *code, size_t avail);
 
+/*
+ * Check mode (ool_check.c) records the memory an out-of-line instruction
+ * reads or writes: its one explicit memory operand, from ModRM/SIB or a
+ * moffs32, whose address it computes from the registers before. mem 0:
+ * none; base and index are register numbers in ModRM order (eax ecx edx
+ * ebx esp ebp esi edi), -1 if absent.
+ */
+struct i386_operand {
+	uint8_t mem;
+	int8_t  base, index;
+	uint8_t scale;          /* index << scale */
+	int32_t disp;
+};
+
+/* The operand of a relocatable instruction; -1 with *why set if check
+ * mode cannot record what it touches (string instructions, implicit
+ * operands, pusha/popa, pushf, indirect jmp, fs/gs operands, more than 16
+ * bytes of memory, enter with a nesting level), or it is not relocatable. */
+int i386_insn_operand(const uint8_t *code, size_t avail,
+		      struct i386_operand *o, const char **why);
+
+/* The operand's effective address, regs in ModRM order. */
+uint32_t i386_operand_address(const struct i386_operand *o, const uint32_t regs[8]);
+
 #endif

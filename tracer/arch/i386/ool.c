@@ -31,6 +31,11 @@
  * run the traced code takes that risk (opt.c's stopped-world scan is the
  * cure, not paid for here).
  *
+ * Check mode's slot (ool_check.c) ends the copy with an int3 instead of
+ * the jmp: the trap records the state the copy left and resumes at site +
+ * len. Which variant a slot holds is fixed when its probe is armed
+ * (site.checked); with check mode off the slot is the plain one above.
+ *
  * Written through the text alias like a site, so QEMU's TCG drops any
  * translation of the old bytes (the slots have pages of their own,
  * ool_slots.S); the arm that follows syncs every CPU before any can trap
@@ -60,9 +65,13 @@ void ool_prepare(const struct probe *p)
 
 	memset(want, 0xcc, sizeof want);
 	memcpy(want, p->site.copy, len);
-	want[len] = 0xe9;                                      /* jmp rel32 */
-	uint32_t rel = (uint32_t)p->addr + len - (slot + len + 5);
-	memcpy(want + len + 1, &rel, 4);
+	if (p->site.checked) {
+		ool_check_slot(p, want);        /* the copy, then its int3 */
+	} else {
+		want[len] = 0xe9;                              /* jmp rel32 */
+		uint32_t rel = (uint32_t)p->addr + len - (slot + len + 5);
+		memcpy(want + len + 1, &rel, 4);
+	}
 	if (memcmp((const void *)slot, want, sizeof want) == 0)
 		return;
 	uint8_t *alias = tracer_text_alias(slot);

@@ -17,6 +17,9 @@ struct tarch_site {
 	/* A fused prologue whose mov is another probe's site (an insn probe
 	 * at +1): emulate the push alone, so the mov's own trap fires. */
 	uint8_t          split;
+	/* OOL: the slot holds check mode's variant (ool_check.c), written
+	 * so when the probe was armed with check mode on. */
+	uint8_t          checked;
 };
 
 #endif

@@ -1,0 +1,233 @@
+"""Check mode, host half, for i386's out-of-line sites (`OOL`).
+
+Theory of operation. An out-of-line firing emulates nothing: the probe's
+slot runs a copy of the displaced instruction natively, and check mode's
+slot ends the copy with an int3 whose trap records the state after it
+(tracer/arch/i386/ool_check.c), in a CHECK record of its own layout
+(check.h's I386_CHECK_OOL): both register sets, the instruction's length,
+a window of stack words around ESP before, and the instruction's memory
+operand — the address the guest computed, whether it read the words there,
+and those words before and after. verify_one() runs the site's ORIGINAL
+bytes (the ELF's, never the guest's copy) in python3-unicorn at the guest's
+own addresses, from the "before" registers over the "before" memory, for
+one instruction, and compares:
+
+  - the length: capstone's decoding of the site's bytes against the
+    record's (a copy of the wrong length would resume elsewhere);
+  - every register after, EIP included (site + length), EFLAGS as the
+    int3 records' (TF cleared for the model and put back, see i386.py);
+  - the stack window's words and the operand's words that lie at or
+    above ESP after (below it the int3's frame wrote: dead stack);
+  - every memory access the model made lies inside what the guest
+    recorded: an access elsewhere would read a value the host cannot
+    know, and it is reported, never guessed; so is an access to an
+    operand the guest did not read (outside RAM).
+
+Expected values are unicorn's, actual the record's, as for the int3 forms.
+One unicorn instance serves up to RECYCLE records; every site's code is
+written into it once, before anything runs (unicorn 2.0.1 ignores later
+code writes, see ref_i386); a record whose memory shares a page with site
+code, and any record that disagrees, is run again on a fresh instance and
+only the fresh result is reported.
+"""
+
+from __future__ import annotations
+
+from capstone import CS_ARCH_X86, CS_MODE_32, Cs
+from unicorn import UcError
+from unicorn import x86_const as X
+
+from ..wire import cdefs
+from .x86_unicorn import M32, Machine
+from .x86_unicorn import pages as _pages
+from .x86_unicorn import runs as _runs
+
+CHECK = cdefs.load("tracer/arch/i386/check.h")
+_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
+_OOL = {e.name: e.value for e in CHECK.table("I386_CHECK_OOL")}
+NREGS = CHECK.const("I386_CHECK_NREGS")
+WORDS = CHECK.const("I386_CHECK_OOL_WORDS")
+STACK_WORDS = CHECK.const("I386_CHECK_OOL_STACK_WORDS")
+MEM_WORDS = CHECK.const("I386_CHECK_OOL_MEM_WORDS")
+W_LEN, W_STACK = _OOL["OOL_LEN"], _OOL["OOL_STACK"]
+W_STACK_BEFORE, W_STACK_AFTER = _OOL["OOL_STACK_BEFORE"], _OOL["OOL_STACK_AFTER"]
+W_MEM, W_MEM_STATE = _OOL["OOL_MEM"], _OOL["OOL_MEM_STATE"]
+W_MEM_BEFORE, W_MEM_AFTER = _OOL["OOL_MEM_BEFORE"], _OOL["OOL_MEM_AFTER"]
+if (W_LEN != 2 * NREGS or W_STACK_AFTER != W_STACK_BEFORE + STACK_WORDS
+        or W_MEM_AFTER != W_MEM_BEFORE + MEM_WORDS or WORDS != W_MEM_AFTER + MEM_WORDS):
+    raise cdefs.CdefsError("check.h: an out-of-line record must be both register "
+                           "sets, len, the stack window and the operand's words "
+                           "before and after")
+MEM_NONE, MEM_READ, MEM_OUTSIDE = 0, 1, 2
+
+REGS = tuple(e.meaning for e in _TABLE)
+_UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
+I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
+I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
+I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
+
+FORM = "OOL"
+TF = 0x100
+RECYCLE = 10000
+# Below ESP after, this far, is the stack the second trap's frame and its
+# handler's calls wrote: dead, never compared.
+DEAD = 0x10000
+
+
+def _hx(v: int) -> str:
+    return f"{v:#010x}"
+
+
+_CS = None
+
+
+def length(code: bytes) -> int | str:
+    """The length of the first instruction of code, or why there is none."""
+    global _CS
+    if _CS is None:
+        _CS = Cs(CS_ARCH_X86, CS_MODE_32)
+    for insn in _CS.disasm(bytes(code), 0):
+        return insn.size
+    return f"{bytes(code[:4]).hex()} does not decode"
+
+
+def _to_bytes(ws) -> bytes:
+    return b"".join((v & M32).to_bytes(4, "little") for v in ws)
+
+
+def regions(w) -> list[tuple[int, bytes, bytes]]:
+    """What the guest recorded: (address, bytes before, bytes after)."""
+    out = [(w[W_STACK], _to_bytes(w[W_STACK_BEFORE:W_STACK_BEFORE + STACK_WORDS]),
+            _to_bytes(w[W_STACK_AFTER:W_STACK_AFTER + STACK_WORDS]))]
+    if w[W_MEM_STATE] == MEM_READ:
+        out.append((w[W_MEM], _to_bytes(w[W_MEM_BEFORE:W_MEM_BEFORE + MEM_WORDS]),
+                    _to_bytes(w[W_MEM_AFTER:W_MEM_AFTER + MEM_WORDS])))
+    return out
+
+
+def memory_pages(w) -> set[int]:
+    return set().union(*(_pages(a, len(b)) for a, b, _ in regions(w)))
+
+
+def code_pages(addr: int, n: int) -> set[int]:
+    return _pages(addr, n + 1)      # and the byte the run stops at
+
+
+class Model(Machine):
+    """One unicorn instance at the guest's addresses: the sites' code, and
+    the recorded memory written before each run."""
+
+    def _on_read(self, uc, access, address, size, value, user):
+        self.accesses.append(("read", address, size))
+
+    def _on_write(self, uc, access, address, size, value, user):
+        self.accesses.append(("write", address, size))
+
+    def _on_unmapped(self, uc, access, address, size, value, user):
+        self.accesses.append(("unmapped access", address, size))
+        return False
+
+    def run(self, w, site: int, n: int, code_after=None):
+        """Registers after, each region's bytes after, accesses, error."""
+        self.accesses = []
+        self.map(memory_pages(w))
+        regs = regions(w)
+        for a, b, _ in regs:
+            self.uc.mem_write(a, b)
+        for a, b in _runs(code_after or {}):
+            self.uc.mem_write(a, b)
+        before = list(w[:NREGS])
+        before[I_EFLAGS] &= ~TF & M32
+        for reg, v in zip(_UC, before):
+            self.uc.reg_write(reg, v & M32)
+        err = None
+        try:
+            self.uc.emu_start(site, (site + n) & M32, count=1)
+        except UcError as e:
+            err = str(e)
+        after = [self.uc.reg_read(reg) & M32 for reg in _UC]
+        after[I_EFLAGS] |= w[I_EFLAGS] & TF
+        mem = [bytes(self.uc.mem_read(a, len(b))) for a, b, _ in regs]
+        return after, mem, list(self.accesses), err
+
+
+def _inside(address, size, spans) -> bool:
+    return any(a <= address and address + size <= a + len(b) for a, b in spans)
+
+
+def diffs(w, result) -> list[str]:
+    """What differs between unicorn's result and the record."""
+    after, mem, accesses, err = result
+    out = [f"unicorn: {err}"] if err else []
+    out += [f"{name}: expected {_hx(want)} vs actual {_hx(got)}"
+            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS])
+            if want != got]
+    regs = regions(w)
+    spans = [(a, b) for a, b, _ in regs]
+    for kind, address, size in accesses:
+        if _inside(address, size, spans):
+            continue
+        if w[W_MEM_STATE] == MEM_OUTSIDE and _inside(address, size,
+                                                     [(w[W_MEM], bytes(4 * MEM_WORDS))]):
+            out.append(f"{kind} of {size} bytes at {_hx(address)}: the memory "
+                       f"operand, outside the RAM the guest reads, not recorded")
+        else:
+            out.append(f"{kind} of {size} bytes at {_hx(address)}, outside the "
+                       f"recorded memory")
+    esp = after[I_ESP]
+    for what, (base, _, got), want in zip(("stack word", "memory word"), regs, mem):
+        for i in range(0, len(got), 4):
+            a = (base + i) & M32
+            if a < esp and esp - a < DEAD:
+                continue                # dead stack: the int3's frame and calls
+            g = int.from_bytes(got[i:i + 4], "little")
+            e = int.from_bytes(want[i:i + 4], "little")
+            if g != e:
+                out.append(f"{what} at {_hx(a)}: expected {_hx(e)} vs actual {_hx(g)}")
+    return out
+
+
+def fresh(site, w, n: int):
+    """A run on an instance with no past, the site's code written after
+    the memory (it wins should they share bytes)."""
+    own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
+    m = Model({}, code_pages(site.addr, len(site.code)))
+    return m.run(w, site.addr, n, own)
+
+
+class Checker:
+    """verify()'s state for out-of-line records: the shared instance and
+    the sites' code (see the docstring)."""
+
+    def __init__(self, sites):
+        self.code: dict[int, int] = {}
+        self.lengths: dict[int, int | str] = {}
+        for pid, s in sites.items():
+            for i, b in enumerate(bytes(s.code)):
+                self.code.setdefault((s.addr + i) & M32, b)
+        self.code_pages = set().union(set(), *(code_pages(s.addr, len(s.code))
+                                               for s in sites.values()))
+        self.shared, self.runs = None, 0
+
+    def length(self, pid, site) -> int | str:
+        if pid not in self.lengths:
+            self.lengths[pid] = length(site.code)
+        return self.lengths[pid]
+
+    def verify_one(self, pid, site, w) -> list[str]:
+        """Mismatches of one out-of-line record (empty: it agrees)."""
+        n = self.length(pid, site)
+        if isinstance(n, str):
+            return [n]
+        out = []
+        if w[W_LEN] != n:
+            out.append(f"length: expected {n} vs actual {w[W_LEN]}")
+        if memory_pages(w) & self.code_pages:
+            return out + diffs(w, fresh(site, w, n))
+        if self.shared is None or self.runs >= RECYCLE:
+            self.shared, self.runs = Model(self.code, self.code_pages), 0
+        self.runs += 1
+        d = diffs(w, self.shared.run(w, site.addr, n))
+        if d:                           # confirm on an instance with no past
+            d = diffs(w, fresh(site, w, n))
+        return out + d
