@@ -212,7 +212,9 @@ def test_lost_records_are_discarded_events(built, tmp_path):
     assert lost > 0 and cap.marked, "the buffer was meant to overflow"
     w = ctf.write(tmp_path / "lossy", cap, probes, image, g.hello)
     got, err = babeltrace(w.path)
-    reported = [int(n) for n in re.findall(r"Tracer discarded (\d+) events", err)]
+    # babeltrace2 says "1 event" for a loss of one (seen: a DROPS mark of 1
+    # beside one of 10,235): the plural alone missed those.
+    reported = [int(n) for n in re.findall(r"Tracer discarded (\d+) events?\b", err)]
     assert sum(reported) == lost == w.discarded, (reported, lost, err[-500:])
     assert len(reported) == len(cap.losses())
     assert not differences(got, expected(cap, probes, image))
