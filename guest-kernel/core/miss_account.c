@@ -82,9 +82,9 @@ void miss_account_serve_xo(bool on)
 	miss_account.serve_xo = on;
 }
 
-NOTRACE void miss_account_fault(unsigned cpu, uintptr_t pc, enum miss_fault_kind kind)
+NOTRACE void miss_account_fault_counted(unsigned cpu, enum miss_fault_kind kind)
 {
-	if (cpu >= KERNEL_MAX_CPUS || pc - miss_account.code_lo >= miss_account.code_len)
+	if (cpu >= KERNEL_MAX_CPUS)
 		return;
 	struct miss_cpu *c = &miss_account.cpu[cpu];
 	c->faults++;

@@ -95,8 +95,16 @@ void miss_account_serve_xo(bool on);
 /* The kinds of fault a dispatch tells apart (the rest are `other`). */
 enum miss_fault_kind { MISS_FAULT_OTHER, MISS_FAULT_PAGE, MISS_FAULT_PROTECTION };
 /* For the arch's trap dispatch: a synchronous trap other than a TLB miss,
- * of that kind, was taken at pc on cpu. */
-void miss_account_fault(unsigned cpu, uintptr_t pc, enum miss_fault_kind kind);
+ * of that kind, was taken at pc on cpu. Inline, so that every trap of
+ * code outside the range (a probe's above all) pays a compare and no
+ * call; one from inside it is counted out of line. */
+void miss_account_fault_counted(unsigned cpu, enum miss_fault_kind kind);
+static inline void miss_account_fault(unsigned cpu, uintptr_t pc,
+				      enum miss_fault_kind kind)
+{
+	if (pc - miss_account.code_lo < miss_account.code_len)
+		miss_account_fault_counted(cpu, kind);
+}
 /* True if the arch's TLB misses are software traps that it counts. */
 extern const bool miss_account_tlb_visible;
 #endif
