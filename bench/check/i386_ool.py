@@ -24,7 +24,7 @@ one instruction, and compares:
     operand the guest did not read (outside RAM).
 
 Expected values are unicorn's, actual the record's, as for the int3 forms.
-One unicorn instance serves up to RECYCLE records; every site's code is
+One unicorn instance serves up to SiteChecker.RECYCLE records (x86_unicorn.py); every site's code is
 written into it once, before anything runs (unicorn 2.0.1 ignores later
 code writes, see ref_i386); a record whose memory shares a page with site
 code, and any record that disagrees, is run again on a fresh instance and
@@ -38,7 +38,7 @@ from unicorn import UcError
 from unicorn import x86_const as X
 
 from ..wire import cdefs
-from .x86_unicorn import M32, Machine
+from .x86_unicorn import M32, Machine, SiteChecker
 from .x86_unicorn import pages as _pages
 from .x86_unicorn import runs as _runs
 
@@ -68,7 +68,6 @@ I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
 
 FORM = "OOL"
 TF = 0x100
-RECYCLE = 10000
 # Below ESP after, this far, is the stack the second trap's frame and its
 # handler's calls wrote: dead, never compared.
 DEAD = 0x10000
@@ -108,9 +107,6 @@ def regions(w) -> list[tuple[int, bytes, bytes]]:
 def memory_pages(w) -> set[int]:
     return set().union(*(_pages(a, len(b)) for a, b, _ in regions(w)))
 
-
-def code_pages(addr: int, n: int) -> set[int]:
-    return _pages(addr, n + 1)      # and the byte the run stops at
 
 
 class Model(Machine):
@@ -187,47 +183,12 @@ def diffs(w, result) -> list[str]:
     return out
 
 
-def fresh(site, w, n: int):
-    """A run on an instance with no past, the site's code written after
-    the memory (it wins should they share bytes)."""
-    own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
-    m = Model({}, code_pages(site.addr, len(site.code)))
-    return m.run(w, site.addr, n, own)
+class Checker(SiteChecker):
+    """verify()'s state for out-of-line records (x86_unicorn.SiteChecker)."""
 
-
-class Checker:
-    """verify()'s state for out-of-line records: the shared instance and
-    the sites' code (see the docstring)."""
-
-    def __init__(self, sites):
-        self.code: dict[int, int] = {}
-        self.lengths: dict[int, int | str] = {}
-        for pid, s in sites.items():
-            for i, b in enumerate(bytes(s.code)):
-                self.code.setdefault((s.addr + i) & M32, b)
-        self.code_pages = set().union(set(), *(code_pages(s.addr, len(s.code))
-                                               for s in sites.values()))
-        self.shared, self.runs = None, 0
-
-    def length(self, pid, site) -> int | str:
-        if pid not in self.lengths:
-            self.lengths[pid] = length(site.code)
-        return self.lengths[pid]
-
-    def verify_one(self, pid, site, w) -> list[str]:
-        """Mismatches of one out-of-line record (empty: it agrees)."""
-        n = self.length(pid, site)
-        if isinstance(n, str):
-            return [n]
-        out = []
-        if w[W_LEN] != n:
-            out.append(f"length: expected {n} vs actual {w[W_LEN]}")
-        if memory_pages(w) & self.code_pages:
-            return out + diffs(w, fresh(site, w, n))
-        if self.shared is None or self.runs >= RECYCLE:
-            self.shared, self.runs = Model(self.code, self.code_pages), 0
-        self.runs += 1
-        d = diffs(w, self.shared.run(w, site.addr, n))
-        if d:                           # confirm on an instance with no past
-            d = diffs(w, fresh(site, w, n))
-        return out + d
+    Model = Model
+    LENGTH_WORD = W_LEN
+    LENGTH_NAME = "length"
+    measure = staticmethod(length)
+    touched = staticmethod(memory_pages)
+    diffs = staticmethod(diffs)

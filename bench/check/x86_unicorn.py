@@ -1,8 +1,11 @@
-"""One 32-bit x86 unicorn instance at the guest's own addresses, as both
+"""One 32-bit x86 unicorn instance at the guest's own addresses, as the
 i386 checkers use it (check mode's emulated forms, bench/check/i386.py;
-opt's detours, bench/check/i386_opt.py): the pages an access needs, a
-byte map of code written as contiguous runs, and the three access hooks,
-which each checker defines for what it records."""
+opt's detours, i386_opt.py; out-of-line slots, i386_ool.py): the pages an
+access needs, a byte map of code written as contiguous runs, and the three
+access hooks, which each checker defines for what it records. And
+SiteChecker, the state both record kinds that re-run a site's own bytes
+(opt's and out-of-line's) keep across a verify(): one instance shared by
+many records, a fresh one to confirm a mismatch."""
 
 from __future__ import annotations
 
@@ -54,3 +57,64 @@ class Machine:
         for p in sorted(set(need) - self.mapped):
             self.uc.mem_map(p, PAGE)
             self.mapped.add(p)
+
+
+def site_pages(addr: int, n: int) -> set[int]:
+    """The pages of n code bytes at addr and of the byte a run stops at."""
+    return pages(addr, n + 1)
+
+
+class SiteChecker:
+    """verify()'s state for records whose site's own bytes are re-run: the
+    sites' code in one byte map, one Model instance shared by up to
+    RECYCLE records, and a mismatch confirmed on an instance with no past.
+    A record whose memory shares a page with code runs on a fresh instance
+    at once (its memory would be written over the code, or the code over
+    it). The subclass names Model (a Machine with run(w, site, n,
+    code_after)), measure(code) -> the run's length in bytes or why not,
+    touched(w) -> the pages of the record's memory, diffs(w, result),
+    LENGTH_WORD (the record's index of the length the guest ran) and
+    LENGTH_NAME (how a mismatch of it is named)."""
+
+    RECYCLE = 10000
+    LENGTH_WORD = 0
+    LENGTH_NAME = "length"
+
+    def __init__(self, sites):
+        self.code: dict[int, int] = {}
+        self.lengths: dict[int, int | str] = {}
+        for s in sites.values():
+            for i, b in enumerate(bytes(s.code)):
+                self.code.setdefault((s.addr + i) & M32, b)
+        self.code_pages = set().union(set(), *(site_pages(s.addr, len(s.code))
+                                               for s in sites.values()))
+        self.shared, self.runs = None, 0
+
+    def length(self, pid, site) -> int | str:
+        if pid not in self.lengths:
+            self.lengths[pid] = self.measure(site.code)
+        return self.lengths[pid]
+
+    def fresh(self, site, w, n: int):
+        """A run on an instance with no past, the site's code written after
+        the record's memory (it wins should they share bytes)."""
+        own = {(site.addr + i) & M32: b for i, b in enumerate(bytes(site.code))}
+        return self.Model({}, site_pages(site.addr, len(site.code))).run(w, site.addr, n, own)
+
+    def verify_one(self, pid, site, w) -> list[str]:
+        """Mismatches of one record (empty: it agrees)."""
+        n = self.length(pid, site)
+        if isinstance(n, str):
+            return [n]
+        out = []
+        if w[self.LENGTH_WORD] != n:
+            out.append(f"{self.LENGTH_NAME}: expected {n} vs actual {w[self.LENGTH_WORD]}")
+        if self.touched(w) & self.code_pages:
+            return out + self.diffs(w, self.fresh(site, w, n))
+        if self.shared is None or self.runs >= self.RECYCLE:
+            self.shared, self.runs = self.Model(self.code, self.code_pages), 0
+        self.runs += 1
+        d = self.diffs(w, self.shared.run(w, site.addr, n))
+        if d:                           # confirm on an instance with no past
+            d = self.diffs(w, self.fresh(site, w, n))
+        return out + d
