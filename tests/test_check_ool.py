@@ -40,7 +40,7 @@ from bench.trace.image import load_image
 from bench.trace.session import open_session
 
 M32 = 0xffffffff
-RUNNER = ("i386_operand_run", ["bench/check/c/i386_operand_run.c", "tracer/arch/i386/insn.c"],
+RUNNER = ("i386_insn_run", ["bench/check/c/i386_insn_run.c", "tracer/arch/i386/insn.c"],
           ("tracer/include", "tracer/arch/i386"))
 GPR = ("eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi")
 
@@ -53,7 +53,7 @@ def runner():
 def _operands(exe, code: bytes, offsets, tmp_path):
     path = tmp_path / "code.bin"
     path.write_bytes(code)
-    out = subprocess.run([str(exe), str(path)], input="\n".join(map(str, offsets)),
+    out = subprocess.run([str(exe), str(path), "operand"], input="\n".join(map(str, offsets)),
                          capture_output=True, text=True, check=True).stdout
     return [line.split(" ", 1) for line in out.splitlines()]
 
