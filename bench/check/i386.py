@@ -278,36 +278,27 @@ def verify(checks, sites) -> CheckReport:
     code_pages = set().union(set(), *(_code_pages(s.addr, s.code)
                                       for s in sites.values()))
     shared, runs = None, 0
-    opt = ool = None
+    # opt's detours and out-of-line slots: records of their own lengths.
+    by_length = {m.WORDS: m for m in (i386_opt, i386_ool)}
+    checkers = {}
 
     for rec in checks:
         pid, w = rec.probe, tuple(rec.words)
         site = report.site_of(rec, sites)
         if site is None:
             continue
-        if len(w) == i386_opt.WORDS:
-            head = f"probe {pid} at {site.addr:#x} {i386_opt.FORM}"
+        kind = by_length.get(len(w))
+        if kind is not None:            # a record that re-runs the site's bytes
+            head = f"probe {pid} at {site.addr:#x} {kind.FORM}"
             report.checked += 1
-            report.by_form[i386_opt.FORM] = report.by_form.get(i386_opt.FORM, 0) + 1
+            report.by_form[kind.FORM] = report.by_form.get(kind.FORM, 0) + 1
             if w[I_EIP] != site.addr:
                 report.mismatches.append(f"{head}: eip before: expected "
                                          f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
                 continue
-            opt = opt or i386_opt.Checker(sites)
-            diffs = opt.verify_one(pid, site, w)
-            if diffs:
-                report.mismatches.append(f"{head}: " + "; ".join(diffs))
-            continue
-        if len(w) == i386_ool.WORDS:
-            head = f"probe {pid} at {site.addr:#x} {i386_ool.FORM}"
-            report.checked += 1
-            report.by_form[i386_ool.FORM] = report.by_form.get(i386_ool.FORM, 0) + 1
-            if w[I_EIP] != site.addr:
-                report.mismatches.append(f"{head}: eip before: expected "
-                                         f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
-                continue
-            ool = ool or i386_ool.Checker(sites)
-            diffs = ool.verify_one(pid, site, w)
+            if kind not in checkers:
+                checkers[kind] = kind.Checker(sites)
+            diffs = checkers[kind].verify_one(pid, site, w)
             if diffs:
                 report.mismatches.append(f"{head}: " + "; ".join(diffs))
             continue
