@@ -1,5 +1,6 @@
 """python3-unicorn (SPARC64 mode) as an independent model of the SPARC V9
-control-transfer instructions that probes emulate.
+control-transfer instructions that probes emulate, and of the words their
+out-of-line slots run.
 
 Reference.run() executes one real CTI from a given state (registers, CCR,
 FSR) and returns what it left: the new PC and nPC and the 32 registers,
@@ -28,6 +29,18 @@ also sets CWP, CANSAVE 5, CANRESTORE 1, OTHERWIN 0 and CLEANWIN 7 with
 state word as PEF (below). Where each window's registers live is measured
 once per instance (wrpr %cwp, then the window pointer); in unicorn's
 register file, CWP n+1's %i are CWP n's %o, as V9 has it.
+
+Reference.run_ool() runs any other word an out-of-line slot may run (an
+ALU word, a load or store, rd/wr %y and %ccr; sparc64_ool.py's checker
+refuses nothing else: ool_check.c refuses it in the guest) the same way,
+at the last word of a page of the top window only (the low window lies in
+the guest's RAM, which the word's memory may share), over memory pages
+mapped at the guest's own addresses and filled with what the guest
+recorded. Around it: %y is set by a setup run (`ldx [%g0 + Y_AT], %g1;
+wr %g1, 0, %y`) before the registers are stored, and CCR and %y are read
+back by another (`rd %ccr, %g1; rd %y, %g2`) after the registers are
+read; every data access at PAGE and above is recorded (hooks), so the
+checker can report one outside what the guest recorded.
 
 What unicorn 2.0.1 does not give, and how the model gets it (each seen
 here, with the SPARC64 big-endian mode):
@@ -84,8 +97,9 @@ import random
 import struct
 
 from unicorn import (UC_ARCH_SPARC, UC_ERR_FETCH_UNMAPPED, UC_ERR_READ_UNMAPPED,
-                     UC_HOOK_INTR, UC_HOOK_MEM_UNMAPPED, UC_MODE_BIG_ENDIAN,
-                     UC_MODE_SPARC64, Uc, UcError)
+                     UC_HOOK_INTR, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
+                     UC_HOOK_MEM_WRITE, UC_MODE_BIG_ENDIAN, UC_MODE_SPARC64, Uc,
+                     UcError)
 from unicorn import sparc_const as S
 
 PAGE = 0x2000                    # unicorn's SPARC64 page: mem_map needs 8 KiB
@@ -142,6 +156,17 @@ WINDOW_PROLOGUE = (_wrpr(PR_CWP, CALLEE_CWP), _wrpr(PR_CANSAVE, 5),
                    _wrpr(PR_CANRESTORE, 1), _wrpr(PR_OTHERWIN, 0),
                    _wrpr(PR_CLEANWIN, 7))
 CWP_AT = 0x1100                  # setup code measuring each window's registers
+Y_AT = 0x810                     # run_ool's %y, loaded by Y_SETUP_AT's code
+Y_SETUP_AT = 0x1200
+READBACK_AT = 0x1300             # run_ool's CCR and %y, read into %g1, %g2
+
+
+def _rd(rd, asr):       # rd %asr, %rd (i = 0)
+    return 2 << 30 | rd << 25 | 0x28 << 19 | asr << 14
+
+
+Y_SETUP = (_f3(3, 1, 0x0b, 0, Y_AT), _f3(2, 0, 0x30, 1, 0))   # ldx [Y_AT], %g1; wr %g1, 0, %y
+READBACK = (_rd(1, 2), _rd(2, 0))                             # rd %ccr, %g1; rd %y, %g2
 
 
 def slot(i: int) -> int:
@@ -185,8 +210,20 @@ class Reference:
         def on_unmapped(uc, access, address, size, value, user):
             unmapped.append(address)
             return False
+        self._accesses: list[tuple[str, int, int]] = []
+        accesses = self._accesses
+
+        def on_read(uc, access, address, size, value, user):
+            accesses.append(("read", address, size))
+
+        def on_write(uc, access, address, size, value, user):
+            accesses.append(("write", address, size))
         uc.hook_add(UC_HOOK_INTR, on_trap)
         uc.hook_add(UC_HOOK_MEM_UNMAPPED, on_unmapped)
+        # Data accesses above page 0 (the prologue's and setups' are in it).
+        uc.hook_add(UC_HOOK_MEM_READ, on_read, begin=PAGE, end=_U64)
+        uc.hook_add(UC_HOOK_MEM_WRITE, on_write, begin=PAGE, end=_U64)
+        self._data_pages: set[int] = set()
         self._next_round: dict = {}
         self._retired: set = set()
         self._window_at = None
@@ -335,6 +372,39 @@ class Reference:
         the instruction: after a save, %l and %o other than %sp are
         whatever unicorn's register file held."""
         return self._execute(word, pc, regs, ccr, fsr, caller)
+
+    def run_ool(self, word: int, pc: int, regs, ccr: int, fsr: int, y: int, memory):
+        """Execute the non-CTI `word` at pc (a slot() address of the top
+        window) with registers regs (32 values), CCR, FSR and %y, over
+        memory: (address, bytes) spans mapped at those addresses for the
+        run. Returns (pc, npc, regs, ccr, y, the spans' bytes after, the
+        data accesses made as (kind, address, size)); a trap the word
+        takes raises ModelError."""
+        if pc < WINDOWS[1][0]:
+            raise ValueError(f"pc {pc:#x}: run_ool runs in the top window")
+        for a, b in memory:
+            if a < PAGE or any(a < base + size and base < a + len(b)
+                               for base, size in WINDOWS[1:]):
+                raise ValueError(f"memory at {a:#x} overlaps the model's own pages")
+            for page in range(a & ~(PAGE - 1), a + len(b), PAGE):
+                if page in self._data_pages:
+                    continue
+                lo, size = WINDOWS[0]
+                if not lo <= page < lo + size:      # the low window is mapped
+                    self.uc.mem_map(page, PAGE)
+                self._data_pages.add(page)
+            self.uc.mem_write(a, bytes(b))
+        self.uc.mem_write(Y_AT, struct.pack(">Q", y & 0xffffffff))
+        self._setup_run(*Y_SETUP, at=Y_SETUP_AT)
+        self._accesses.clear()
+        status, new_pc, new_npc, out = self._execute(word, pc, regs, ccr, fsr)
+        accesses = list(self._accesses)
+        if status:
+            raise ModelError(f"{word:#010x} trapped: mem_address_not_aligned")
+        self._setup_run(*READBACK, at=READBACK_AT)
+        g1, g2 = _SEVEN.unpack(ctypes.string_at(self.env + 8, _SEVEN.size))[:2]
+        after = [bytes(self.uc.mem_read(a, len(b))) for a, b in memory]
+        return new_pc, new_npc, out, g1 & 0xff, g2 & 0xffffffff, after, accesses
 
     def _execute(self, word, pc, regs, ccr, fsr, caller=None):
         key = _page_of(pc)

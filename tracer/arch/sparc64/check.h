@@ -68,4 +68,42 @@ _Static_assert(SPARC64_CHECK_WORDS == 2 * SPARC64_CHECK_NREGS + SPARC64_CHECK_CA
 enum sparc64_wcheck_word { SPARC64_WCHECK(SPARC64_WCHECK_ENUM) SPARC64_WCHECK_WORDS };
 #undef SPARC64_WCHECK_ENUM
 
+/* An out-of-line site's CHECK record (ool_check.c), told apart by its
+ * length: the state before the slot's copy ran and the state after (both
+ * SPARC64_CHECK_REGS, as above: "after" with PC/nPC = the resume, site + 4
+ * and site + 8), then the memory a load or store touches — its effective
+ * address as the CPU computes it (rs1 + simm13 or rs2), whether the
+ * doublewords from that address rounded down to 8 were read (1) or lie
+ * in no mapped page (2; 0: the word is no load or store), and those
+ * SPARC64_CHECK_OOL_MEM_WORDS doublewords before and after.
+ * X(name, index, meaning) */
+#define SPARC64_CHECK_OOL(X) \
+	X(OOL_MEM,        72, "a load/store's effective address") \
+	X(OOL_MEM_STATE,  73, "0 no memory operand, 1 its doublewords read, 2 unmapped: not read") \
+	X(OOL_MEM_BEFORE, 74, "the doublewords from the address rounded down to 8, before") \
+	X(OOL_MEM_AFTER,  76, "the same doublewords after")
+
+#define SPARC64_CHECK_OOL_MEM_WORDS 2
+#define SPARC64_CHECK_OOL_WORDS     78
+
+#define SPARC64_CHECK_OOL_ENUM(name, index, meaning) SPARC64_CHECK_##name = index,
+enum sparc64_check_ool { SPARC64_CHECK_OOL(SPARC64_CHECK_OOL_ENUM) };
+#undef SPARC64_CHECK_OOL_ENUM
+
+_Static_assert(SPARC64_CHECK_OOL_MEM == 2 * SPARC64_CHECK_NREGS &&
+	       SPARC64_CHECK_OOL_MEM_BEFORE == SPARC64_CHECK_OOL_MEM_STATE + 1 &&
+	       SPARC64_CHECK_OOL_MEM_AFTER == SPARC64_CHECK_OOL_MEM_BEFORE + SPARC64_CHECK_OOL_MEM_WORDS &&
+	       SPARC64_CHECK_OOL_WORDS == SPARC64_CHECK_OOL_MEM_AFTER + SPARC64_CHECK_OOL_MEM_WORDS &&
+	       SPARC64_CHECK_OOL_WORDS != SPARC64_CHECK_WORDS,
+	       "check.h: an out-of-line record is both states and the memory, "
+	       "and not as long as an emulation's");
+
+struct trapframe;
+struct sparc_regs;
+/* One state's SPARC64_CHECK_REGS words from the trapped registers r
+ * (sparc64_load_regs with the window) and the frame's %y, with %fsr read
+ * now (fbt.c). */
+void sparc64_check_state(const struct trapframe *tf, const struct sparc_regs *r,
+			 unsigned long *w);
+
 #endif

@@ -51,7 +51,9 @@
  *
  * Check mode (`probe check on`, emulate only): each emulation also writes
  * a CHECK record (check.h) — the state before, and the state after read
- * back from where the way back will take it — for bench/check/sparc64.py.
+ * back from where the way back will take it — for bench/check/sparc64.py;
+ * an out-of-line site armed in check mode runs a checked slot whose second
+ * trap records the state after the copy (ool_check.c).
  *
  * Registers are read and written where the trapped context keeps them:
  * %g and %o in the trap frame, %l and %i in the trapped window's save area
@@ -197,11 +199,8 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
 	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode &&
-	    p->mechanism == MECHANISM_EMULATE) {
-		*why = "check mode: an out-of-line site runs the instruction itself, "
-		       "nothing is emulated to re-run (selftest probes checks it)";
-		return false;
-	}
+	    p->mechanism == MECHANISM_EMULATE)
+		return ool_checkable(p->site.insn, why);
 	return true;
 }
 
@@ -213,8 +212,15 @@ static void store_word(const struct probe *p, uint32_t w)
 
 void tarch_arm(struct probe *p)
 {
-	if (p->site.what == SPARC_SITE_OOL)
-		ool_prepare(p);         /* before the trap can send anyone there */
+	if (p->site.what == SPARC_SITE_OOL) {
+		/* which slot (ool_check.c), written before the trap can send
+		 * anyone there */
+		p->site.checked = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
+		if (p->site.checked)
+			ool_check_prepare(p);
+		else
+			ool_prepare(p);
+	}
 	if (shell_pending == p)
 		shell_pending = 0;
 	store_word(p, ILLTRAP(p->id));
@@ -471,14 +477,14 @@ static _Noreturn void fire_failed(const struct probe *p, const char *what,
 
 /* ---- check mode (check.h) ---- */
 
-static void state_words(const struct trapframe *tf, const struct sparc_regs *r,
-			uint64_t fsr, unsigned long *w)
+void sparc64_check_state(const struct trapframe *tf, const struct sparc_regs *r,
+			 unsigned long *w)
 {
 	w[SPARC64_CHECK_PC] = r->pc;
 	w[SPARC64_CHECK_NPC] = r->npc;
 	w[SPARC64_CHECK_CCR] = r->ccr;
 	w[SPARC64_CHECK_Y] = tf->y;
-	w[SPARC64_CHECK_FSR] = fsr;
+	w[SPARC64_CHECK_FSR] = read_fsr();
 	for (unsigned n = 1; n < 32; n++)
 		w[SPARC64_CHECK_R0 + n] = r->r[n];
 }
@@ -503,7 +509,7 @@ static void check_before(const struct probe *p, const struct trapframe *tf,
 			 const struct sparc_regs *r, unsigned long *w)
 {
 	unsigned long *caller = w + 2 * SPARC64_CHECK_NREGS;
-	state_words(tf, r, read_fsr(), w);
+	sparc64_check_state(tf, r, w);
 	for (unsigned n = 0; n < SPARC64_CHECK_CALLER; n++)
 		caller[n] = 0;
 	if (p->site.what == SPARC_SITE_RETURN && !caller_window(r, caller))
@@ -522,7 +528,7 @@ static void check_after(const struct probe *p, struct trapframe *tf,
 
 	if (!sparc64_load_regs(tf, &a, true))
 		fire_failed(p, "the trapped %sp is not mapped", trapframe_sp(tf));
-	state_words(tf, &a, read_fsr(), after);
+	sparc64_check_state(tf, &a, after);
 	for (unsigned n = 0; n < 8; n++) {
 		if (p->site.what == SPARC_SITE_SAVE) {
 			after[I + n] = a.r[8 + n];
@@ -612,7 +618,9 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
 	const struct sparc_cti *c = &p->site.cti;
-	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
+	/* (An out-of-line site's check is its slot's: site.checked.) */
+	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE &&
+		     p->site.what != SPARC_SITE_OOL;
 	/* The %l/%i only when the site (tracer_site.h), a program or check
 	 * mode may read them. */
 	bool window = check || p->gated || p->site.window;
@@ -676,6 +684,10 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	if (p->site.what == SPARC_SITE_OOL) {     /* the copy, then site + 4 */
 		record_fire(p, tf, &r, &o);
 		tracer_stamp(TRACER_STAMP_FIRE);
+		if (__builtin_expect(p->site.checked, 0)) {
+			ool_check_before(p, tf);        /* the checked slot */
+			return TRAP_HANDLED;
+		}
 		tf->tnpc = tf->tpc + 4;
 		tf->tpc = ool_slot(p);
 		tracer_stamp(TRACER_STAMP_EMULATE);
@@ -731,6 +743,7 @@ void tarch_init(void)
 {
 	shell_slot = thread_slot_claim();
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
+	ool_check_init();       /* the checked slots' mark, after the probes' */
 	sparc64_watch_init();
 	trap_hook_add(TT_INTERRUPT_LEVEL_14, sparc64_probe_interrupted);
 	trap_hook_add(TT_INTERRUPT_VECTOR, sparc64_probe_interrupted);

@@ -28,6 +28,9 @@
  * space (the copy runs at the site's privilege), save/restore not to
  * %sp, FPops, membar, flush — runs the same from the slot.
  *
+ * A probe armed in check mode gets a checked slot instead, whose second
+ * trap records the state after the copy (ool_check.c).
+ *
  * Lossless as emulation is: the ILLTRAP stays while armed, and a slot is
  * written before its probe is armed and never while it is (one slot per
  * probe id, written when that id's probe is armed and holds another

@@ -5,6 +5,9 @@
 #define SPARC64_OOL_H
 
 #define OOL_SLOTS       4096    /* one word per probe id: TRACER_MAX_PROBES */
+/* The ILLTRAP ending a checked slot's copy (ool_check.c): no probe's
+ * index, nor an unwritten slot's. */
+#define OOL_CHECK_MARK  0x003ffffe
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -20,6 +23,17 @@ bool sparc_ool_ok(uint32_t w, const char **why);
 void ool_prepare(const struct probe *p);
 /* Where a firing of p resumes (TPC; TNPC is the site + 4). */
 uintptr_t ool_slot(const struct probe *p);
+
+/* Check mode (ool_check.c). Whether the record can carry what the word
+ * does (else *why says what it cannot); write p's checked slot, before p
+ * is armed; at a checked firing, record the state before and send the
+ * trapped context to the checked slot with interrupts masked; register
+ * the hook that ends it. */
+bool ool_checkable(uint32_t w, const char **why);
+void ool_check_prepare(const struct probe *p);
+struct trapframe;
+void ool_check_before(const struct probe *p, struct trapframe *tf);
+void ool_check_init(void);
 #endif
 
 #endif

@@ -6,6 +6,9 @@
  * the translations of the fire path's code). An unwritten slot holds
  * `illtrap 0x3fffff`, which no probe claims: reaching it stops the kernel
  * with an unexpected illegal_instruction rather than running on.
+ *
+ * ool_check_slots are check mode's (ool_check.c): two words per probe id,
+ * the copy and the ILLTRAP that ends it.
  */
 #include "ool.h"
 
@@ -15,4 +18,9 @@
 ool_slots:
 	.fill	OOL_SLOTS, 4, 0x003fffff
 ool_slots_end:
+	.align	8192
+	.global	ool_check_slots, ool_check_slots_end
+ool_check_slots:
+	.fill	2 * OOL_SLOTS, 4, 0x003fffff
+ool_check_slots_end:
 	.align	8192

@@ -31,6 +31,9 @@ struct tarch_site {
 	 * area, a walk of the page table away): the site is not a CTI, or
 	 * it or the return value in its delay slot names one of them. */
 	uint8_t          window;
+	/* An OOL site armed in check mode: its firings run the checked
+	 * slot (ool_check.c). Set when the probe is armed. */
+	uint8_t          checked;
 	struct sparc_cti cti;      /* CTI sites */
 };
 
