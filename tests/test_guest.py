@@ -161,6 +161,13 @@ def test_calltree_ground_truth_with_threads_on_every_cpu(arch, built):
         # Per iteration: root 1 + rec 4 + mid 2 + add 5 + mul 2 = 14 calls.
         assert r.results[0]["value"] == 8 * 500 * 14
         assert r.results[0]["status"] == 0
+        # ref=0 (scaling runs): no reference run, so the calls a tracer
+        # must see are the threads' alone.
+        since = len(g.trace_frames)
+        r = g.command("run calltree threads=8 iters=500 depth=3 ref=0")
+        assert r.ok and r.results[0]["value"] == 8 * 500 * 14, r
+        expects = g.capture(since).expects
+        assert expects["ct_thread"] == 8 and expects["ct_root"] == 8 * 500, expects
 
 
 def test_workload_refuses_more_threads_than_it_tracks(guest):

@@ -105,6 +105,9 @@ class Sizes:
     ct_iters: int = 300
     ct_threads_smp: int = 8
     scale_iters: int = 1500
+    # opt and the unprobed workload run ~20x faster than int3: iterations
+    # enough for ~0.1 s a run, so thread start and a tick are noise.
+    scale_fast_iters: int = 40000
     kernel_iters: int = 20
     stage_n: int = 2000
     bare_traps: int = 100000
@@ -118,7 +121,8 @@ class Sizes:
     def small(cls) -> "Sizes":
         return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
                    virtio_bytes=1 << 20, virtio_firings=4096, sustained_iters=20,
-                   fib_n=10, ct_iters=20, scale_iters=50, kernel_iters=2,
+                   fib_n=10, ct_iters=20, scale_iters=50, scale_fast_iters=500,
+                   kernel_iters=2,
                    stage_n=200, bare_traps=2000, avoid_iters=20,
                    avoid_configs=("untraced", "none", "buffer_physical", "all"))
 
@@ -737,9 +741,11 @@ class Bench:
 
     # ---- scaling ----
 
-    def _rates(self, g: Guest, spec: str, mechanism: str, label: str):
+    def _rates(self, g: Guest, spec: str, mechanism: str, label: str, iters: int):
         """Firings/s of calltree on 1, 2 and 4 threads with spec's probes
-        under mechanism, action null, and the 2/1 ratio, per repetition."""
+        under mechanism, action null, and the 2/1 ratio, per repetition.
+        ref=0: the workload's reference run, one thread's work done alone
+        inside the run's cycles, would cap every 2/1 ratio at 3/2."""
         s = open_session(g)
         g.command("probe clear")
         s.setup(spec, mechanism, strict=False)
@@ -755,8 +761,7 @@ class Bench:
                 s.must("trace reset")
                 for k in range(0, len(ids), 12):
                     s.must("probe enable " + " ".join(ids[k:k + 12]))
-                r = s.cmd(f"run calltree threads={n} iters={self.sizes.scale_iters}",
-                          timeout=600)
+                r = s.cmd(f"run calltree threads={n} iters={iters} ref=0", timeout=600)
                 s.must("probe disable all")
                 mark = len(g.trace_frames)
                 s.must("trace stats")
@@ -772,12 +777,14 @@ class Bench:
 
     def scaling(self, g: Guest) -> None:
         mechanism = self.arch.default_mechanism
-        rates, ratios = self._rates(g, LOSSLESS_FUNCS, mechanism, "scaling")
+        rates, ratios = self._rates(g, LOSSLESS_FUNCS, mechanism, "scaling",
+                                    self.sizes.scale_iters)
         # i386's opt takes no trap at an entry: its entries alone, so that
         # no firing waits for QEMU's lock on exceptions (below).
         if "opt" in self.arch.mechanisms:
             spec = ",".join(p for p in LOSSLESS_FUNCS.split(",") if p.endswith(":entry"))
-            orates, oratios = self._rates(g, spec, "opt", "scaling opt")
+            orates, oratios = self._rates(g, spec, "opt", "scaling opt",
+                                          self.sizes.scale_fast_iters)
             for n, vals in orates.items():
                 self.put(f"scaling_opt_{n}_vcpu", vals, "firings/s",
                          what=f"calltree on {n} threads, opt on the entries "
@@ -790,8 +797,8 @@ class Bench:
             calls: dict[int, list[float]] = {1: [], 2: [], 4: []}
             for i in range(self.reps):
                 for n in calls:
-                    r = g.command(f"run calltree threads={n} iters={self.sizes.scale_iters}",
-                                  timeout=600)
+                    r = g.command(f"run calltree threads={n} "
+                                  f"iters={self.sizes.scale_fast_iters} ref=0", timeout=600)
                     if not r.ok or not r.results:
                         raise TraceError(f"calltree threads={n} failed: {r.message}")
                     calls[n].append(r.results[-1]["value"] / (r.results[-1]["cycles"] / self.hz))
