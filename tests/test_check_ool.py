@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import pytest
 from capstone import CS_ARCH_X86, CS_MODE_32, Cs
 from capstone import x86_const as CX
-from elftools.elf.elffile import ELFFile
 
 from bench import arches
 from bench.check import hostc
@@ -272,12 +271,6 @@ def test_an_access_the_record_does_not_hold_is_reported():
 FS_SITE = "insn:run_firepath+0x82"     # mov %fs:0x0,%eax
 
 
-def _symbol(elf, name):
-    with open(elf, "rb") as f:
-        sym = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name(name)
-    return sym[0]["st_value"]
-
-
 def _run(s, g, spec, line):
     since = len(g.trace_frames)
     s.must("probe clear")
@@ -309,7 +302,7 @@ def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
         s.enable(True)
         refused = [p.refused for p in s.refused]
         fs_addr = s.image.functions["run_firepath"].addr + 0x82
-        flag = _symbol(g.elf, "ool_check_broken")
+        flag = s.image.symbols["ool_check_broken"]
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()
             fs_code = stub.read_memory(fs_addr, 6)

@@ -23,7 +23,6 @@ import random
 from dataclasses import dataclass
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from bench import arches
 from bench.check import sparc64 as C
@@ -179,12 +178,6 @@ def test_a_record_of_the_wrong_length_is_reported():
 
 # ---- the guest ----
 
-def _symbol(elf, name):
-    with open(elf, "rb") as f:
-        sym = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name(name)
-    return sym[0]["st_value"]
-
-
 def _first(image, function, mnemonic):
     f = image.functions[function]
     return next(i.addr for i in f.insns if i.mnemonic == mnemonic and
@@ -229,7 +222,7 @@ def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
             s.enable(True)
             refused.append([p.refused for p in s.refused])
             words.append((s.image.functions[fn].addr + off))
-        flag = _symbol(g.elf, "ool_check_broken")
+        flag = s.image.symbols["ool_check_broken"]
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()
             live = [stub.read_memory(addr, 4) for addr in words]
