@@ -13,6 +13,7 @@ re-executes every emulation of the `forms` workload, which has every class
 unicorn with 0 mismatches, and reports a record with a wrong field. The full-size run
 (>= 10^6 firings) is `python3 -m bench lossless --arch sparc64`."""
 
+import re
 from collections import Counter
 
 import pytest
@@ -121,6 +122,58 @@ def test_every_cti_of_calltree_on_preemptive_threads(sparc64, image):
         assert calls[f] == rep.expected[f], (f, calls[f], rep.expected[f])
     flags = Counter(ev.words[2] for ev in cap.events if ev.kind == records.K_BRANCH)
     assert flags[1] and flags[0], flags         # taken and untaken both seen
+
+
+def _hits(g):
+    """probe id -> hits, from `probe list`."""
+    out = {}
+    for line in g.command("probe list").text:
+        m = re.match(r"probe (\d+) .*\bhits=(\d+)", line)
+        if m:
+            out[int(m.group(1))] = int(m.group(2))
+    return out
+
+
+def test_count_only_firings_take_the_quick_path_and_count_exactly(sparc64, image):
+    """Every instruction of calltree's functions probed with the null
+    action on preempted threads: the entries' saves, the branches on the
+    CCR, the calls and the out-of-line words resume from fbt.c's quick
+    path (no register copy), the returns from the full one. The workload
+    checks its own answers, each entry's hits equal its calls, and every
+    probe's hits equal the same run's with the record action, which
+    takes the full path everywhere."""
+    with Guest(sparc64, label="quick-path") as g:
+        s = open_session(g)
+        assert g.command("timer 20000").ok
+        got = {}
+        for action in ("null", "record"):
+            s.must("trace reset")
+            s.must("probe clear")
+            s.setup("insn:ct_*+*", "emulate", strict=True)
+            s.must(f"probe action all {action}")
+            since = len(g.trace_frames)
+            s.enable(True)
+            r = s.cmd("run calltree threads=4 iters=30 depth=4")
+            s.enable(False)
+            assert r.ok, r.message
+            got[action] = (_hits(g), g.capture(since).expects)
+        g.exit(0)
+    hits, expects = got["null"]
+    words = {p.id: int.from_bytes(image.code(p.addr, 4), "big") for p in s.probes}
+    kinds = Counter()
+    for pid, w in words.items():
+        op, op2, op3 = w >> 30, (w >> 22) & 7, (w >> 19) & 0x3f
+        kinds["save" if op == 2 and op3 == 0x3c else "call" if op == 1 else
+              "branch" if op == 0 and op2 in (1, 2) else
+              "return" if op == 2 and op3 in (0x38, 0x39) else
+              "out of line" if not sparc_is_cti(w) else "other"] += 1
+    assert all(kinds[k] for k in ("save", "call", "branch", "return", "out of line")), kinds
+    for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
+        pid = next(p.id for p in s.probes if p.addr == image.functions[f].addr)
+        assert hits[pid] == expects[f] > 0, (f, hits[pid], expects[f])
+    full = got["record"][0]
+    differ = {pid: (hits[pid], full[pid]) for pid in words if hits[pid] != full[pid]}
+    assert not differ and len(hits) == len(words), differ
 
 
 def test_shell_game_baseline_loses_firings(sparc64):

@@ -49,6 +49,12 @@
  * pair belongs to the CTI before it), any other instruction, and code of
  * the tracer or trap path (probe.c).
  *
+ * The quick path: a firing that only counts (tracer_counts_only) of an
+ * emulate probe whose site reads nothing but the frame (site.quick, set
+ * when armed: a branch on the CCR, a call, a save reading no %l/%i, an
+ * out-of-line word), with check mode off, is counted and resumed right
+ * after the lookup (resume_quick), past the tests the full path makes.
+ *
  * Check mode (`probe check on`, emulate only): each emulation also writes
  * a CHECK record (check.h) — the state before, and the state after read
  * back from where the way back will take it — for bench/check/sparc64.py;
@@ -204,6 +210,22 @@ bool tarch_can_arm(const struct probe *p, const char **why)
 	return true;
 }
 
+/* Whether a count-only firing of the site reads nothing but the frame:
+ * the quick path of sparc64_probe_trap. */
+static bool quick_site(const struct tarch_site *s)
+{
+	switch (s->what) {
+	case SPARC_SITE_OOL:
+		return true;
+	case SPARC_SITE_SAVE:
+		return !s->window;
+	case SPARC_SITE_CTI:
+		return s->cti.cls == SPARC_BICC || s->cti.cls == SPARC_BPCC ||
+		       s->cti.cls == SPARC_CALL;
+	}
+	return false;
+}
+
 static void store_word(const struct probe *p, uint32_t w)
 {
 	*(volatile uint32_t *)tracer_text_alias(p->addr) = w;
@@ -221,6 +243,8 @@ void tarch_arm(struct probe *p)
 		else
 			ool_prepare(p);
 	}
+	p->site.quick = p->mechanism == MECHANISM_EMULATE && !p->site.checked &&
+			quick_site(&p->site);
 	if (shell_pending == p)
 		shell_pending = 0;
 	store_word(p, ILLTRAP(p->id));
@@ -580,6 +604,49 @@ static uint64_t frame_operands(const struct trapframe *tf, uint32_t w)
 	return frame_reg(tf, (w >> 14) & 0x1f) + b;
 }
 
+/* The resumes that read nothing but the frame, shared by the quick path
+ * and the full one. An out-of-line site: the copy, then site + 4. */
+static inline void resume_ool(const struct probe *p, struct trapframe *tf)
+{
+	tf->tnpc = tf->tpc + 4;
+	tf->tpc = ool_slot(p);
+}
+
+/* A save: resume in the window trap_entry's save opened (trapframe.h). */
+static inline void resume_save(const struct probe *p, struct trapframe *tf)
+{
+	tf->save_sp = frame_operands(tf, p->site.insn);
+	tf->tpc = tf->tnpc;
+	tf->tnpc += 4;
+}
+
+/* A count-only firing of a quick site (tracer_site.h): what the full path
+ * does for it, with no register copy and no test of what it cannot be.
+ * A branch on the CCR or a call reads the PC, the nPC and the CCR, and a
+ * call writes %o7, a frame register. */
+static inline void resume_quick(const struct probe *p, struct trapframe *tf)
+{
+	if (p->site.what == SPARC_SITE_OOL) {
+		resume_ool(p, tf);
+		return;
+	}
+	if (p->site.what == SPARC_SITE_SAVE) {
+		resume_save(p, tf);
+		return;
+	}
+	struct sparc_regs r;
+	struct sparc_outcome o;
+	uint64_t fault;
+	r.pc = tf->tpc;
+	r.npc = tf->tnpc;
+	r.ccr = (uint8_t)(tf->tstate >> 32);
+	(void)sparc_emulate(&p->site.cti, &r, &o, &fault);     /* no jmpl: no fault */
+	if (p->site.cti.cls == SPARC_CALL)
+		tf->o[7] = r.r[SPARC_O7];
+	tf->tpc = r.pc;
+	tf->tnpc = r.npc;
+}
+
 /* The illegal_instruction hook (trap.h): if TPC holds one of our
  * ILLTRAPs, record and emulate (or run the shell game), with tf edited for
  * the retry; else declined. */
@@ -614,6 +681,14 @@ static int sparc64_probe_trap(struct trapframe *tf)
 	if (p->state == PROBE_FREE || p->addr != tf->tpc)
 		return TRAP_DECLINED;
 	tracer_stamp(TRACER_STAMP_LOOKUP);
+	if (__builtin_expect(p->site.quick, 1) && !tracer_check_mode &&
+	    tracer_counts_only(p)) {
+		tracer_fire_count(p, this_cpu()->id);
+		tracer_stamp(TRACER_STAMP_FIRE);
+		resume_quick(p, tf);
+		tracer_stamp(TRACER_STAMP_EMULATE);
+		return TRAP_HANDLED;
+	}
 
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
@@ -688,17 +763,14 @@ static int sparc64_probe_trap(struct trapframe *tf)
 			ool_check_before(p, tf);        /* the checked slot */
 			return TRAP_HANDLED;
 		}
-		tf->tnpc = tf->tpc + 4;
-		tf->tpc = ool_slot(p);
+		resume_ool(p, tf);
 		tracer_stamp(TRACER_STAMP_EMULATE);
 		return TRAP_HANDLED;
 	}
 	if (p->site.what == SPARC_SITE_SAVE) {
 		record_fire(p, tf, &r, &o);
 		tracer_stamp(TRACER_STAMP_FIRE);
-		tf->save_sp = frame_operands(tf, p->site.insn);
-		tf->tpc = tf->tnpc;
-		tf->tnpc += 4;
+		resume_save(p, tf);
 		tracer_stamp(TRACER_STAMP_EMULATE);
 		if (check)
 			check_after(p, tf, chk);
