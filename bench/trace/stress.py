@@ -148,10 +148,15 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
             for p in s.probes:
                 s.must(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
         t0 = time.monotonic()
-        s.must(f"start calltree threads={threads} iters={iters} depth=4")
         windows = []
         for n in range(toggles):
             on = s.must("probe enable all")
+            if n == 0:
+                # The first window opens before the workload starts, so
+                # that it holds firings however fast the workload ends
+                # (a busy host can delay the harness's first toggle past
+                # the whole run).
+                s.must(f"start calltree threads={threads} iters={iters} depth=4")
             off = s.must("probe disable all")
             windows.append((_cycles_of(on.message), _cycles_of(off.message)))
             if n % 200 == 199:
