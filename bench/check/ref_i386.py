@@ -26,6 +26,14 @@ Three things about unicorn 2.0 the model has to handle:
 - an unaligned access that crosses a page is reported once whole and again
   as its aligned pieces; the pieces overlap the first report and are not
   accesses of their own;
+- a run limited to its count still translates the block at the address
+  execution reached before it stops there, and translating some byte
+  sequences aborts the whole process ("tcg fatal error": FF D8, a far
+  call through a register, is one, unicorn issue #1716). A relative
+  jump's target is random, and it often lands inside an earlier state's
+  random rel32; so the model overwrites the code of every state it has
+  run with hlt (F4, which translates to one instruction), and a target in
+  the code area reads hlt, zeros or the current state's own bytes;
 - a jump to unmapped memory stops with an error although the jump itself
   completed — sometimes called a fetch error, sometimes a read error at
   the target: an unmapped access at the address execution reached is that
@@ -45,6 +53,7 @@ CODE_BASE = 0x00400000
 CODE_SIZE = 0x10000
 STACK_BASE = 0x00800000
 STACK_SIZE = 0x20000
+HLT = b"\xf4"
 
 
 class Reference:
@@ -122,4 +131,5 @@ class Reference:
             if not self._unmapped or any(a != pc for a in self._unmapped):
                 raise
         after = {name: self.uc.reg_read(_UC[name]) for name in REGS}
+        self.uc.mem_write(eip, HLT * len(code))     # no later target reads it
         return after, list(self.reads), list(self.writes)
