@@ -36,13 +36,7 @@ ref_i386) cannot go stale for code we run. A record whose stack pages
 share a page with site code, and any record that disagrees, is run
 (again) on a fresh instance, and only the fresh result is reported.
 
-EFLAGS: all 32 bits are compared, with one adjustment, measured on
-unicorn 2.0.1: with TF (bit 8) set, unicorn raises a #DB exception after
-the instruction (UC_ERR_EXCEPTION) instead of completing it. None of the
-emulated forms reads or writes EFLAGS, so the model runs with TF clear and
-puts the recorded TF back into its result. Unicorn also forces bit 1
-(reserved, always 1 on a real CPU) on; a record with bit 1 clear is a
-real mismatch and is reported.
+EFLAGS: all 32 bits are compared, TF aside (x86_unicorn says why).
 
 Should a run still stop with an unmapped access at the address execution
 reached (a jump into unmapped memory; see ref_i386), that is the end of
@@ -62,25 +56,20 @@ from unicorn import UcError
 from unicorn import x86_const as X
 
 from ..wire import cdefs
-from .x86_unicorn import M32, Machine
+from . import x86_unicorn
+from .x86_unicorn import I_EBP, I_EIP, I_ESP, M32, NREGS, Machine, hx, reg_diffs
 from .x86_unicorn import pages as _pages
 from . import i386_ool, i386_opt
 from .report import CheckReport
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
-_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
 _STACK = {e.name: e.value for e in CHECK.table("I386_CHECK_STACK")}
-NREGS = CHECK.const("I386_CHECK_NREGS")
+# The state's fields by name and index, for this module's callers.
+REGS, I_EFLAGS = x86_unicorn.REGS, x86_unicorn.I_EFLAGS
 WORDS = CHECK.const("I386_CHECK_WORDS")
-if [e.value for e in _TABLE] != list(range(NREGS)) or WORDS != 2 * NREGS + len(_STACK):
-    raise cdefs.CdefsError("check.h: I386_CHECK_REGS must number 0..NREGS-1 "
-                           "and a record be 2*NREGS words and the stack words")
-REGS = tuple(e.meaning for e in _TABLE)           # field names: eax ... eflags
-_UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
-I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
-I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
-I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
-I_EBP = next(e.value for e in _TABLE if e.name == "EBP")
+if WORDS != 2 * NREGS + len(_STACK):
+    raise cdefs.CdefsError("check.h: a record must be 2*NREGS words and the "
+                           "stack words")
 W_ADDR, W_BEFORE, W_AFTER = (_STACK["STACK_ADDR"], _STACK["STACK_BEFORE"],
                              _STACK["STACK_AFTER"])
 
@@ -94,7 +83,6 @@ _WRITES = {"PUSH_EBP", "PUSH_EBP_MOV", "ENTER", "CALL_REL"}
 _READS = {"POP_EBP", "LEAVE", "RET", "RET_IMM"}
 _RETS = {"RET", "RET_IMM"}
 
-TF = 0x100
 # Runs per shared instance: a bound on what one instance accumulates
 # (mapped stack pages, translations). 10^6-record stress runs pass with
 # and without it; a new instance every RECYCLE runs costs under 1%.
@@ -179,10 +167,7 @@ class _Model(Machine):
         self.reads, self.writes, self.unmapped = [], [], []
         self._rspans, self._wspans = [], []
         self.word = w[W_BEFORE]
-        before = list(w[:NREGS])
-        before[I_EFLAGS] &= ~TF & M32
-        for reg, v in zip(_UC, before):
-            self.uc.reg_write(reg, v & M32)
+        self.set_regs(w)
         eip = w[I_EIP]
         until = (eip + form.length) & M32
         if form.name in _RETS and w[W_BEFORE] != eip:
@@ -194,24 +179,16 @@ class _Model(Machine):
             pc = self.uc.reg_read(X.UC_X86_REG_EIP)
             if not self.unmapped or any(a != pc for a in self.unmapped):
                 err = str(e)
-        after = [self.uc.reg_read(reg) & M32 for reg in _UC]
-        after[I_EFLAGS] |= w[I_EFLAGS] & TF
-        return after, list(self.reads), list(self.writes), err
+        return self.get_regs(w), list(self.reads), list(self.writes), err
 
 
 
-
-
-def _hx(v: int) -> str:
-    return f"{v:#010x}"
 
 
 def _diffs(w, form: Form, result) -> list[str]:
     after, reads, writes, err = result
     out = [f"unicorn: {err}"] if err else []
-    out += [f"{name}: expected {_hx(want)} vs actual {_hx(got)}"
-            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS])
-            if want != got]
+    out += reg_diffs(after, w)
     addr, before, written = w[W_ADDR], w[W_BEFORE], w[W_AFTER]
     if form.name in _WRITES:
         if len(writes) != 1:
@@ -220,19 +197,19 @@ def _diffs(w, form: Form, result) -> list[str]:
         if writes:
             wa, wv = writes[0]
             if wa != addr:
-                out.append(f"stack address: expected {_hx(wa)} vs actual {_hx(addr)}")
+                out.append(f"stack address: expected {hx(wa)} vs actual {hx(addr)}")
             if wv != written:
-                out.append(f"stack word written: expected {_hx(wv)} vs actual "
-                           f"{_hx(written)}")
+                out.append(f"stack word written: expected {hx(wv)} vs actual "
+                           f"{hx(written)}")
     elif form.name in _READS:
         if len(reads) != 1 or writes:
             out.append(f"stack accesses: unicorn made {len(reads)} reads and "
                        f"{len(writes)} writes, the guest recorded 1 read")
         if reads and reads[0] != addr:
-            out.append(f"stack address: expected {_hx(reads[0])} vs actual {_hx(addr)}")
+            out.append(f"stack address: expected {hx(reads[0])} vs actual {hx(addr)}")
         if written != before:
-            out.append(f"stack word after a read: expected {_hx(before)} vs "
-                       f"actual {_hx(written)}")
+            out.append(f"stack word after a read: expected {hx(before)} vs "
+                       f"actual {hx(written)}")
     else:
         if reads or writes:
             out.append(f"stack accesses: unicorn made {len(reads)} reads and "
@@ -240,7 +217,7 @@ def _diffs(w, form: Form, result) -> list[str]:
         for what, v in (("stack address", addr), ("stack word before", before),
                         ("stack word after", written)):
             if v:
-                out.append(f"{what}: expected {_hx(0)} vs actual {_hx(v)}")
+                out.append(f"{what}: expected {hx(0)} vs actual {hx(v)}")
     return out
 
 
@@ -294,7 +271,7 @@ def verify(checks, sites) -> CheckReport:
             report.by_form[kind.FORM] = report.by_form.get(kind.FORM, 0) + 1
             if w[I_EIP] != site.addr:
                 report.mismatches.append(f"{head}: eip before: expected "
-                                         f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
+                                         f"{hx(site.addr)} vs actual {hx(w[I_EIP])}")
                 continue
             if kind not in checkers:
                 checkers[kind] = kind.Checker(sites)
@@ -316,7 +293,7 @@ def verify(checks, sites) -> CheckReport:
         report.by_form[form.name] = report.by_form.get(form.name, 0) + 1
         if w[I_EIP] != site.addr:
             report.mismatches.append(f"{head}: eip before: expected "
-                                     f"{_hx(site.addr)} vs actual {_hx(w[I_EIP])}")
+                                     f"{hx(site.addr)} vs actual {hx(w[I_EIP])}")
             continue
         pages = _stack_pages(w)
         if pid in conflicts or pages & code_pages:

@@ -33,19 +33,13 @@ only the fresh result is reported.
 
 from __future__ import annotations
 
-from capstone import CS_ARCH_X86, CS_MODE_32, Cs
-from unicorn import UcError
-from unicorn import x86_const as X
-
 from ..wire import cdefs
-from .x86_unicorn import M32, Machine, SiteChecker
+from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm, hx,
+                          reg_diffs)
 from .x86_unicorn import pages as _pages
-from .x86_unicorn import runs as _runs
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
-_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
 _OOL = {e.name: e.value for e in CHECK.table("I386_CHECK_OOL")}
-NREGS = CHECK.const("I386_CHECK_NREGS")
 WORDS = CHECK.const("I386_CHECK_OOL_WORDS")
 STACK_WORDS = CHECK.const("I386_CHECK_OOL_STACK_WORDS")
 MEM_WORDS = CHECK.const("I386_CHECK_OOL_MEM_WORDS")
@@ -60,32 +54,15 @@ if (W_LEN != 2 * NREGS or W_STACK_AFTER != W_STACK_BEFORE + STACK_WORDS
                            "before and after")
 MEM_NONE, MEM_READ, MEM_OUTSIDE = 0, 1, 2
 
-REGS = tuple(e.meaning for e in _TABLE)
-_UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
-I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
-I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
-I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
-
 FORM = "OOL"
-TF = 0x100
 # Below ESP after, this far, is the stack the second trap's frame and its
 # handler's calls wrote: dead, never compared.
 DEAD = 0x10000
 
 
-def _hx(v: int) -> str:
-    return f"{v:#010x}"
-
-
-_CS = None
-
-
 def length(code: bytes) -> int | str:
     """The length of the first instruction of code, or why there is none."""
-    global _CS
-    if _CS is None:
-        _CS = Cs(CS_ARCH_X86, CS_MODE_32)
-    for insn in _CS.disasm(bytes(code), 0):
+    for insn in disasm(code):
         return insn.size
     return f"{bytes(code[:4]).hex()} does not decode"
 
@@ -109,42 +86,14 @@ def memory_pages(w) -> set[int]:
 
 
 
-class Model(Machine):
+class Model(SiteModel):
     """One unicorn instance at the guest's addresses: the sites' code, and
     the recorded memory written before each run."""
 
-    def _on_read(self, uc, access, address, size, value, user):
-        self.accesses.append(("read", address, size))
-
-    def _on_write(self, uc, access, address, size, value, user):
-        self.accesses.append(("write", address, size))
-
-    def _on_unmapped(self, uc, access, address, size, value, user):
-        self.accesses.append(("unmapped access", address, size))
-        return False
-
     def run(self, w, site: int, n: int, code_after=None):
         """Registers after, each region's bytes after, accesses, error."""
-        self.accesses = []
-        self.map(memory_pages(w))
-        regs = regions(w)
-        for a, b, _ in regs:
-            self.uc.mem_write(a, b)
-        for a, b in _runs(code_after or {}):
-            self.uc.mem_write(a, b)
-        before = list(w[:NREGS])
-        before[I_EFLAGS] &= ~TF & M32
-        for reg, v in zip(_UC, before):
-            self.uc.reg_write(reg, v & M32)
-        err = None
-        try:
-            self.uc.emu_start(site, (site + n) & M32, count=1)
-        except UcError as e:
-            err = str(e)
-        after = [self.uc.reg_read(reg) & M32 for reg in _UC]
-        after[I_EFLAGS] |= w[I_EFLAGS] & TF
-        mem = [bytes(self.uc.mem_read(a, len(b))) for a, b, _ in regs]
-        return after, mem, list(self.accesses), err
+        memory = [(a, b) for a, b, _ in regions(w)]
+        return self.run_over(w, memory, site, (site + n) & M32, 1, code_after)
 
 
 def _inside(address, size, spans) -> bool:
@@ -155,9 +104,7 @@ def diffs(w, result) -> list[str]:
     """What differs between unicorn's result and the record."""
     after, mem, accesses, err = result
     out = [f"unicorn: {err}"] if err else []
-    out += [f"{name}: expected {_hx(want)} vs actual {_hx(got)}"
-            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS])
-            if want != got]
+    out += reg_diffs(after, w)
     regs = regions(w)
     spans = [(a, b) for a, b, _ in regs]
     for kind, address, size in accesses:
@@ -165,10 +112,10 @@ def diffs(w, result) -> list[str]:
             continue
         if w[W_MEM_STATE] == MEM_OUTSIDE and _inside(address, size,
                                                      [(w[W_MEM], bytes(4 * MEM_WORDS))]):
-            out.append(f"{kind} of {size} bytes at {_hx(address)}: the memory "
+            out.append(f"{kind} of {size} bytes at {hx(address)}: the memory "
                        f"operand, outside the RAM the guest reads, not recorded")
         else:
-            out.append(f"{kind} of {size} bytes at {_hx(address)}, outside the "
+            out.append(f"{kind} of {size} bytes at {hx(address)}, outside the "
                        f"recorded memory")
     esp = after[I_ESP]
     for what, (base, _, got), want in zip(("stack word", "memory word"), regs, mem):
@@ -179,7 +126,7 @@ def diffs(w, result) -> list[str]:
             g = int.from_bytes(got[i:i + 4], "little")
             e = int.from_bytes(want[i:i + 4], "little")
             if g != e:
-                out.append(f"{what} at {_hx(a)}: expected {_hx(e)} vs actual {_hx(g)}")
+                out.append(f"{what} at {hx(a)}: expected {hx(e)} vs actual {hx(g)}")
     return out
 
 

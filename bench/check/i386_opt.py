@@ -31,19 +31,13 @@ only the fresh result is reported.
 
 from __future__ import annotations
 
-from capstone import CS_ARCH_X86, CS_MODE_32, Cs
-from unicorn import UcError
-from unicorn import x86_const as X
-
 from ..wire import cdefs
-from .x86_unicorn import M32, Machine, SiteChecker
+from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm, hx,
+                          reg_diffs)
 from .x86_unicorn import pages as _pages
-from .x86_unicorn import runs as _runs
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
-_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
 _OPT = {e.name: e.value for e in CHECK.table("I386_CHECK_OPT")}
-NREGS = CHECK.const("I386_CHECK_NREGS")
 WORDS = CHECK.const("I386_CHECK_OPT_WORDS")
 WINDOW = CHECK.const("I386_CHECK_OPT_WINDOW")
 BELOW = CHECK.const("I386_CHECK_OPT_BELOW")
@@ -57,31 +51,14 @@ if (W_LEN != 2 * NREGS or W_AFTER != W_BEFORE + WINDOW
 MAX_COPY = cdefs.load("tracer/arch/i386/opt.h").const("OPT_MAX_COPY")
 JMP_BYTES = 5
 
-REGS = tuple(e.meaning for e in _TABLE)
-_UC = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
-I_EIP = next(e.value for e in _TABLE if e.name == "EIP")
-I_ESP = next(e.value for e in _TABLE if e.name == "ESP")
-I_EFLAGS = next(e.value for e in _TABLE if e.name == "EFLAGS")
-
 FORM = "OPT"
-TF = 0x100
-
-
-def _hx(v: int) -> str:
-    return f"{v:#010x}"
-
-
-_CS = None
 
 
 def displaced(code: bytes) -> int | str:
     """Bytes the jmp displaces at a site with these bytes: whole
     instructions until at least five; or why there are none."""
-    global _CS
-    if _CS is None:
-        _CS = Cs(CS_ARCH_X86, CS_MODE_32)
     n = 0
-    for insn in _CS.disasm(bytes(code), 0):
+    for insn in disasm(code):
         if insn.address != n:
             break
         n += insn.size
@@ -96,64 +73,37 @@ def window_pages(w) -> set[int]:
 
 
 
-class Model(Machine):
+class Model(SiteModel):
     """One unicorn instance at the guest's addresses: the sites' code,
     and the stack windows written before each run."""
 
-    def _on_read(self, uc, access, address, size, value, user):
-        self.accesses.append(("read", address, size))
-
-    def _on_write(self, uc, access, address, size, value, user):
-        self.accesses.append(("write", address, size))
-
-    def _on_unmapped(self, uc, access, address, size, value, user):
-        self.accesses.append(("unmapped access", address, size))
-        return False
-
     def run(self, w, site: int, length: int, code_after=None):
         """Registers after, the window's words after, accesses, error."""
-        self.accesses = []
-        base = w[W_WIN]
-        self.map(window_pages(w))
-        self.uc.mem_write(base, b"".join((v & M32).to_bytes(4, "little")
-                                         for v in w[W_BEFORE:W_BEFORE + WINDOW]))
-        for a, b in _runs(code_after or {}):
-            self.uc.mem_write(a, b)
-        before = list(w[:NREGS])
-        before[I_EFLAGS] &= ~TF & M32
-        for reg, v in zip(_UC, before):
-            self.uc.reg_write(reg, v & M32)
-        err = None
-        try:
-            self.uc.emu_start(site, (site + length) & M32, count=length)
-        except UcError as e:
-            err = str(e)
-        after = [self.uc.reg_read(reg) & M32 for reg in _UC]
-        after[I_EFLAGS] |= w[I_EFLAGS] & TF
-        raw = bytes(self.uc.mem_read(base, 4 * WINDOW))
+        window = b"".join((v & M32).to_bytes(4, "little")
+                          for v in w[W_BEFORE:W_BEFORE + WINDOW])
+        after, (raw,), accesses, err = self.run_over(
+            w, [(w[W_WIN], window)], site, (site + length) & M32, length, code_after)
         win = [int.from_bytes(raw[4 * i:4 * i + 4], "little") for i in range(WINDOW)]
-        return after, win, list(self.accesses), err
+        return after, win, accesses, err
 
 
 def diffs(w, result) -> list[str]:
     """What differs between unicorn's result and the record."""
     after, win, accesses, err = result
     out = [f"unicorn: {err}"] if err else []
-    out += [f"{name}: expected {_hx(want)} vs actual {_hx(got)}"
-            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS])
-            if want != got]
+    out += reg_diffs(after, w)
     base, lo, hi = w[W_WIN], w[W_WIN], (w[W_WIN] + 4 * WINDOW) & M32
     for kind, address, size in accesses:
         if not (lo <= address and address + size <= hi):
-            out.append(f"{kind} of {size} bytes at {_hx(address)}, outside the "
-                       f"recorded window {_hx(lo)}..{_hx(hi)}")
+            out.append(f"{kind} of {size} bytes at {hx(address)}, outside the "
+                       f"recorded window {hx(lo)}..{hx(hi)}")
     esp = after[I_ESP]
     for i in range(WINDOW):
         a = (base + 4 * i) & M32
         got = w[W_AFTER + i]
         if a >= esp and win[i] != got:
-            out.append(f"stack word at {_hx(a)} (esp{a - esp:+#x}): expected "
-                       f"{_hx(win[i])} vs actual {_hx(got)}")
+            out.append(f"stack word at {hx(a)} (esp{a - esp:+#x}): expected "
+                       f"{hx(win[i])} vs actual {hx(got)}")
     return out
 
 

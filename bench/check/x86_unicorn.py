@@ -1,19 +1,67 @@
 """One 32-bit x86 unicorn instance at the guest's own addresses, as the
 i386 checkers use it (check mode's emulated forms, bench/check/i386.py;
 opt's detours, i386_opt.py; out-of-line slots, i386_ool.py): the pages an
-access needs, a byte map of code written as contiguous runs, and the three
-access hooks, which each checker defines for what it records. And
-SiteChecker, the state both record kinds that re-run a site's own bytes
-(opt's and out-of-line's) keep across a verify(): one instance shared by
-many records, a fresh one to confirm a mismatch."""
+access needs, a byte map of code written as contiguous runs, the
+registers of a record's state written and read back, and the three access
+hooks, which each checker defines for what it records (SiteModel: the one
+both site checkers share). And SiteChecker, the state both record kinds
+that re-run a site's own bytes (opt's and out-of-line's) keep across a
+verify(): one instance shared by many records, a fresh one to confirm a
+mismatch.
+
+Registers: a record's state is check.h's I386_CHECK_REGS, in that order
+(REGS names them, I_* index them). EFLAGS is compared whole, with one
+adjustment measured on unicorn 2.0.1: with TF (bit 8) set, unicorn raises
+a #DB exception after the instruction (UC_ERR_EXCEPTION) instead of
+completing it. No instruction a checker runs reads or writes TF, so the
+model runs with TF clear and puts the recorded TF back into its result
+(set_regs, get_regs). Unicorn also forces bit 1 (reserved, always 1 on a
+real CPU) on; a record with bit 1 clear is a real mismatch and is
+reported."""
 
 from __future__ import annotations
 
+from capstone import CS_ARCH_X86, CS_MODE_32, Cs
 from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
-                     UC_HOOK_MEM_WRITE, UC_MODE_32, Uc)
+                     UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
+from unicorn import x86_const as X
+
+from ..wire import cdefs
 
 PAGE = 0x1000
 M32 = 0xffffffff
+TF = 0x100
+
+CHECK = cdefs.load("tracer/arch/i386/check.h")
+_TABLE = sorted(CHECK.table("I386_CHECK_REGS"), key=lambda e: e.value)
+NREGS = CHECK.const("I386_CHECK_NREGS")
+if [e.value for e in _TABLE] != list(range(NREGS)):
+    raise cdefs.CdefsError("check.h: I386_CHECK_REGS must number 0..NREGS-1")
+REGS = tuple(e.meaning for e in _TABLE)           # field names: eax ... eflags
+UC_REGS = tuple(getattr(X, f"UC_X86_REG_{e.name}") for e in _TABLE)
+I_EIP, I_ESP, I_EBP, I_EFLAGS = (next(e.value for e in _TABLE if e.name == n)
+                                 for n in ("EIP", "ESP", "EBP", "EFLAGS"))
+
+
+def hx(v: int) -> str:
+    return f"{v:#010x}"
+
+
+def reg_diffs(after, w) -> list[str]:
+    """The model's registers after against the record's "after" state."""
+    return [f"{name}: expected {hx(want)} vs actual {hx(got)}"
+            for name, want, got in zip(REGS, after, w[NREGS:2 * NREGS]) if want != got]
+
+
+_CS = None
+
+
+def disasm(code: bytes):
+    """capstone's 32-bit x86 decoding of code from offset 0."""
+    global _CS
+    if _CS is None:
+        _CS = Cs(CS_ARCH_X86, CS_MODE_32)
+    return _CS.disasm(bytes(code), 0)
 
 
 def pages(addr: int, size: int) -> set[int]:
@@ -57,6 +105,55 @@ class Machine:
         for p in sorted(set(need) - self.mapped):
             self.uc.mem_map(p, PAGE)
             self.mapped.add(p)
+
+    def set_regs(self, w):
+        """The record's "before" registers, TF clear (above)."""
+        before = list(w[:NREGS])
+        before[I_EFLAGS] &= ~TF & M32
+        for reg, v in zip(UC_REGS, before):
+            self.uc.reg_write(reg, v & M32)
+
+    def get_regs(self, w) -> list[int]:
+        """The registers now, with the record's TF put back."""
+        after = [self.uc.reg_read(reg) & M32 for reg in UC_REGS]
+        after[I_EFLAGS] |= w[I_EFLAGS] & TF
+        return after
+
+
+class SiteModel(Machine):
+    """The site checkers' instance: every access logged as (kind,
+    address, size), and a run over memory the record holds."""
+
+    def _on_read(self, uc, access, address, size, value, user):
+        self.accesses.append(("read", address, size))
+
+    def _on_write(self, uc, access, address, size, value, user):
+        self.accesses.append(("write", address, size))
+
+    def _on_unmapped(self, uc, access, address, size, value, user):
+        self.accesses.append(("unmapped access", address, size))
+        return False
+
+    def run_over(self, w, memory, site: int, until: int, count: int, code_after=None):
+        """Run from the record's "before" registers at site, over memory
+        ((address, bytes) written first; then code_after's bytes), until
+        `until` or count instructions: registers after, each memory
+        span's bytes after, the accesses, unicorn's error (or None)."""
+        self.accesses = []
+        self.map(set().union(set(), *(pages(a, len(b)) for a, b in memory)))
+        for a, b in memory:
+            self.uc.mem_write(a, b)
+        for a, b in runs(code_after or {}):
+            self.uc.mem_write(a, b)
+        self.set_regs(w)
+        err = None
+        try:
+            self.uc.emu_start(site, until, count=count)
+        except UcError as e:
+            err = str(e)
+        after = self.get_regs(w)
+        return after, [bytes(self.uc.mem_read(a, len(b))) for a, b in memory], \
+            list(self.accesses), err
 
 
 def site_pages(addr: int, n: int) -> set[int]:
