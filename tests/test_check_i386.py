@@ -20,14 +20,9 @@ import pytest
 
 from bench.check import i386 as C
 from bench.paths import REPO
+from bench.trace.sites import Site
 
 M32 = 0xffffffff
-
-
-@dataclass(frozen=True)
-class Site:
-    addr: int
-    code: bytes
 
 
 @dataclass(frozen=True)

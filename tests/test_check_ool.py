@@ -35,6 +35,7 @@ from bench.check import i386_ool as O
 from bench.debug import rsp
 from bench.guest.qemu import Guest
 from bench.trace import sites
+from bench.trace.sites import Site
 from bench.trace.image import load_image
 from bench.trace.session import open_session
 
@@ -137,12 +138,6 @@ def test_check_mode_refuses_what_the_record_cannot_carry(runner, tmp_path):
 
 
 # ---- synthetic records: after-states by the SDM, not by unicorn ----
-
-@dataclass(frozen=True)
-class Site:
-    addr: int
-    code: bytes
-
 
 @dataclass(frozen=True)
 class Rec:

@@ -30,6 +30,7 @@ from bench.check import sparc64_ool as O
 from bench.debug import rsp
 from bench.guest.qemu import Guest
 from bench.trace import sites
+from bench.trace.sites import Site
 from bench.trace.session import open_session
 
 U64 = (1 << 64) - 1
@@ -40,12 +41,6 @@ def f3(op, rd, op3, rs1, imm=None, rs2=0):
     """A format-3 word: rs1 and simm13 (imm) or rs2."""
     w = op << 30 | R[rd] << 25 | op3 << 19 | R[rs1] << 14
     return w | (1 << 13 | imm & 0x1fff if imm is not None else R[rs2] if isinstance(rs2, str) else rs2)
-
-
-@dataclass(frozen=True)
-class Site:
-    addr: int
-    code: bytes
 
 
 @dataclass(frozen=True)
