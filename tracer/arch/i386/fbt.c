@@ -326,6 +326,15 @@ static void regs_words(const struct i386_regs *r, unsigned long *w)
 	w[I386_CHECK_EFLAGS] = r->eflags;
 }
 
+void i386_check_frame(const struct trapframe *tf, uint32_t eip, uint32_t eflags,
+		      unsigned long *w)
+{
+	struct i386_regs r;
+	regs_from_frame(tf, eip, &r);
+	r.eflags = eflags;
+	regs_words(&r, w);
+}
+
 
 #define REGISTER_ENUM(name, number, text) TREG_##name = number,
 enum { TARCH_REGISTERS(REGISTER_ENUM) };

@@ -108,20 +108,6 @@ static void words(uint32_t base, unsigned n, unsigned long *w)
 	}
 }
 
-static void regs(const struct trapframe *tf, uint32_t eip, unsigned long *w)
-{
-	w[I386_CHECK_EAX] = tf->eax;
-	w[I386_CHECK_ECX] = tf->ecx;
-	w[I386_CHECK_EDX] = tf->edx;
-	w[I386_CHECK_EBX] = tf->ebx;
-	w[I386_CHECK_ESP] = trapframe_sp(tf);
-	w[I386_CHECK_EBP] = tf->ebp;
-	w[I386_CHECK_ESI] = tf->esi;
-	w[I386_CHECK_EDI] = tf->edi;
-	w[I386_CHECK_EIP] = eip;
-	w[I386_CHECK_EFLAGS] = tf->eflags;
-}
-
 /* The memory part of the record, read now: before or after. */
 static void memory(unsigned long *w, unsigned at_stack, unsigned at_mem)
 {
@@ -134,7 +120,7 @@ void ool_check_before(const struct probe *p, struct trapframe *tf)
 {
 	struct ool_before *b = &before[this_cpu()->id];
 	unsigned long *w = b->w;
-	regs(tf, (uint32_t)p->addr, w);
+	i386_check_frame(tf, (uint32_t)p->addr, tf->eflags, w);
 	tf->eflags &= ~(uint32_t)EFLAGS_IF;     /* before the reads: the window may hold it */
 
 	uint32_t r[8];
@@ -185,7 +171,7 @@ static int ool_check_trap(struct trapframe *tf)
 	b->probe = 0;
 	uint32_t in = (uint32_t)b->w[I386_CHECK_EFLAGS];
 	tf->eflags = (tf->eflags & ~(uint32_t)EFLAGS_IF) | (in & EFLAGS_IF);
-	regs(tf, next, b->w + I386_CHECK_NREGS);
+	i386_check_frame(tf, next, tf->eflags, b->w + I386_CHECK_NREGS);
 	memory(b->w, I386_CHECK_OOL_STACK_AFTER, I386_CHECK_OOL_MEM_AFTER);
 	tracer_record(p, WIRE_EVENT_CHECK, b->w, I386_CHECK_OOL_WORDS);
 	return TRAP_HANDLED;

@@ -59,21 +59,6 @@ static struct opt_before before[KERNEL_MAX_CPUS];
  * shows the gap. */
 unsigned long opt_check_unpaired;
 
-static void regs(const struct trapframe *tf, uint32_t eip, uint32_t eflags,
-		 unsigned long *w)
-{
-	w[I386_CHECK_EAX] = tf->eax;
-	w[I386_CHECK_ECX] = tf->ecx;
-	w[I386_CHECK_EDX] = tf->edx;
-	w[I386_CHECK_EBX] = tf->ebx;
-	w[I386_CHECK_ESP] = trapframe_sp(tf);
-	w[I386_CHECK_EBP] = tf->ebp;
-	w[I386_CHECK_ESI] = tf->esi;
-	w[I386_CHECK_EDI] = tf->edi;
-	w[I386_CHECK_EIP] = eip;
-	w[I386_CHECK_EFLAGS] = eflags;
-}
-
 static void window(uint32_t base, unsigned long *w)
 {
 	for (unsigned i = 0; i < I386_CHECK_OPT_WINDOW; i++) {
@@ -87,7 +72,7 @@ void opt_check_before(const struct probe *p, struct trapframe *tf)
 {
 	struct opt_before *b = &before[this_cpu()->id];
 	uint32_t base = trapframe_sp(tf) - 4 * I386_CHECK_OPT_BELOW;
-	regs(tf, (uint32_t)p->addr, tf->eflags, b->w);
+	i386_check_frame(tf, (uint32_t)p->addr, tf->eflags, b->w);
 	tf->eflags &= ~(uint32_t)EFLAGS_IF;     /* before the window: it may hold it */
 	b->w[I386_CHECK_OPT_WIN] = base;
 	window(base, b->w + I386_CHECK_OPT_BEFORE);
@@ -105,7 +90,7 @@ void i386_opt_after(struct trapframe *tf)
 	b->probe = 0;
 	uint32_t in = (uint32_t)b->w[I386_CHECK_EFLAGS];
 	tf->eflags = (tf->eflags & ~(uint32_t)EFLAGS_IF) | (in & EFLAGS_IF);
-	regs(tf, tf->eip, tf->eflags, b->w + I386_CHECK_NREGS);
+	i386_check_frame(tf, tf->eip, tf->eflags, b->w + I386_CHECK_NREGS);
 	b->w[I386_CHECK_OPT_LEN] = tf->eip - (uint32_t)p->addr;
 	window((uint32_t)b->w[I386_CHECK_OPT_WIN], b->w + I386_CHECK_OPT_AFTER);
 	tracer_record(p, WIRE_EVENT_CHECK, b->w, I386_CHECK_OPT_WORDS);
