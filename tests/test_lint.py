@@ -85,3 +85,10 @@ def test_a_root_that_is_not_a_directory_is_bad_usage():
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert "not a directory" in res.stderr
+
+
+def test_make_check_counts_each_rule_as_a_check(capsys):
+    from bench.suite import lint as check_lint
+    assert check_lint.row(FIXTURES / "broken") == ("lint rules", 0, len(BROKEN), 0)
+    assert check_lint.row(FIXTURES / "clean") == ("lint rules", len(BROKEN), 0, 0)
+    assert "lint: rule paths: 0 findings" in capsys.readouterr().out
