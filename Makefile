@@ -6,7 +6,9 @@
 #                                JSON and plots in build/bench/<arch>/ (every
 #                                arch by default, one after the other)
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
-#                                + the matrix's quick group
+#                                + the matrix's quick group + make lint
+#   make lint                    pyflakes, shellcheck, no arch named in neutral
+#                                C, every path named in prose exists (ci/lint.py)
 #   make deps                    install the Debian packages (ci/packages.txt);
 #                                bench and check do this first (a no-op when
 #                                everything is present)
@@ -45,7 +47,7 @@ MECHANISM ?= $(MODE)
 MECH_OPT = $(if $(MECHANISM),--mechanism $(MECHANISM))
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check selftest boot-time bench run lossless toggle image clean matrix
+.PHONY: help deps check lint selftest boot-time bench run lossless toggle image clean matrix
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -55,6 +57,9 @@ deps:
 
 check: deps
 	$(BENCH) check $(ARCH_OPT)
+
+lint:
+	$(PYTHON) ci/lint.py
 
 selftest:
 	$(BENCH) selftest --arch $(or $(ARCH),all) --smp $(SMP)

@@ -91,7 +91,7 @@ class Arch:
     # instruction logged before it on that CPU trapped instead of running
     # (it runs again after the handler's retry); None: none to tell apart.
     exec_trap_entry: object = None
-    # Debugging through QEMU's GDB stub (bench/debug.py, bench/rsp.py): the
+    # Debugging through QEMU's GDB stub (bench/debug/debugger.py, bench/debug/rsp.py): the
     # gdb commands that select the architecture and byte order, the layout
     # of the stub's `g` reply (struct format of one register, names in
     # order), the probe fire path's C function, and the bytes an armed

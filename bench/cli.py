@@ -31,7 +31,7 @@ from .guest.backend import open_guest, use_backend, use_channel
 from .parser import PROBES_DEFAULT, build_parser
 from .paths import BUILD, PROGRAMS
 from .program import aggregate, asm, templates
-from .suite import hosts, junit, matrix, perf, selftest
+from .suite import hosts, junit, lint, matrix, perf, selftest
 from .trace import avoid, sites, stress, verify, watch
 from .trace.image import load_image
 from .program import load as program_load
@@ -514,6 +514,7 @@ def cmd_check(args) -> int:
                 rows.append((label, 0, 1, 0))
 
     rows.append(_check_matrix_quick(names, junit_dir))
+    rows.append(lint.row())
 
     print("\n== summary")
     for what, p, f, s in rows:

@@ -1,4 +1,4 @@
-"""bench/rsp.py against a fake GDB stub on a socketpair: framing, acks and
+"""bench/debug/rsp.py against a fake GDB stub on a socketpair: framing, acks and
 resends, checksums, escapes and run-length codes, each command's packet and
 reply, errors as exceptions. No QEMU here (tests/test_stub.py uses the real
 stub)."""

@@ -1,5 +1,5 @@
 """Probe sites as the guest's memory holds them, read through QEMU's GDB
-stub with the harness's own RSP client (bench/rsp.py), no gdb involved.
+stub with the harness's own RSP client (bench/debug/rsp.py), no gdb involved.
 
     states = sitecheck.read_sites(guest, session.image, probes, mechanism, enabled)
     bad = [s for s in states if not s.ok]

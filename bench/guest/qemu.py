@@ -11,7 +11,7 @@ as it arrives, keeps every byte in build/logs/<name>.serial and a readable
 transcript in build/logs/<name>.log, and queues frames for the caller.
 
 With gdbstub=True QEMU also serves its GDB stub on a private unix socket
-(Guest.gdb_socket; bench/rsp.py, bench/debug.py); paused=True adds -S, so
+(Guest.gdb_socket; bench/debug/rsp.py, bench/debug/debugger.py); paused=True adds -S, so
 the CPUs wait at reset until a debugger continues them, and entering the
 context then returns without waiting for HELLO (call wait_ready).
 
@@ -151,7 +151,7 @@ class Guest:
         self.channel_socket: Path | None = None
         if self.channel == "virtio":
             self._plan_channel()
-        # QEMU's GDB stub on a private unix socket (bench/rsp.py, gdb): asked
+        # QEMU's GDB stub on a private unix socket (bench/debug/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
         if paused and not gdbstub:

@@ -1,0 +1,1 @@
+/* The fire path; only this arch has one. */

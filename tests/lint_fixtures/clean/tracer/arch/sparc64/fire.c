@@ -1,0 +1,4 @@
+/* The fire path of the other arch (tracer/arch/sparc64/). */
+#if defined(__sparc_v9__)
+int word_bits = 64;
+#endif
