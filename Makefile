@@ -24,7 +24,7 @@
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
 #   make debug ARCH=a [WORKLOAD=file.c] [PROBES=spec] [RUN='name k=v'] [MECHANISM=m]
 #                                guest paused under QEMU's GDB stub, gdb-multiarch
-#                                attached with the tb commands (README: Debugging)
+#                                attached with the tb commands (docs/debugging.md)
 #   make matrix [GROUP=quick] [ARCH=a] [JOBS=n] [HOSTS='uri1 uri2']
 #                                the correctness matrix (ci/matrix.cfg): a
 #                                group's cells in parallel; JUnit XML and TAP

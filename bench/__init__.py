@@ -2,7 +2,7 @@
 
 Run as `python3 -m bench <subcommand>` from the repository root (see
 `python3 -m bench --help`). The rooms, roughly in the order data flows
-through them (DESIGN.md); no module imports one that imports it back, not
+through them (docs/DESIGN.md); no module imports one that imports it back, not
 even lazily (tests/test_imports.py walks them):
 
   paths, errors   where things are; the errors and exit statuses
@@ -11,6 +11,7 @@ even lazily (tests/test_imports.py walks them):
   guest/          images (make) and guests under a backend (QEMU, libvirt)
   trace/          ELF → probe sites → a traced run → records → verdicts
   check/          check mode: each emulation re-run in unicorn
+  program/        probe programs: assembler, templates, aggregations
   debug/          QEMU's GDB stub: make debug, the gdb extension, RSP
   export/         CTF traces, saved runs read back, call timelines
   suite/          what runs many guests: self-tests, matrix, make bench

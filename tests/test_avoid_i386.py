@@ -17,7 +17,7 @@ the same listing by every method):
   the replay names it;
 - resident, no method faults, and untraced runs count nothing for the
   tracer (a counter taking the workload's faults for the tracer's would).
-The full table is `python3 -m bench avoid --arch i386` (README).
+The full table is `python3 -m bench avoid --arch i386` (docs/itrace.md).
 """
 
 import pytest

@@ -198,7 +198,7 @@ def test_commands_refuse_and_remove_leaves_nothing(built):
                     .group(1)) for i in range(4)]
         # Each 4-byte store overlaps all four byte watches, but QEMU 7.2
         # reports one watchpoint per access (the first it matched): DR6 has
-        # B0 only. Measured; README: Watchpoints.
+        # B0 only. Measured; docs/watchpoints.md.
         assert hits == [20, 0, 0, 0], hits
         assert "0 watches" in g.command("watch list").message
         # removed: a run fires nothing, and the slots take new watches

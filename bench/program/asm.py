@@ -7,7 +7,7 @@ The language is seed 002's (DProbes) RPN model as wire.h's WIRE_RPN_OPS
 defines it — every mnemonic, its operands and its stack effect are read from
 that table, the register names from the arch's TARCH_REGISTERS, the limits
 from wire.h's WIRE_PROGRAM_*, so nothing here is a second copy. Grammar
-(README: Probe programs):
+(docs/programs.md):
 
     program     := { line }
     line        := [ label ":" ] [ directive | instruction ] [ comment ]
