@@ -6,6 +6,9 @@
 # Objects and images land in build/<arch>/; dependencies are tracked with
 # -MMD so a header change rebuilds what includes it.
 #
+# include/ holds what the kernel, the tracer and the host share (wire.h,
+# frame.h); guest-kernel/include and tracer/include hold each side's own.
+#
 # Neither arch directory is on the include path: $(OUT)/include holds two
 # links, arch -> guest-kernel/arch/$(ARCH) and tarch -> tracer/arch/$(ARCH),
 # so an arch header included from outside its own directory names its
@@ -34,7 +37,7 @@ CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 	-fno-omit-frame-pointer -fno-optimize-sibling-calls \
 	-fno-asynchronous-unwind-tables \
 	-Wall -Wextra -Werror -Wno-unused-parameter \
-	-Iguest-kernel/include -Itracer/include -I$(OUT)/include \
+	-Iinclude -Iguest-kernel/include -Itracer/include -I$(OUT)/include \
 	$(ARCH_CFLAGS) -MMD -MP
 
 SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
