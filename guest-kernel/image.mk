@@ -2,8 +2,8 @@
 #
 # The arch-neutral kernel (core/, workloads/), the tracer (tracer/core/,
 # tracer/workloads/: the workloads that measure the tracer itself) plus the
-# arch's own sources, named by guest-kernel/arch/<arch>/arch.mk, which also gives
-# the cross compiler, flags, linker script and the final image files.
+# arch's own sources, named by guest-kernel/arch/<arch>/arch.mk, which also
+# gives the cross compiler, flags, linker script and the final image files.
 # Objects and images land in build/<arch>/; dependencies are tracked with
 # -MMD so a header change rebuilds what includes it.
 #
