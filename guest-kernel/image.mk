@@ -1,10 +1,17 @@
 # image.mk — build one guest image: make -f guest-kernel/image.mk ARCH=<arch>
 #
-# The arch-neutral kernel (core/, workloads/, tracer/core/) plus the arch's
-# own sources, named by guest-kernel/arch/<arch>/arch.mk, which also gives
-# the cross compiler, flags, linker script and the final image files.
+# The arch-neutral kernel (core/, workloads/), the tracer (tracer/core/,
+# tracer/workloads/: the workloads that measure the tracer itself) plus the
+# arch's own sources, named by guest-kernel/arch/<arch>/arch.mk, which also
+# gives the cross compiler, flags, linker script and the final image files.
 # Objects and images land in build/<arch>/; dependencies are tracked with
 # -MMD so a header change rebuilds what includes it.
+#
+# include/ holds what the kernel, the tracer and the host share (wire.h,
+# frame.h); guest-kernel/include and tracer/include hold each side's own.
+# The kernel's sources (guest-kernel/, firmware/) are compiled without
+# tracer/include, so the kernel cannot name a tracer header: it knows the
+# tracer only through the hooks and sections the tracer registers with.
 #
 # Neither arch directory is on the include path: $(OUT)/include holds two
 # links, arch -> guest-kernel/arch/$(ARCH) and tarch -> tracer/arch/$(ARCH),
@@ -34,11 +41,22 @@ CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 	-fno-omit-frame-pointer -fno-optimize-sibling-calls \
 	-fno-asynchronous-unwind-tables \
 	-Wall -Wextra -Werror -Wno-unused-parameter \
-	-Iguest-kernel/include -Itracer/include -I$(OUT)/include \
 	$(ARCH_CFLAGS) -MMD -MP
 
-SRCS := $(wildcard guest-kernel/core/*.c guest-kernel/workloads/*.c tracer/core/*.c \
-	tracer/arch/$(ARCH)/*.c tracer/arch/$(ARCH)/*.S) \
+KERNEL_INCLUDES := -Iinclude -Iguest-kernel/include -I$(OUT)/include
+INCLUDES := $(KERNEL_INCLUDES) -Itracer/include
+$(KOBJ)/guest-kernel/% $(KOBJ)/firmware/%: INCLUDES := $(KERNEL_INCLUDES)
+
+# The built-in workloads, the kernel's and the tracer's, in one order by
+# file name wherever they live: the link order places their descriptors in
+# .workloads (the order `workloads` lists them) and their code in the
+# workload text (kernel.ld), so moving a workload between trees moves
+# nothing in the image.
+WORKLOAD_SRCS := $(wildcard guest-kernel/workloads/*.c tracer/workloads/*.c)
+WORKLOAD_SRCS := $(foreach f,$(sort $(notdir $(WORKLOAD_SRCS))),$(filter %/$(f),$(WORKLOAD_SRCS)))
+
+SRCS := $(wildcard guest-kernel/core/*.c) $(WORKLOAD_SRCS) \
+	$(wildcard tracer/core/*.c tracer/arch/$(ARCH)/*.c tracer/arch/$(ARCH)/*.S) \
 	$(ARCH_SRCS)
 OBJS := $(patsubst %,$(KOBJ)/%.o,$(SRCS))
 ifneq ($(USER_SRC),)
@@ -46,7 +64,7 @@ USER_OBJ := $(OUT)/obj/user/$(notdir $(USER_SRC)).o
 OBJS += $(USER_OBJ)
 $(USER_OBJ): $(USER_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(INCLUDES) -c -o $@ $<
 endif
 
 # INSTRUMENT: sources built with -finstrument-functions, whose calls to
@@ -89,11 +107,11 @@ $(OUT)/kernel.elf: $(OBJS) $(LDSCRIPT)
 
 $(KOBJ)/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(INCLUDES) -c -o $@ $<
 
 $(KOBJ)/%.S.o: %.S
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -D__ASSEMBLY__ -c -o $@ $<
+	$(CC) $(CFLAGS) $(INCLUDES) -D__ASSEMBLY__ -c -o $@ $<
 
 -include $(OBJS:.o=.d)
 

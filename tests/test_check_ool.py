@@ -41,7 +41,7 @@ from bench.trace.session import open_session
 
 M32 = 0xffffffff
 RUNNER = ("i386_insn_run", ["bench/check/c/i386_insn_run.c", "tracer/arch/i386/insn.c"],
-          ("tracer/include", "tracer/arch/i386"))
+          ("include", "tracer/arch/i386"))
 GPR = ("eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi")
 
 

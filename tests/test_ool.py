@@ -28,7 +28,7 @@ from bench.trace.sites import SpecError, plan
 from bench.trace.verify import verify
 
 RUNNER = ("i386_insn_run", ["bench/check/c/i386_insn_run.c", "tracer/arch/i386/insn.c"],
-          ("tracer/include", "tracer/arch/i386"))
+          ("include", "tracer/arch/i386"))
 
 # Instructions gcc rarely emits, in every shape the decoder distinguishes.
 FORMS = """

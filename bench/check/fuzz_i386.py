@@ -24,7 +24,7 @@ from .ref_i386 import CODE_BASE, REGS, STACK_BASE, STACK_SIZE
 CLASSES = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
            "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL")
 SOURCES = ["bench/check/c/i386_emulate_run.c", "tracer/arch/i386/emulate.c"]
-INCLUDES = ("tracer/include", "tracer/arch/i386")
+INCLUDES = ("include", "tracer/arch/i386")
 
 FLAGS_MASK = 0x0cd5            # CF PF AF ZF SF DF OF: no TF/IF games
 IN_REC = struct.Struct("<8s10II")

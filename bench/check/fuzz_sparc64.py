@@ -30,7 +30,7 @@ from . import hostc, ref_sparc64
 
 CLASSES = ("CALL", "JMPL", "BICC", "BPCC", "BPR", "FBFCC", "FBPFCC")
 SOURCES = ["bench/check/c/sparc64_emulate_run.c", "tracer/arch/sparc64/emulate.c"]
-INCLUDES = ("tracer/include", "tracer/arch/sparc64")
+INCLUDES = ("include", "tracer/arch/sparc64")
 
 IN_REC = struct.Struct("<35QIB3x")       # pc npc r[32] fsr, word, ccr
 OUT_REC = struct.Struct("<i3Bx37Q")      # status taken annulled ccr, pc npc r[32] fsr target fault

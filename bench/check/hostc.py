@@ -2,8 +2,9 @@
 (tracer/arch/<arch>/emulate.c) and the framing (tracer/core/frame.c) are
 pure C, so the same files compile for the host, where they can be fed
 millions of states (bench/check/fuzz*.py) or checked byte for byte
-(tests/test_wire.py). Binaries are cached under build/host/ and rebuilt
-when any source is newer."""
+(tests/test_wire.py). They see include/ (wire.h, frame.h: the headers
+the guest shares with the host) unless told other directories. Binaries
+are cached under build/host/ and rebuilt when any source is newer."""
 
 import subprocess
 from pathlib import Path
@@ -14,7 +15,7 @@ from ..paths import BUILD, REPO
 OUT = BUILD / "host"
 
 
-def build(name: str, sources: list, include_dirs=("tracer/include",)) -> Path:
+def build(name: str, sources: list, include_dirs=("include",)) -> Path:
     """Compile sources (repo-relative paths, or absolute ones) into
     build/host/<name>, unless it is newer than all of them."""
     exe = OUT / name

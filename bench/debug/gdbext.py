@@ -10,7 +10,7 @@
 
 Theory of operation. gdb runs this file in its embedded Python (Debian's
 python3, so the repo's bench package imports: the wire format comes from
-tracer/include/wire.h through bench/wire/, never a second copy). Guest
+include/wire.h through bench/wire/, never a second copy). Guest
 structures are read through gdb with their DWARF types — tracer_probes[]
 (tracer/include/tracer.h), the per-CPU rings `tcpu` (tracer/core/buffer.c),
 struct trapframe (guest-kernel/arch/<arch>/trapframe.h) — so a field added

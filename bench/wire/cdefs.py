@@ -11,7 +11,8 @@ three deliberately plain forms that this module understands:
 
 A table's values are numbers, or constants joined by '|' or '+' — of the
 header itself or of a header it includes with `#include "x.h"` from its own
-directory or the kernel's and tracer's include directories (only the
+directory or the guest's include directories — include/ (what the kernel,
+the tracer and the host share), the tracer's and the kernel's — (only the
 constants of such a header are read). Anything else in the header is
 ignored. A header that uses one of these
 forms in a way the reader does not understand raises CdefsError rather than
@@ -144,7 +145,7 @@ _TERM_RE = re.compile(r"^(?:" + _INT + r"|([A-Z_][A-Z0-9_]*))$")
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Where `#include "x.h"` is looked for, after the including header's own
 # directory (the guest's -I directories that hold shared headers).
-INCLUDE_DIRS = ("tracer/include", "guest-kernel/include")
+INCLUDE_DIRS = ("include", "tracer/include", "guest-kernel/include")
 _STRUCT_RE = re.compile(r"\bstruct\s+([a-z_][a-z0-9_]*)\s*\{([^}]*)\}\s*;", re.S)
 _FIELD_RE = re.compile(r"^(u?int(?:8|16|32|64)_t)\s+([a-z_][a-z0-9_]*)"
                        r"(?:\[(\d+)\])?$")
@@ -243,6 +244,6 @@ def parse(text: str, path: Path = Path("<text>")) -> Header:
 
 @lru_cache(maxsize=None)
 def load(relpath: str) -> Header:
-    """Parse a header of this repository, e.g. 'tracer/include/wire.h'."""
+    """Parse a header of this repository, e.g. 'include/wire.h'."""
     path = REPO / relpath
     return parse(path.read_text(), path)

@@ -1,6 +1,6 @@
 """The serial framing, host side: deframing and the small payloads.
 
-Every number and layout comes from tracer/include/wire.h through cdefs; this
+Every number and layout comes from include/wire.h through cdefs; this
 file holds only the logic. Deframer.feed() takes bytes as they arrive and
 returns what they completed, in order:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..errors import ProtocolError
 from . import cdefs
 
-WIRE = cdefs.load("tracer/include/wire.h")
+WIRE = cdefs.load("include/wire.h")
 MAGIC = bytes([WIRE.const("WIRE_MAGIC0"), WIRE.const("WIRE_MAGIC1")])
 VERSION = WIRE.const("WIRE_VERSION")
 HEADER_SIZE = WIRE.const("WIRE_HEADER_SIZE")

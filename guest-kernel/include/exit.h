@@ -2,7 +2,7 @@
  * exit.h — how the guest stops, and what its status means.
  *
  * The status travels twice: first in an EXIT frame on the serial line
- * (tracer/include/wire.h), then through the arch's exit device, which turns
+ * (include/wire.h), then through the arch's exit device, which turns
  * it into QEMU's process exit code. Each arch's exit code documents its own
  * mapping next to the code that performs it (arch/<arch>/exit.c). The host
  * (bench/guest/qemu.py) trusts a status only when both agree, so a QEMU that

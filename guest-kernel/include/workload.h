@@ -6,6 +6,9 @@
  * answer and checks it against its own ground truth; the result goes to the
  * host in a RESULT frame (wire.h). WORKLOAD() places the descriptor in the
  * .workloads section, so a user's C file linked into the image adds itself.
+ * The built-in ones are the kernel's (guest-kernel/workloads: the ground a
+ * user traces) and the tracer's (tracer/workloads: what measures the tracer
+ * itself); the image builds and lists them alike (guest-kernel/image.mk).
  */
 #ifndef WORKLOAD_H
 #define WORKLOAD_H

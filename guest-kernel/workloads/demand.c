@@ -30,7 +30,7 @@
 static uint64_t demand_calls;
 
 /* Alone at its page's start (4 KiB-aligned, far shorter than a page; see
- * tlbwalk.c for why 8 KiB would not do on i386). */
+ * tracer/workloads/tlbwalk.c for why 8 KiB would not do on i386). */
 __attribute__((noinline, aligned(4096), section(".text.demand_step")))
 uint64_t demand_step(uint64_t x)
 {

@@ -7,8 +7,9 @@
  * its index slot; nothing is removed until tracer_clear, which runs only
  * when every probe is disabled and after every CPU has answered an IPI (so
  * no fire path is still inside). The callers — the `probe` and `trace`
- * commands (commands.c), workloads and self-tests — run in one thread at a
- * time (the command loop's), so they need no lock among themselves.
+ * commands (commands_probe.c, commands_trace.c), workloads and self-tests —
+ * run in one thread at a time (the command loop's), so they need no lock
+ * among themselves.
  *
  * A probe that fires after it was disabled (the CPU trapped just before
  * the original was written back) is still found, recorded and emulated:

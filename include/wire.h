@@ -1,7 +1,9 @@
 /*
  * wire.h — the guest→host serial wire format. The single source of truth:
  * the guest includes this header, and the host (bench/wire/cdefs.py) parses it,
- * so no second copy of any number or layout below exists anywhere.
+ * so no second copy of any number or layout below exists anywhere. It lives
+ * in include/, the directory of what the kernel, the tracer and the host
+ * share, so that neither side of the guest reaches into the other's headers.
  *
  * Everything the guest sends is a frame; there is no unframed output: a
  * header (struct wire_frame_header), `length` payload bytes, and the IEEE

@@ -1,7 +1,8 @@
 /*
  * frame.h — building frames of the wire format (wire.h). Pure functions
- * with no kernel dependency: the guest's link layer and the host's test
- * programs compile the same tracer/core/frame.c.
+ * with no kernel dependency: the guest's link layer
+ * (guest-kernel/core/link.c) and the host's test programs compile the same
+ * tracer/core/frame.c, so this header sits beside wire.h in include/.
  */
 #ifndef FRAME_H
 #define FRAME_H
