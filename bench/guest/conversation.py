@@ -1,21 +1,17 @@
 """The conversation with a guest: its frames in, command lines out.
 
-Guest (bench/guest/qemu.py) starts QEMU and its reader threads, which put
-every frame of the serial line, and of the virtio trace stream wrapped in
-_OnChannel, into one queue; this is the other end of that queue. The
-guest speaks first (HELLO: its arch, word size, byte order, clock and
-trace channel); after that every command line sent gets exactly one
-REPLY, numbered, and the TEXT and RESULT frames before it are its
-output. The trace's own frames (EVENTS, STATS, ...) are kept as they
-come (trace_frames; capture() decodes them). A REPLY says how many frames
-the guest had put on the virtio stream, and command() reads that stream
-up to them before returning, so a reply never overtakes its records. The
+The guest speaks first (HELLO: arch, word size, byte order, clock, trace
+channel, or why it has none); then every command line gets one numbered
+REPLY, the TEXT and RESULT frames before it being its output. The trace's
+frames (EVENTS, STATS, ...) are kept as they come; capture() decodes them.
+A REPLY says how many frames the guest had put on the virtio stream and
+command() reads that stream up to them, so a reply never overtakes its
+records (pause_channel() stops reading it: a host that falls behind). The
 end is an EXIT frame whose status must agree with QEMU's exit code
-(guest-kernel/include/exit.h explains why). Every wait has a deadline:
-past it the guest is killed and GuestTimeout names what was awaited.
-
-Conversation is a mixin of Guest: it uses the queue, the log (_note) and
-the process (kill, _reap, _context) that Guest and its backends own.
+(guest-kernel/include/exit.h says why). Every wait has a deadline: past
+it QEMU is killed, the logs kept, and GuestTimeout names what was awaited.
+Conversation is a mixin of Guest (bench/guest/qemu.py), whose reader
+threads fill the queue it reads and whose process it kills and reaps.
 """
 
 from __future__ import annotations

@@ -1,50 +1,18 @@
-"""A guest under QEMU, driven over its serial line.
+"""A guest under QEMU, driven over its serial line: the guest's lifecycle.
 
     with Guest("i386") as g:            # launches QEMU, waits for HELLO
-                                        # (or open_guest(): bench/guest/backend.py)
-        r = g.command("selftest")       # Reply: status, message, text lines
-        info = g.exit(0)                # ExitInfo: guest status + QEMU rc
+        r = g.command("selftest")       # a Reply (bench/guest/conversation.py)
 
-QEMU runs under TCG with the guest's COM1 on its stdin/stdout (pipes, so
-nothing else can write into the stream). A reader thread deframes stdout
-as it arrives, keeps every byte in build/logs/<name>.serial and a readable
-transcript in build/logs/<name>.log, and queues frames for the caller.
-
-With gdbstub=True QEMU also serves its GDB stub on a private unix socket
-(Guest.gdb_socket; bench/rsp.py, bench/debug.py); paused=True adds -S, so
-the CPUs wait at reset until a debugger continues them, and entering the
-context then returns without waiting for HELLO (call wait_ready).
-
-The trace channel (`channel="virtio"`, the arch's default where the guest
-drives the device): QEMU also gets a virtio-serial controller and a
-virtserialport named wire.VIRTIO_PORT on a unix socket QEMU listens on;
-the harness connects at launch, and a second reader thread deframes that
-stream with its own Deframer (its own seq) into the same queue. The guest
-then sends its bulk frames (EVENTS, FILL) there. Every REPLY says how many
-frames the guest had put on that stream; command() reads the stream up to
-them before returning, so a reply never overtakes the records it follows.
-pause_channel() stops reading it (a host that falls behind). A guest that
-finds no port says so in HELLO (`channel` "serial"); the harness notes it
-and reads the 16550 alone.
-
-Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
-logs, and raises GuestTimeout naming what it waited for. The context
-manager always reaps QEMU, whatever happened inside it. A guest exit status
-is believed only when the EXIT frame and QEMU's exit code agree
-(guest-kernel/include/exit.h explains why).
-
-Backends: this class launches QEMU itself (backend "qemu"). Its subclass
-bench/guest/libvirt.py's LibvirtGuest is the same guest as a transient
-libvirt domain; it only replaces how QEMU starts (_launch_process), how
-serial bytes move (_read_serial_chunk, _write_serial) and how its end is
-observed and forced (wait_exit, kill, _reap, close, alive).
-bench/guest/backend.py's open_guest() picks one.
-
-This file is the guest's lifecycle: launch, the reader threads, the logs,
-kill, reap and close. QEMU's command line is built by
-bench/guest/qemu_args.py, and the conversation over the frames (HELLO,
-command and REPLY, EXIT, the trace frames) is bench/guest/conversation.py's
-Conversation, a mixin of Guest.
+QEMU (its command line: bench/guest/qemu_args.py) runs under TCG with COM1
+on pipes. Reader threads deframe it, and the virtio trace stream (its own
+seq) where there is one, into the queue the conversation reads (a mixin),
+keeping every byte in build/logs/<name>.serial and a transcript in .log.
+gdbstub=True serves QEMU's GDB stub on a private unix socket (paused=True:
+entering returns before HELLO). The context manager always reaps QEMU.
+bench/guest/libvirt.py's LibvirtGuest is the same guest as a libvirt domain;
+it replaces how QEMU starts (_launch_process), how serial bytes move
+(_read_serial_chunk, _write_serial) and how its end is observed and forced
+(wait_exit, kill, _reap, close, alive). open_guest() picks one.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The correctness matrix: cells read from ci/matrix.cfg, run in parallel.
 
 One import for the matrix's three jobs, each in a module of its own:
-
-    matrix_plan.py    ci/matrix.cfg read into Cells (every key checked, the
-                      file and line named when one is wrong), and select(),
-                      a group's cells by arch and name
-    matrix_run.py     run(): the cells as parallel `python3 -m bench`
-                      processes, on this machine or libvirt hosts, each
-                      judged by its exit status and output
-    matrix_report.py  the Outcomes a run leaves, summary_lines() for the
-                      terminal, JUnit XML and TAP
+matrix_plan.py reads ci/matrix.cfg into Cells (every key checked, the file
+and line named when one is wrong) and selects a group's cells by arch and
+name; matrix_run.py runs them as parallel `python3 -m bench` processes,
+here or on libvirt hosts; matrix_report.py holds the Outcomes a run leaves
+and tells them as a table (summary_lines), JUnit XML and TAP.
 
 A cell passes when its command exits 0. `xfail = TEXT` marks a cell that
 is known to fail, and how: it is an expected failure only if it fails and

@@ -1,25 +1,17 @@
 """The matrix's run: a group's cells as parallel `python3 -m bench` processes.
 
-A cell becomes one `python3 -m bench <subcommand>` process (the same
-command a person types), so its exit status is the verdict, its output is
-its log (build/matrix/logs/<cell>.log), and a timeout is a kill of that
-process tree (SIGINT first, so the harness reaps its QEMU; then SIGKILL by
-pid and start time, as QEMU runs in a session of its own).
-
-Parallelism: cells run at most `jobs` at a time (default os.cpu_count()),
-one slot per cell whatever its -smp. Under TCG a guest's vCPUs spend most
-of a run waiting for the serial line, the timer or each other: an i386
-lossless run at -smp 4 used 12 s of host CPU over 14 s of wall time, a
--smp 1 one 7 s over 24 s. Counting vCPUs instead would leave cores idle;
-counting cells keeps them busy without timing out cells by
-oversubscription. Cells start longest first, by the durations of the
-previous run (build/matrix/durations.json), else by their timeouts.
-
-A run goes by steps (_Runner): place the waiting cells on free slots,
-poll the running ones, judge each that ended (PASS, FAIL, TIMEOUT, XFAIL,
-XPASS from its exit status and output), rerun once elsewhere a cell whose
-libvirt host failed it, and at the end keep the durations and write the
-reports (bench/suite/matrix_report.py).
+A cell is the command a person types, so its exit status is the verdict,
+its output its log (build/matrix/logs/<cell>.log), and a timeout a kill of
+its process tree (SIGINT, so the harness reaps its QEMU; then SIGKILL by
+pid and start time: QEMU runs in a session of its own). Cells run at most
+`jobs` at a time, one slot per cell whatever its -smp: under TCG a guest's
+vCPUs mostly wait (an i386 lossless run at -smp 4 used 12 s of host CPU
+over 14 s of wall time), so counting vCPUs would leave cores idle. Cells
+start longest first, by the last run's durations (durations.json), else by
+their timeouts. A run goes by steps (_Runner): place waiting cells on free
+slots, poll the running ones, judge each that ended (PASS, FAIL, TIMEOUT,
+XFAIL, XPASS), rerun once elsewhere a cell whose libvirt host failed it,
+then keep the durations and write the reports (matrix_report.py).
 """
 
 from __future__ import annotations
