@@ -15,5 +15,6 @@ even lazily (tests/test_imports.py walks them):
   debug/          QEMU's GDB stub: make debug, the gdb extension, RSP
   export/         CTF traces, saved runs read back, call timelines
   suite/          what runs many guests: self-tests, matrix, make bench
-  parser, cli     the command line's grammar and its commands
+  parser, cli     the command line's grammar, and its entry (main)
+  commands/       each subcommand's code, grouped by job (run, trace, suite, ...)
 """

@@ -1,7 +1,10 @@
 """The command line's grammar: every subcommand of `python3 -m bench` and
 its arguments, and nothing else.
 
-build_parser() names each subcommand's handler by the subcommand itself
+Each subcommand's arguments are added by a small function of its own
+(_run, _matrix, ...); SUBCOMMANDS lists them with their one-line help in
+the order --help shows, and build_parser() walks that table. The parser
+names each subcommand's handler by the subcommand itself
 (args.subcommand); bench/cli.py maps names to code. Keeping the grammar
 apart lets the correctness matrix (bench/suite/matrix.py) check each
 cell's arguments with the very parser a person's command meets, without
@@ -56,16 +59,11 @@ def _add_mechanism(s, what: str) -> None:
                    help=f"{what}: {_mechanism_help()}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m bench", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
-
-    s = sub.add_parser("check", help="host tests + guest self-tests + the "
-                       "matrix's quick group (make check)")
+def _check(s) -> None:
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
 
-    s = sub.add_parser("selftest", help="boot a guest and run its self-tests")
+
+def _selftest(s) -> None:
     s.add_argument("--arch", required=True, help="i386, sparc64, or all")
     s.add_argument("--smp", type=int, default=1, help="CPUs, 1 to the arch's "
                    "maximum (" + ", ".join(f"{a.name} {a.max_smp}"
@@ -73,20 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--area", default="", help="only areas starting with this")
     _add_backend(s)
 
-    s = sub.add_parser("boot-time", help="median time from QEMU start to HELLO")
+
+def _boot_time(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--runs", type=int, default=10)
     s.add_argument("--smp", type=int, default=1)
     _add_backend(s)
 
-    s = sub.add_parser("cmd", help="boot a guest, send commands, print answers")
+
+def _cmd(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("commands", nargs="+", metavar="COMMAND",
                    help="e.g. 'run fib n=25' (quote each command)")
     _add_backend(s)
 
-    s = sub.add_parser("run", help="trace a workload with fbt probes")
+
+def _run(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--workload", help="a C file with a WORKLOAD(); linked into "
@@ -133,9 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the guest's timer rate for the run (preemption)")
     _add_backend(s)
 
-    s = sub.add_parser("itrace", help="trace every instruction of a function's "
-                       "regions (i386: single-step); --reference qemu compares "
-                       "them with QEMU's exec log")
+
+def _itrace(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--run", required=True, help="the run command's arguments, "
@@ -168,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "next, before decoding")
     _add_backend(s)
 
-    s = sub.add_parser("lossless", help="calltree under probes on many threads: "
-                       "expected vs traced, missed, dropped")
+
+def _lossless(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
     _add_mechanism(s, "a mechanism or a comma list, default all of the arch's")
@@ -185,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "calltree's, e.g. insn:ct_*+* (out-of-line sites)")
     _add_backend(s)
 
-    s = sub.add_parser("toggle", help="arm/disarm probes over and over while "
-                       "threads run")
+
+def _toggle(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, help="default: 4, or all the arch has")
     _add_mechanism(s, "default the arch's first")
@@ -200,24 +200,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "unicorn, one CHECK record per firing")
     _add_backend(s)
 
-    s = sub.add_parser("bench", help="the seeds' experiments: table, JSON, plots "
-                       "(make bench)")
+
+def _bench(s) -> None:
     s.add_argument("--arch", help="one arch, a comma list, or all (default), "
                    "one after the other")
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
 
-    s = sub.add_parser("export", help="a saved run (build/logs/NAME.serial and "
-                       ".log) as CTF, a text trace or timelines")
+
+def _export(s) -> None:
     s.add_argument("log", metavar="LOG", help="build/logs/NAME.log or .serial")
     s.add_argument("--ctf", metavar="DIR", help="write a CTF 1.8 trace into DIR")
     s.add_argument("--plot", metavar="DIR", help="draw timeline-cpuN.png into DIR")
     s.add_argument("--limit", type=int, default=0, help="also print this many "
                    "lines of the text trace")
 
-    s = sub.add_parser("fuzz", help="the probe emulator (compiled for the host) "
-                       "against unicorn on random states, class by class")
+
+def _fuzz(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--states", type=int, default=1000000,
                    help="states per class (default 10^6)")
@@ -227,11 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="worker processes (default: the "
                    "host's CPU count)")
 
-    s = sub.add_parser("avoid", help="seed 003's interrupt-avoidance methods "
-                       "(sun4u): each off and on, the misses and faults the tracer "
-                       "caused, cycles per traced instruction, bytes per record; "
-                       "i386: the instruction-tracing methods (previous, next, "
-                       "address) with the traced code's page resident and evicted")
+
+def _avoid(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--pages", type=int, default=128, help="pages walked between "
@@ -243,8 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "configuration (medians shown)")
     _add_backend(s)
 
-    s = sub.add_parser("debug", help="boot a guest paused under QEMU's GDB stub "
-                       "and start gdb-multiarch on it (bench/debug/)")
+
+def _debug(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
     s.add_argument("--workload", help="a C file with a WORKLOAD() (as for run)")
@@ -256,8 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", help="run gdb -batch with this script instead of "
                    "interactively")
 
-    s = sub.add_parser("matrix", help="the correctness matrix (ci/matrix.cfg): "
-                       "one group's cells in parallel; JUnit and TAP in build/matrix/")
+
+def _matrix(s) -> None:
     s.add_argument("--group", default="quick", help="quick (default), full, ...")
     s.add_argument("--arch", help="only cells of these arches (a comma list)")
     s.add_argument("--cell", action="append", metavar="GLOB",
@@ -273,12 +270,68 @@ def build_parser() -> argparse.ArgumentParser:
                    "a cell rerun once elsewhere if its host fails; without "
                    "--host, QEMU here")
 
-    s = sub.add_parser("daemon", help="private libvirt session daemons on "
-                       "loopback TCP, until Ctrl-C: hosts for `matrix --host` "
-                       "on this machine")
+
+def _daemon(s) -> None:
     s.add_argument("--tcp-port", type=int, action="append", required=True,
                    metavar="PORT", help="127.0.0.1:PORT, auth none (repeatable)")
 
-    s = sub.add_parser("image", help="build guest images")
+
+def _image(s) -> None:
     s.add_argument("--arch", help="one arch, a comma list, or all (default)")
+
+
+# (subcommand, the function that adds its arguments, its one-line help),
+# in the order `--help` lists them.
+SUBCOMMANDS = (
+    ("check", _check,
+     "host tests + guest self-tests + the matrix's quick group (make check)"),
+    ("selftest", _selftest,
+     "boot a guest and run its self-tests"),
+    ("boot-time", _boot_time,
+     "median time from QEMU start to HELLO"),
+    ("cmd", _cmd,
+     "boot a guest, send commands, print answers"),
+    ("run", _run,
+     "trace a workload with fbt probes"),
+    ("itrace", _itrace,
+     "trace every instruction of a function's regions (i386: single-step); "
+     "--reference qemu compares them with QEMU's exec log"),
+    ("lossless", _lossless,
+     "calltree under probes on many threads: expected vs traced, missed, "
+     "dropped"),
+    ("toggle", _toggle,
+     "arm/disarm probes over and over while threads run"),
+    ("bench", _bench,
+     "the seeds' experiments: table, JSON, plots (make bench)"),
+    ("export", _export,
+     "a saved run (build/logs/NAME.serial and .log) as CTF, a text trace or "
+     "timelines"),
+    ("fuzz", _fuzz,
+     "the probe emulator (compiled for the host) against unicorn on random "
+     "states, class by class"),
+    ("avoid", _avoid,
+     "seed 003's interrupt-avoidance methods (sun4u): each off and on, the "
+     "misses and faults the tracer caused, cycles per traced instruction, "
+     "bytes per record; i386: the instruction-tracing methods (previous, "
+     "next, address) with the traced code's page resident and evicted"),
+    ("debug", _debug,
+     "boot a guest paused under QEMU's GDB stub and start gdb-multiarch on "
+     "it (bench/debug/)"),
+    ("matrix", _matrix,
+     "the correctness matrix (ci/matrix.cfg): one group's cells in parallel;"
+     " JUnit and TAP in build/matrix/"),
+    ("daemon", _daemon,
+     "private libvirt session daemons on loopback TCP, until Ctrl-C: hosts "
+     "for `matrix --host` on this machine"),
+    ("image", _image,
+     "build guest images"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m bench", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+    for name, add_arguments, help_line in SUBCOMMANDS:
+        add_arguments(sub.add_parser(name, help=help_line))
     return p

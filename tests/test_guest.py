@@ -9,7 +9,8 @@ import pytest
 from bench import arches
 from bench.wire import frames as wire
 from bench.errors import GuestExited, GuestTimeout
-from bench.guest.qemu import EXIT_STATUS, Guest
+from bench.guest.conversation import EXIT_STATUS
+from bench.guest.qemu import Guest
 
 OK = wire.REPLY_STATUS["OK"].value
 BAD_ARGS = wire.REPLY_STATUS["BAD_ARGS"].value

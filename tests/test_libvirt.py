@@ -34,7 +34,8 @@ from bench.guest.console import Port
 from bench.guest.backend import open_guest
 from bench.paths import REPO
 from bench.trace import stress
-from bench.guest.qemu import EXIT_STATUS, Guest
+from bench.guest.conversation import EXIT_STATUS
+from bench.guest.qemu import Guest
 
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 

@@ -212,17 +212,10 @@ def _per_cpu(cap: Capture) -> dict[int, list]:
             for cpu, items in sorted(out.items())}
 
 
-def write(path, cap: Capture, probes: list[Probe], image: Image, hello: dict,
-          environment: dict | None = None) -> Written:
-    """Write the capture as a CTF trace in directory `path` (replaced)."""
-    try:
-        import bt2
-    except ImportError:
-        raise CtfError("CTF export needs python3-bt2 (make deps installs it)") from None
-    path = Path(path)
-    by_id = {p.id: p for p in probes}
-    per_cpu = _per_cpu(cap)
-    tails = {l.cpu: l for l in cap.losses() if l.at is None}
+def _environment(cap: Capture, hello: dict, environment: dict | None) -> dict:
+    """The trace's environment: the tracer, arch, CPUs, cycle rate, what the
+    caller adds (mechanism, workload, ...), each CPU's STATS counters and
+    the workload's own call counts."""
     env = {"tracer_name": "trapbench", "arch": hello.get("arch_name", ""),
            "ncpus": int(hello.get("ncpus", 0)), "cycles_hz": int(hello["cycles_hz"]),
            "word_bytes": int(hello["word_bytes"])}
@@ -233,7 +226,37 @@ def write(path, cap: Capture, probes: list[Probe], image: Image, hello: dict,
                 env[f"cpu{cpu}_{f.name}"] = int(s[f.name])
     for fn, calls in sorted(cap.expects.items()):
         env[f"expect_{fn}"] = int(calls)
-    counts = {"events": 0, "discarded": 0}
+    return env
+
+
+def _packets(items: list, tail: Loss | None) -> tuple[list, list, int]:
+    """A CPU's records cut into packets at its losses: (parts, each packet's
+    end time, the stream's start time). A part is a list of records (a
+    packet) or a Loss between two packets; a loss at the stream's end
+    (tail) is followed by an empty packet."""
+    parts = [[]]
+    for x in items:
+        if isinstance(x, Loss):
+            parts.append(x)
+            parts.append([])
+        else:
+            parts[-1].append(x)
+    if tail is not None:
+        parts += [tail, []]
+    start = items[0].cycles if items and isinstance(items[0], Event) else 0
+    ends = []
+    t = start
+    for part in parts:
+        if isinstance(part, list):
+            t = max([t] + [ev.cycles for ev in part])
+            ends.append(t)
+    return parts, ends, start
+
+
+def _iterator_class(bt2, env: dict, per_cpu: dict, tails: dict, by_id: dict,
+                    counts: dict):
+    """The source's message iterator: per CPU, a stream of packets and
+    discarded-events messages (bt2 is imported by write() alone)."""
 
     class Iterator(bt2._UserMessageIterator):
         def __init__(self, config, port):
@@ -251,51 +274,46 @@ def write(path, cap: Capture, probes: list[Probe], image: Image, hello: dict,
         def _stream(self, src, trace, cpu, items):
             stream = trace.create_stream(src.sc, name=f"cpu{cpu}")
             yield self._create_stream_beginning_message(stream)
-            packets = [[]]
-            for x in items:
-                if isinstance(x, Loss):
-                    packets.append(x)
-                    packets.append([])
-                else:
-                    packets[-1].append(x)
-            tail = tails.get(cpu)
-            if tail is not None:
-                packets += [tail, []]
-            time = items[0].cycles if items and isinstance(items[0], Event) else 0
-            ends = []                     # each packet's end time, for the losses
-            t = time
-            for part in packets:
-                if isinstance(part, list):
-                    t = max([t] + [ev.cycles for ev in part])
-                    ends.append(t)
+            parts, ends, start = _packets(items, tails.get(cpu))
             k = 0
-            prev_end = time
-            for part in packets:
+            prev_end = start
+            for part in parts:
                 if isinstance(part, Loss):
                     counts["discarded"] += part.count
                     yield self._create_discarded_events_message(
                         stream, part.count, prev_end, ends[k])
                     continue
-                packet = stream.create_packet()
-                packet.context_field["cpu_id"] = cpu
                 begin = min([prev_end] + [ev.cycles for ev in part[:1]]) \
                     if k == 0 else prev_end
-                yield self._create_packet_beginning_message(packet, begin)
-                for ev in part:
-                    ec, fields = src.classes.get(by_id[ev.probe], ev.kind) \
-                        if ev.probe in by_id else src.unknown(ev)
-                    msg = self._create_event_message(ec, packet, ev.cycles)
-                    msg.event.common_context_field["tid"] = ev.thread
-                    for name, get in fields:
-                        msg.event.payload_field[name] = get(ev)
-                    counts["events"] += 1
-                    yield msg
-                yield self._create_packet_end_message(packet, ends[k])
+                yield from self._packet(src, stream, cpu, part, begin, ends[k])
                 prev_end = ends[k]
                 k += 1
             yield self._create_stream_end_message(stream)
 
-    class Source(bt2._UserSourceComponent, message_iterator_class=Iterator):
+        def _packet(self, src, stream, cpu, part, begin, end):
+            packet = stream.create_packet()
+            packet.context_field["cpu_id"] = cpu
+            yield self._create_packet_beginning_message(packet, begin)
+            for ev in part:
+                ec, fields = src.classes.get(by_id[ev.probe], ev.kind) \
+                    if ev.probe in by_id else src.unknown(ev)
+                msg = self._create_event_message(ec, packet, ev.cycles)
+                msg.event.common_context_field["tid"] = ev.thread
+                for name, get in fields:
+                    msg.event.payload_field[name] = get(ev)
+                counts["events"] += 1
+                yield msg
+            yield self._create_packet_end_message(packet, end)
+
+    return Iterator
+
+
+def _source_class(bt2, iterator, image: Image, hello: dict):
+    """The source component: the trace class, the `cycles` clock, the
+    stream class (packets, cpu_id, tid, discarded events) and the event
+    classes."""
+
+    class Source(bt2._UserSourceComponent, message_iterator_class=iterator):
         def __init__(self, config, params, obj):
             self.tc = self._create_trace_class()
             clock = self._create_clock_class(
@@ -324,10 +342,27 @@ def write(path, cap: Capture, probes: list[Probe], image: Image, hello: dict,
                     Probe(-1, "unknown", "check", 0), K_CHECK)
             return self._unknown
 
+    return Source
+
+
+def write(path, cap: Capture, probes: list[Probe], image: Image, hello: dict,
+          environment: dict | None = None) -> Written:
+    """Write the capture as a CTF trace in directory `path` (replaced)."""
+    try:
+        import bt2
+    except ImportError:
+        raise CtfError("CTF export needs python3-bt2 (make deps installs it)") from None
+    path = Path(path)
+    per_cpu = _per_cpu(cap)
+    tails = {l.cpu: l for l in cap.losses() if l.at is None}
+    counts = {"events": 0, "discarded": 0}
+    iterator = _iterator_class(bt2, _environment(cap, hello, environment), per_cpu,
+                               tails, {p.id: p for p in probes}, counts)
+    source = _source_class(bt2, iterator, image, hello)
     if path.exists():
         shutil.rmtree(path)
     graph = bt2.Graph()
-    src = graph.add_component(Source, "trapbench")
+    src = graph.add_component(source, "trapbench")
     sink = graph.add_component(
         bt2.find_plugin("ctf").sink_component_classes["fs"], "ctf-fs",
         params={"path": str(path), "assume-single-trace": True, "quiet": True},

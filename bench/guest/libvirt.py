@@ -60,7 +60,8 @@ from . import libvirtd, volumes
 from .. import arches
 from ..wire import frames as wire
 from .console import COM1, ConsoleStream, Port
-from .qemu import _EOF, ExitInfo, Guest
+from .conversation import _EOF, ExitInfo
+from .qemu import Guest
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
 STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",

@@ -1,44 +1,18 @@
-"""A guest under QEMU, driven over its serial line.
+"""A guest under QEMU, driven over its serial line: the guest's lifecycle.
 
     with Guest("i386") as g:            # launches QEMU, waits for HELLO
-                                        # (or open_guest(): bench/guest/backend.py)
-        r = g.command("selftest")       # Reply: status, message, text lines
-        info = g.exit(0)                # ExitInfo: guest status + QEMU rc
+        r = g.command("selftest")       # a Reply (bench/guest/conversation.py)
 
-QEMU runs under TCG with the guest's COM1 on its stdin/stdout (pipes, so
-nothing else can write into the stream). A reader thread deframes stdout
-as it arrives, keeps every byte in build/logs/<name>.serial and a readable
-transcript in build/logs/<name>.log, and queues frames for the caller.
-
-With gdbstub=True QEMU also serves its GDB stub on a private unix socket
-(Guest.gdb_socket; bench/debug/rsp.py, bench/debug/debugger.py); paused=True adds -S, so
-the CPUs wait at reset until a debugger continues them, and entering the
-context then returns without waiting for HELLO (call wait_ready).
-
-The trace channel (`channel="virtio"`, the arch's default where the guest
-drives the device): QEMU also gets a virtio-serial controller and a
-virtserialport named wire.VIRTIO_PORT on a unix socket QEMU listens on;
-the harness connects at launch, and a second reader thread deframes that
-stream with its own Deframer (its own seq) into the same queue. The guest
-then sends its bulk frames (EVENTS, FILL) there. Every REPLY says how many
-frames the guest had put on that stream; command() reads the stream up to
-them before returning, so a reply never overtakes the records it follows.
-pause_channel() stops reading it (a host that falls behind). A guest that
-finds no port says so in HELLO (`channel` "serial"); the harness notes it
-and reads the 16550 alone.
-
-Every wait has a deadline. On a timeout the harness kills QEMU, keeps the
-logs, and raises GuestTimeout naming what it waited for. The context
-manager always reaps QEMU, whatever happened inside it. A guest exit status
-is believed only when the EXIT frame and QEMU's exit code agree
-(guest-kernel/include/exit.h explains why).
-
-Backends: this class launches QEMU itself (backend "qemu"). Its subclass
-bench/guest/libvirt.py's LibvirtGuest is the same guest as a transient
-libvirt domain; it only replaces how QEMU starts (_launch_process), how
-serial bytes move (_read_serial_chunk, _write_serial) and how its end is
-observed and forced (wait_exit, kill, _reap, close, alive).
-bench/guest/backend.py's open_guest() picks one.
+QEMU (its command line: bench/guest/qemu_args.py) runs under TCG with COM1
+on pipes. Reader threads deframe it, and the virtio trace stream (its own
+seq) where there is one, into the queue the conversation reads (a mixin),
+keeping every byte in build/logs/<name>.serial and a transcript in .log.
+gdbstub=True serves QEMU's GDB stub on a private unix socket (paused=True:
+entering returns before HELLO). The context manager always reaps QEMU.
+bench/guest/libvirt.py's LibvirtGuest is the same guest as a libvirt domain;
+it replaces how QEMU starts (_launch_process), how serial bytes move
+(_read_serial_chunk, _write_serial) and how its end is observed and forced
+(wait_exit, kill, _reap, close, alive). open_guest() picks one.
 """
 
 from __future__ import annotations
@@ -55,68 +29,20 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import arches
-from ..errors import (GuestExited, GuestTimeout, LaunchError, ProtocolError,
-                      UsageError)
+from ..errors import LaunchError, UsageError
 from ..paths import LOG_DIR
-from ..wire import cdefs, records
 from ..wire import frames as wire
-from . import symbols
+from .conversation import _EOF, Conversation, ExitInfo, _OnChannel
+from .qemu_args import gdbstub_args, machine_args, virtio_channel_args
 
-EXIT_H = cdefs.load("guest-kernel/include/exit.h")
-EXIT_NAMES = {e.value: e.name for e in EXIT_H.table("EXIT_STATUSES")}
-EXIT_STATUS = {e.name: e.value for e in EXIT_H.table("EXIT_STATUSES")}
-
-_EOF = object()
 _serial = itertools.count()
 CHANNELS = tuple(wire.CHANNEL_IDS)
 
 
-@dataclass(frozen=True)
-class _OnChannel:
-    """A frame or link error of the virtio stream, as queued."""
-    item: object
-
-
-def exit_status_name(status: int | None) -> str:
-    if status is None:
-        return "none"
-    return EXIT_NAMES.get(status, f"user status {status}")
-
-
-@dataclass
-class Reply:
-    status: int
-    message: str
-    number: int
-    text: list[str] = field(default_factory=list)      # TEXT lines before it
-    results: list[dict] = field(default_factory=list)  # RESULT frames before it
-
-    @property
-    def status_name(self) -> str:
-        return wire.REPLY_NAMES.get(self.status, f"status {self.status}")
-
-    @property
-    def ok(self) -> bool:
-        return self.status == wire.REPLY_STATUS["OK"].value
-
-
-@dataclass
-class ExitInfo:
-    status: int
-    rc: int | None          # QEMU's exit code; None where it is not seen (libvirt)
-    text: list[str]
-    end: str = ""           # how the backend saw QEMU end, when not by rc
-
-    @property
-    def status_name(self) -> str:
-        return exit_status_name(self.status)
-
-
-class Guest:
+class Guest(Conversation):
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
@@ -135,15 +61,7 @@ class Guest:
         self.on_text = on_text
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.name = f"{stamp}-{os.getpid()}-{next(_serial)}-{self.arch.name}-{label}"
-        self.args = [
-            self.arch.qemu, *self.arch.machine, "-accel", "tcg",
-            "-m", str(memory_mb), "-smp", str(smp),
-            "-display", "none", "-nodefaults", "-no-user-config",
-            "-monitor", "none", "-serial", "stdio",
-            *self.arch.exit_device,
-            *(a.replace("{image}", str(self.image)) for a in self.arch.boot_args),
-            *extra_args,
-        ]
+        self.args = machine_args(self.arch, self.image, smp, memory_mb, extra_args)
         # The trace channel: a virtio-serial port on a socket QEMU listens on.
         self.channel = channel or self.arch.default_channel
         if self.channel not in CHANNELS:
@@ -161,9 +79,7 @@ class Guest:
         if gdbstub:
             self._gdb_dir = tempfile.mkdtemp(prefix="trapbench-gdb-")
             self.gdb_socket = Path(self._gdb_dir) / "stub"
-            self.args += ["-gdb", f"unix:{self.gdb_socket},server=on,wait=off"]
-            if paused:
-                self.args.append("-S")
+            self.args += gdbstub_args(self.gdb_socket, paused)
         self.proc: subprocess.Popen | None = None
         self.hello: dict | None = None
         self.byte_order = "<"
@@ -202,11 +118,7 @@ class Guest:
         self.args += self._channel_args(self.channel_socket)
 
     def _channel_args(self, sock: Path) -> list[str]:
-        bus = f",{self.arch.virtio_serial_bus}" if self.arch.virtio_serial_bus else ""
-        return ["-device", f"virtio-serial-pci,id=tbvs,ioeventfd=off{bus}",
-                "-chardev", f"socket,id=tbtrace,path={sock},server=on,wait=off",
-                "-device", f"virtserialport,bus=tbvs.0,name={wire.VIRTIO_PORT},"
-                           "chardev=tbtrace"]
+        return virtio_channel_args(self.arch, sock)
 
     # ---- paths and context ----
 
@@ -301,112 +213,6 @@ class Guest:
             t.start()
             self._threads.append(t)
 
-    def wait_ready(self, timeout: float | None = None) -> dict:
-        deadline = time.monotonic() + (timeout or self.boot_timeout)
-        while self.hello is None:
-            ev = self._next(deadline, "the HELLO frame (boot)")
-            if ev is _EOF:
-                rc = self._reap(5)
-                raise LaunchError(
-                    f"QEMU exited with rc {rc} before the guest said HELLO"
-                    + self._stderr_note(), **self._context())
-            if isinstance(ev, wire.Frame) and ev.type == wire.T_HELLO:
-                self.hello = wire.decode_hello(ev.payload)
-                self.byte_order = wire.byte_order_of(ev.payload)
-                self.boot_seconds = time.perf_counter() - self._t0
-                self._note(f"== HELLO {self.hello}")
-                self.channel_used = wire.CHANNELS.get(self.hello["channel"], "serial")
-                if self.channel == "virtio" and self.channel_used != "virtio":
-                    self.channel_absent = self.command("channel").message.partition(
-                        "absent (")[2].rstrip(")") or "no reason given"
-                    self._note("# the guest found no virtio trace port, so the "
-                               f"trace comes over the 16550: {self.channel_absent}")
-                if self.hello["arch_name"] != self.arch.name:
-                    raise ProtocolError(f"expected a {self.arch.name} guest, "
-                                        f"HELLO says {self.hello['arch_name']}",
-                                        **self._context())
-            else:
-                self._handle(ev)
-        return self.hello
-
-    def command(self, line: str, timeout: float | None = None) -> Reply:
-        """Send one command line; return its REPLY. Raises GuestExited if the
-        guest stops instead (a crash, or `exit`), GuestTimeout if it is
-        silent too long."""
-        self._send(line)
-        deadline = time.monotonic() + (timeout or self.command_timeout)
-        text_start = len(self.text)
-        results = []
-        while True:
-            ev = self._next(deadline, f"the reply to {line!r}")
-            if ev is _EOF or (isinstance(ev, wire.Frame) and ev.type == wire.T_EXIT):
-                self._handle(ev)
-                info = self.wait_exit(10)
-                raise GuestExited(
-                    f"guest stopped with status {info.status} "
-                    f"({info.status_name}) instead of answering {line!r}",
-                    status=info.status, status_name=info.status_name,
-                    **self._context())
-            if isinstance(ev, wire.Frame) and ev.type == wire.T_REPLY:
-                status, number, message = wire.decode_reply(ev.payload, self.byte_order)
-                self._note(f"<< {wire.REPLY_NAMES.get(status, status)} "
-                           f"#{number}: {message}")
-                self._await_channel(
-                    wire.reply_channel_frames(ev.payload, self.byte_order), deadline)
-                if number != self._commands_sent:
-                    raise ProtocolError(f"reply #{number} to command "
-                                        f"#{self._commands_sent} {line!r}",
-                                        **self._context())
-                return Reply(status, message, number, self.text[text_start:], results)
-            if isinstance(ev, wire.Frame) and ev.type == wire.T_RESULT:
-                res = wire.decode_result(ev.payload, self.byte_order)
-                self._note(f"== RESULT {res}")
-                results.append(res)
-                continue
-            self._handle(ev)
-
-    def _await_channel(self, frames: int, deadline: float) -> None:
-        """Read the virtio stream up to `frames` frames (a REPLY's count),
-        unless its reading is paused or it has ended."""
-        def behind() -> bool:
-            return 0 < (frames - self._chan_next) & 0xffffffff < 1 << 31
-        while (self._chan_sock and not self._chan_paused.is_set() and
-               not self._chan_eof and behind()):
-            self._handle(self._next(deadline, f"the trace channel's frames "
-                                              f"up to seq {frames - 1}"))
-
-    def pause_channel(self, paused: bool = True) -> None:
-        """Stop (or resume) reading the virtio stream: QEMU's socket fills
-        and the guest's channel with it, as with a host that falls behind."""
-        if paused:
-            self._chan_paused.set()
-        else:
-            self._chan_paused.clear()
-
-    def exit(self, status: int = 0, timeout: float = 10) -> ExitInfo:
-        self._send(f"exit {status}")
-        return self.wait_exit(timeout)
-
-    def wait_exit(self, timeout: float = 10) -> ExitInfo:
-        """Wait for the guest to stop; check EXIT frame against QEMU's rc."""
-        if self.exit_info:
-            return self.exit_info
-        deadline = time.monotonic() + timeout
-        while not self._eof:
-            self._handle(self._next(deadline, "the guest to exit"))
-        rc = self._reap(max(0.1, deadline - time.monotonic()))
-        status = self._exit_status
-        if status is None:
-            raise GuestExited(f"QEMU exited with rc {rc} and the guest sent no "
-                              "EXIT frame" + self._stderr_note(),
-                              status=None, status_name="none", **self._context())
-        if rc != ((status << 1) | 1) & 0xff:
-            raise ProtocolError(f"guest said EXIT {status} but QEMU exited with "
-                                f"rc {rc} (expected {((status << 1) | 1) & 0xff})"
-                                + self._stderr_note(), **self._context())
-        self.exit_info = ExitInfo(status, rc, list(self.text))
-        return self.exit_info
-
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
             try:
@@ -447,12 +253,6 @@ class Guest:
         if self.channel_socket:
             shutil.rmtree(self._chan_dir, ignore_errors=True)
 
-    def capture(self, since: int = 0) -> records.Capture:
-        """The trace frames from trace_frames[since:] decoded (bench/wire/
-        records.py), in this guest's word size and byte order."""
-        return records.decode(self.trace_frames[since:], self.byte_order,
-                              self.hello["word_bytes"])
-
     def wait_gdb_socket(self, timeout: float = 10) -> Path:
         """The stub's socket path, once QEMU listens on it."""
         if not self.gdb_socket:
@@ -471,82 +271,12 @@ class Guest:
 
     # ---- internals ----
 
-    def _send(self, line: str) -> None:
-        if "\n" in line:
-            raise UsageError(f"a command is one line: {line!r}")
-        self._commands_sent += 1
-        self._note(f">> {line}")
-        self._write_serial(line.encode("utf-8", "surrogateescape") + b"\n")
-
     def _write_serial(self, data: bytes) -> None:
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             pass   # QEMU is gone; the wait that follows says how
-
-    def _next(self, deadline: float, what: str):
-        left = deadline - time.monotonic()
-        try:
-            if left <= 0:
-                raise queue.Empty
-            return self._events.get(timeout=left)
-        except queue.Empty:
-            self.kill()
-            self._reap(5)
-            raise GuestTimeout(f"timed out waiting for {what}; QEMU killed",
-                               **self._context()) from None
-
-    def _handle(self, ev) -> None:
-        if ev is _EOF:
-            self._eof = True
-            return
-        if isinstance(ev, _OnChannel):
-            item = ev.item
-            if item is _EOF:
-                self._chan_eof = True
-            elif isinstance(item, wire.LinkError):
-                self.link_errors.append(item)
-                self._note(f"!! {item}")
-                if item.kind == "gap":
-                    self._chan_next = (self._chan_next + item.count) & 0xffffffff
-            elif item.type in wire.TRACE_TYPES:
-                self._chan_next = (item.seq + 1) & 0xffffffff
-                self.trace_frames.append(item)
-            else:
-                self._chan_next = (item.seq + 1) & 0xffffffff
-                self._note(f"?? unexpected {item.type_name} frame seq {item.seq} "
-                           "on the virtio stream")
-            return
-        if isinstance(ev, wire.LinkError):
-            self.link_errors.append(ev)
-            self._note(f"!! {ev}")
-        elif ev.type == wire.T_TEXT:
-            for line in ev.payload.decode("utf-8", "replace").splitlines():
-                line = self._symbolize(line)
-                self.text.append(line)
-                self._note(line)
-                if self.on_text:
-                    self.on_text(line)
-        elif ev.type == wire.T_EXIT:
-            self._exit_status = wire.decode_exit(ev.payload, self.byte_order)
-            self._note(f"== EXIT {self._exit_status} "
-                       f"({exit_status_name(self._exit_status)})")
-        elif ev.type in wire.TRACE_TYPES:
-            self.trace_frames.append(ev)
-        elif ev.type == wire.T_HELLO:
-            raise ProtocolError("second HELLO: the guest rebooted", **self._context())
-        else:
-            self._note(f"?? unexpected {ev.type_name} frame seq {ev.seq}")
-
-    def _symbolize(self, line: str) -> str:
-        """Name the code behind program counters in trap dumps."""
-        regs = self.arch.pc_registers
-        if not regs or not any(r in line for r in regs):
-            return line
-        if self._symbols is None:
-            self._symbols = symbols.for_elf(self.elf) or False
-        return symbols.annotate(line, regs, self._symbols or None)
 
     def _note(self, line: str) -> None:
         self._tail.append(line)

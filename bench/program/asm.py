@@ -152,42 +152,46 @@ def _split_operands(rest: str, start: int, line: _Line) -> list[tuple[str, int]]
 
 def assemble(text: str, arch: arches.Arch | str, path: str = "<program>") -> Program:
     arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
-    word = arch.word_bytes
-    regs = _registers(arch)
-    prog = Program(path, arch.name, [])
-    labels: dict[str, int] = {}
-    pending: list[tuple[str, int, _Line, int]] = []   # (label, insn index, line, col)
-    declared: dict[str, Aggregation] = {}
-    agg_where: dict[str, tuple] = {}
-
+    asm = _Assembler(arch, path)
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = _Line(path, lineno, raw)
+        asm.line(_Line(path, lineno, raw), lineno, raw)
+    return asm.finish()
+
+
+class _Assembler:
+    """One program being assembled, a line at a time: its instructions, the
+    labels defined so far, the jumps waiting for theirs and the
+    aggregations declared; finish() resolves the jumps and checks the
+    whole program."""
+
+    def __init__(self, arch: arches.Arch, path: str):
+        self.arch, self.path = arch, path
+        self.word = arch.word_bytes
+        self.regs = _registers(arch)
+        self.prog = Program(path, arch.name, [])
+        self.labels: dict[str, int] = {}
+        self.pending: list[tuple[str, int, _Line, int]] = []   # (label, insn, line, col)
+        self.declared: dict[str, Aggregation] = {}
+        self.agg_where: dict[str, tuple] = {}
+
+    def line(self, line: _Line, lineno: int, raw: str) -> None:
+        """A label, then a directive or an instruction, each optional."""
         body = re.split(r"[#;]", raw, maxsplit=1)[0]
         m = re.match(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:", body)
         if m:
             name = m.group(2)
-            if name in labels:
+            if name in self.labels:
                 raise line.err(len(m.group(1)) + 1, f"label {name!r} is defined twice")
-            labels[name] = len(prog.insns)
+            self.labels[name] = len(self.prog.insns)
             body = " " * len(m.group(0)) + body[len(m.group(0)):]
         m = re.match(r"^(\s*)(\S+)(.*)$", body)
         if not m:
-            continue
+            return
         col = len(m.group(1)) + 1
         word0, rest = m.group(2), m.group(3)
         if word0 == "agg":
-            parts = rest.split()
-            if len(parts) != 2 or not parts[0].startswith("@"):
-                raise line.err(col, "agg @name KIND, KIND one of " + ", ".join(AGG_KINDS))
-            name, kind = parts[0][1:], parts[1]
-            if kind not in AGG_KINDS:
-                raise line.err(col + len(word0) + rest.index(kind), f"no aggregation "
-                               f"kind {kind!r}; kinds are " + ", ".join(AGG_KINDS))
-            if name in declared:
-                raise line.err(col, f"aggregation @{name} is declared twice")
-            declared[name] = Aggregation(name, kind)
-            agg_where[name] = (line, col)
-            continue
+            self._declare(line, col, word0, rest)
+            return
         operands = _split_operands(rest, len(m.group(1)) + len(word0), line)
         if word0 in ("major", "minor"):
             if len(operands) != 1:
@@ -195,8 +199,26 @@ def assemble(text: str, arch: arches.Arch | str, path: str = "<program>") -> Pro
             v = _number(*operands[0], line)
             if not 0 <= v <= 0xffff:
                 raise line.err(operands[0][1], f"{word0} {v} is outside 0..65535")
-            setattr(prog, word0, v)
-            continue
+            setattr(self.prog, word0, v)
+            return
+        self._instruction(line, lineno, col, word0, operands)
+
+    def _declare(self, line: _Line, col: int, word0: str, rest: str) -> None:
+        """agg @name KIND"""
+        parts = rest.split()
+        if len(parts) != 2 or not parts[0].startswith("@"):
+            raise line.err(col, "agg @name KIND, KIND one of " + ", ".join(AGG_KINDS))
+        name, kind = parts[0][1:], parts[1]
+        if kind not in AGG_KINDS:
+            raise line.err(col + len(word0) + rest.index(kind), f"no aggregation "
+                           f"kind {kind!r}; kinds are " + ", ".join(AGG_KINDS))
+        if name in self.declared:
+            raise line.err(col, f"aggregation @{name} is declared twice")
+        self.declared[name] = Aggregation(name, kind)
+        self.agg_where[name] = (line, col)
+
+    def _instruction(self, line: _Line, lineno: int, col: int, word0: str,
+                     operands: list) -> None:
         op = OPS.get(word0)
         if op is None:
             raise line.err(col, f"unknown instruction {word0!r}")
@@ -207,61 +229,10 @@ def assemble(text: str, arch: arches.Arch | str, path: str = "<program>") -> Pro
                            + ("s" if len(operands) != 1 else ""))
         ins = dict(op=word0, line=lineno, col=col)
         for kind, (tok, tcol) in zip(kinds, operands):
-            if kind == "imm":
-                v = _number(tok, tcol, line)
-                if word == 8 and not -(1 << 31) <= v < (1 << 31):
-                    if not -(1 << 63) <= v < (1 << 64):
-                        raise line.err(tcol, f"{v} does not fit a 64-bit word")
-                    v &= (1 << 64) - 1
-                    prog.insns.append(Insn("push", imm=_s32(v >> 32), line=lineno, col=col))
-                    ins.update(op="pushhi", imm=_s32(v & 0xffffffff))
-                    if word0 == "pushhi":
-                        raise line.err(tcol, "pushhi takes 32 bits")
-                    continue
-                if word == 4 or word0 == "pushhi":
-                    if not -(1 << 31) <= v < (1 << 32):
-                        raise line.err(tcol, f"{v} does not fit 32 bits")
-                    v = _s32(v & 0xffffffff)
-                ins["imm"] = v
-            elif kind == "reg":
-                name = tok.lstrip("%")
-                if name not in regs:
-                    raise line.err(tcol, f"no register {tok!r} on {arch.name}; registers "
-                                   "are " + " ".join(sorted(regs, key=regs.get)))
-                ins["a"] = regs[name]
-            elif kind == "n":
-                v = _number(tok, tcol, line)
-                if not 0 <= v <= 255:
-                    raise line.err(tcol, f"{v} is outside 0..255")
-                if word0 == "arg" and arch.arg_registers and v >= arch.arg_registers:
-                    raise line.err(tcol, f"argument {v}: {arch.name} passes only "
-                                   f"{arch.arg_registers} in registers")
-                ins["a"] = v
-            elif kind == "size":
-                ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, word)
-            elif kind == "label":
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):
-                    raise line.err(tcol, f"{tok!r} is not a label")
-                pending.append((tok, len(prog.insns), line, tcol))
-            elif kind in ("local", "global"):
-                v = _number(tok, tcol, line)
-                top = LIMITS["LOCALS" if kind == "local" else "GLOBALS"]
-                if not 0 <= v < top:
-                    raise line.err(tcol, f"{kind} {v} is outside 0..{top - 1}")
-                ins["b"] = v
-            elif kind == "agg":
-                if not re.fullmatch(r"@[A-Za-z_][A-Za-z0-9_]*", tok):
-                    raise line.err(tcol, f"{tok!r} is not an aggregation (@name)")
-                name = tok[1:]
-                if name not in declared:
-                    declared[name] = Aggregation(name, word0)
-                    agg_where[name] = (line, tcol)
-                if declared[name].kind != word0:
-                    raise line.err(tcol, f"@{name} is a {declared[name].kind} "
-                                   f"aggregation, not {word0}")
-                ins["b"] = list(declared).index(name)
-            else:
+            operand = self.OPERANDS.get(kind)
+            if operand is None:
                 raise line.err(tcol, f"operand kind {kind} unknown to the assembler")
+            operand(self, ins, word0, tok, tcol, line)
         if word0 == "log":            # log size, n: a = n
             ins["a"] = _number(operands[1][0], operands[1][1], line)
             if not 1 <= ins["a"] <= 255:
@@ -270,23 +241,102 @@ def assemble(text: str, arch: arches.Arch | str, path: str = "<program>") -> Pro
             ins["a"] = _number(operands[1][0], operands[1][1], line)
             if not 0 <= ins["a"] <= MAX_KEYS:
                 raise line.err(operands[1][1], f"{ins['a']} keys: at most {MAX_KEYS}")
-        prog.insns.append(Insn(**ins))
+        self.prog.insns.append(Insn(**ins))
 
-    for name, index, line, col in pending:
-        if name not in labels:
-            raise line.err(col, f"no label {name!r}")
-        if labels[name] <= index:
-            raise line.err(col, f"label {name!r} is not after this jump: jumps only "
-                           "go forward (a program must end in bounded steps)")
-        if labels[name] >= len(prog.insns):
-            raise line.err(col, f"label {name!r} names no instruction (it is at the end)")
-        prog.insns[index] = Insn(**{**prog.insns[index].__dict__, "b": labels[name]})
-    prog.aggs = list(declared.values())
-    if len(prog.aggs) > LIMITS["MAX_AGGS"]:
-        line, col = agg_where[prog.aggs[LIMITS["MAX_AGGS"]].name]
-        raise line.err(col, f"more than {LIMITS['MAX_AGGS']} aggregations")
-    _check_flow(prog, path)
-    return prog
+    # ---- operands, by the kind WIRE_RPN_OPS gives them ----
+
+    def _imm(self, ins, word0, tok, tcol, line) -> None:
+        v = _number(tok, tcol, line)
+        if self.word == 8 and not -(1 << 31) <= v < (1 << 31):
+            if not -(1 << 63) <= v < (1 << 64):
+                raise line.err(tcol, f"{v} does not fit a 64-bit word")
+            v &= (1 << 64) - 1
+            self.prog.insns.append(Insn("push", imm=_s32(v >> 32), line=ins["line"],
+                                        col=ins["col"]))
+            ins.update(op="pushhi", imm=_s32(v & 0xffffffff))
+            if word0 == "pushhi":
+                raise line.err(tcol, "pushhi takes 32 bits")
+            return
+        if self.word == 4 or word0 == "pushhi":
+            if not -(1 << 31) <= v < (1 << 32):
+                raise line.err(tcol, f"{v} does not fit 32 bits")
+            v = _s32(v & 0xffffffff)
+        ins["imm"] = v
+
+    def _reg(self, ins, word0, tok, tcol, line) -> None:
+        name = tok.lstrip("%")
+        if name not in self.regs:
+            raise line.err(tcol, f"no register {tok!r} on {self.arch.name}; registers "
+                           "are " + " ".join(sorted(self.regs, key=self.regs.get)))
+        ins["a"] = self.regs[name]
+
+    def _n(self, ins, word0, tok, tcol, line) -> None:
+        v = _number(tok, tcol, line)
+        if not 0 <= v <= 255:
+            raise line.err(tcol, f"{v} is outside 0..255")
+        arch = self.arch
+        if word0 == "arg" and arch.arg_registers and v >= arch.arg_registers:
+            raise line.err(tcol, f"argument {v}: {arch.name} passes only "
+                           f"{arch.arg_registers} in registers")
+        ins["a"] = v
+
+    def _size_operand(self, ins, word0, tok, tcol, line) -> None:
+        ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, self.word)
+
+    def _label(self, ins, word0, tok, tcol, line) -> None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):
+            raise line.err(tcol, f"{tok!r} is not a label")
+        self.pending.append((tok, len(self.prog.insns), line, tcol))
+
+    def _local(self, ins, word0, tok, tcol, line) -> None:
+        self._index("local", ins, tok, tcol, line)
+
+    def _global(self, ins, word0, tok, tcol, line) -> None:
+        self._index("global", ins, tok, tcol, line)
+
+    def _index(self, kind, ins, tok, tcol, line) -> None:
+        v = _number(tok, tcol, line)
+        top = LIMITS["LOCALS" if kind == "local" else "GLOBALS"]
+        if not 0 <= v < top:
+            raise line.err(tcol, f"{kind} {v} is outside 0..{top - 1}")
+        ins["b"] = v
+
+    def _agg(self, ins, word0, tok, tcol, line) -> None:
+        if not re.fullmatch(r"@[A-Za-z_][A-Za-z0-9_]*", tok):
+            raise line.err(tcol, f"{tok!r} is not an aggregation (@name)")
+        name = tok[1:]
+        if name not in self.declared:
+            self.declared[name] = Aggregation(name, word0)
+            self.agg_where[name] = (line, tcol)
+        if self.declared[name].kind != word0:
+            raise line.err(tcol, f"@{name} is a {self.declared[name].kind} "
+                           f"aggregation, not {word0}")
+        ins["b"] = list(self.declared).index(name)
+
+    OPERANDS = {"imm": _imm, "reg": _reg, "n": _n, "size": _size_operand,
+                "label": _label, "local": _local, "global": _global, "agg": _agg}
+
+    def finish(self) -> Program:
+        """Every jump to its label (forward only), the aggregations within
+        their limit, and the stack checked on every path."""
+        prog = self.prog
+        for name, index, line, col in self.pending:
+            if name not in self.labels:
+                raise line.err(col, f"no label {name!r}")
+            if self.labels[name] <= index:
+                raise line.err(col, f"label {name!r} is not after this jump: jumps "
+                               "only go forward (a program must end in bounded steps)")
+            if self.labels[name] >= len(prog.insns):
+                raise line.err(col, f"label {name!r} names no instruction (it is at "
+                               "the end)")
+            prog.insns[index] = Insn(**{**prog.insns[index].__dict__,
+                                        "b": self.labels[name]})
+        prog.aggs = list(self.declared.values())
+        if len(prog.aggs) > LIMITS["MAX_AGGS"]:
+            line, col = self.agg_where[prog.aggs[LIMITS["MAX_AGGS"]].name]
+            raise line.err(col, f"more than {LIMITS['MAX_AGGS']} aggregations")
+        _check_flow(prog, self.path)
+        return prog
 
 
 def _s32(v: int) -> int:

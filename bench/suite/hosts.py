@@ -8,7 +8,7 @@ A host is a libvirt URI the matrix's cells pass to `--backend libvirt
 --connect URI` (bench/guest/libvirt.py does the rest through the
 connection: images uploaded as volumes, consoles as streams). Its slots
 come from virNodeGetInfo's CPU count, one cell per CPU, the same rule
-bench/suite/matrix.py applies to this machine. check() opens a fresh
+bench/suite/matrix_run.py applies to this machine. check() opens a fresh
 connection and asks for that count again; the runner calls it after a
 cell fails, to tell a cell that failed (the host still answers) from a
 host that did (it does not), and takes a host that does not answer out

@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import arches
 from ..guest import build
 from ..guest.backend import open_guest
-from ..guest.qemu import EXIT_STATUS
+from ..guest.conversation import EXIT_STATUS
 from ..paths import BUILD
 from . import junit
 

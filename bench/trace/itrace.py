@@ -96,125 +96,177 @@ def _record_bytes(ev, order: str, word_bytes: int) -> bytes:
 def _replay(region: Region, cursor: int, data: bytes, insns: InsnTable,
             order: str, where: str) -> int:
     """Apply one record's steps from cursor; returns the cursor after them."""
-    bo = "little" if order == "<" else "big"
-    i = 0
+    return _Replay(region, cursor, data, insns, order, where).run()
 
-    def addr_at(k: int) -> int:
-        return int.from_bytes(data[k:k + ADDR_BYTES], bo)
 
-    def one(at: int, what: str) -> None:
-        if insns.length(at) is None:
-            region.problems.append(f"{where}: {what} at {at:#x}, which is no "
-                                   "instruction of the ELF")
-        region.addrs.append(at)
+class _Replay:
+    """One record's steps replayed against the ELF: a method per kind of
+    step byte (STEPS, in wire.h's WIRE_ITRACE_STEPS order), each moving the
+    cursor and the read position past its step."""
 
-    def ran_ahead(what: str) -> int:
+    def __init__(self, region: Region, cursor: int, data: bytes, insns: InsnTable,
+                 order: str, where: str):
+        self.region, self.cursor, self.data = region, cursor, data
+        self.insns, self.where = insns, where
+        self.bo = "little" if order == "<" else "big"
+        self.i = 0
+
+    def run(self) -> int:
+        while self.i < len(self.data):
+            b = self.data[self.i]
+            step = next((f for lo, hi, f in self.STEPS if lo <= b < hi), None)
+            if step is None:
+                self.problem(f"unknown step byte {b:#04x}; the rest "
+                             "of the record is skipped")
+                break
+            step(self, b)
+        return self.cursor
+
+    # ---- what the steps share ----
+
+    def problem(self, what: str) -> None:
+        self.region.problems.append(f"{self.where}: {what}")
+
+    def addr_at(self, k: int) -> int:
+        return int.from_bytes(self.data[k:k + ADDR_BYTES], self.bo)
+
+    def one(self, at: int, what: str) -> None:
+        if self.insns.length(at) is None:
+            self.problem(f"{what} at {at:#x}, which is no instruction of the ELF")
+        self.region.addrs.append(at)
+
+    def ran_ahead(self, what: str) -> int:
         """next: the instruction described last ran at the cursor; its length."""
-        elf_n = insns.length(cursor)
+        region, cursor = self.region, self.cursor
+        elf_n = self.insns.length(cursor)
         if region.ahead is None or region.ahead[0] != cursor:
-            region.problems.append(f"{where}: {what} with no instruction described "
-                                   f"at {cursor:#x}")
-            one(cursor, what)
+            self.problem(f"{what} with no instruction described at {cursor:#x}")
+            self.one(cursor, what)
             return elf_n or 1
         code = region.ahead[1]
-        one(cursor, what)
-        elf = insns.image.code(cursor, elf_n) if elf_n else b""
+        self.one(cursor, what)
+        elf = self.insns.image.code(cursor, elf_n) if elf_n else b""
         if code != elf:
-            region.problems.append(f"{where}: the code read ahead at {cursor:#x} "
-                                   f"({code.hex()}) is not the ELF's ({elf.hex()})")
+            self.problem(f"the code read ahead at {cursor:#x} "
+                         f"({code.hex()}) is not the ELF's ({elf.hex()})")
         region.ahead = None
         return len(code)
 
-    def emulated_here() -> None:
+    def emulated_here(self) -> None:
         """A probe's trap emulated at the cursor: what was read ahead there
         is its trap, not the code."""
+        region = self.region
         if region.ahead is None:
             return
-        if region.ahead[0] == cursor and region.ahead[1] in TRAP_BYTES:
+        if region.ahead[0] == self.cursor and region.ahead[1] in TRAP_BYTES:
             region.ahead_traps += 1
         else:
-            region.problems.append(f"{where}: a probe emulated at {cursor:#x}, the "
-                                   f"read-ahead described {region.ahead[1].hex()} "
-                                   f"at {region.ahead[0]:#x}")
+            self.problem(f"a probe emulated at {self.cursor:#x}, the "
+                         f"read-ahead described {region.ahead[1].hex()} "
+                         f"at {region.ahead[0]:#x}")
         region.ahead = None
 
-    while i < len(data):
-        b = data[i]
-        if S.NEXT_SEQ < b < S.NEXT_SEQ + 16:
-            n = b - S.NEXT_SEQ
-            cursor += ran_ahead("a step")
-            region.ahead = (cursor, data[i + 1:i + 1 + n])
-            i += 1 + n
-        elif S.NEXT_JUMP <= b < S.NEXT_JUMP + 16:
-            n = b - S.NEXT_JUMP
-            ran_ahead("a jump")
-            cursor = addr_at(i + 1)
-            k = i + 1 + ADDR_BYTES
-            region.ahead = (cursor, data[k:k + n]) if n else None
-            i = k + n
-        elif S.NEXT_AT < b < S.NEXT_AT + 16:
-            n = b - S.NEXT_AT
-            if region.ahead is not None:
-                region.problems.append(f"{where}: an instruction described at "
-                                       f"{cursor:#x} before the one at "
-                                       f"{region.ahead[0]:#x} ran")
-            region.ahead = (cursor, data[i + 1:i + 1 + n])
-            i += 1 + n
-        elif S.SEQ <= b < S.SEQ + INSN_BYTES:
-            n = b - S.SEQ + 1
-            one(cursor, "a step")
-            if insns.length(cursor) not in (None, n):
-                region.problems.append(f"{where}: step of {n} bytes at {cursor:#x}, "
-                                       f"the ELF's instruction is {insns.length(cursor)}")
-            cursor += n
-            i += 1
-        elif b == S.JUMP:
-            code = data[i + 1:i + 1 + INSN_BYTES]
-            nxt = addr_at(i + 1 + INSN_BYTES)
-            one(cursor, "a jump")
-            n = insns.length(cursor) or 1
-            elf = insns.image.code(cursor, n)
-            if code[:n] != elf:
-                region.problems.append(f"{where}: the code that ran at {cursor:#x} "
-                                       f"({code[:n].hex()}) is not the ELF's ({elf.hex()})")
-            cursor = nxt
-            i += 1 + INSN_BYTES + ADDR_BYTES
-        elif S.EMUL < b < S.EMUL + 16:
-            emulated_here()
-            end = cursor + (b - S.EMUL)
-            while cursor < end:
-                one(cursor, "an emulated instruction")
-                region.emulated += 1
-                cursor += insns.length(cursor) or (end - cursor)
-            if cursor != end:
-                region.problems.append(f"{where}: an emulated span ends inside an "
-                                       f"instruction at {end:#x}")
-            cursor = end
-            i += 1
-        elif b == S.EMUL_JUMP:
-            emulated_here()
-            one(cursor, "an emulated jump")
-            region.emulated += 1
-            cursor = addr_at(i + 1)
-            i += 1 + ADDR_BYTES
-        elif b == S.OUT:
-            region.calls_out += 1
-            region.outs.add(len(region.addrs) - 1)
-            cursor = addr_at(i + 1)
-            i += 1 + ADDR_BYTES
-        elif b == S.FAR:
-            one(cursor, "an address")
-            cursor = addr_at(i + 1)
-            i += 1 + ADDR_BYTES
-        elif S.NEAR <= b < S.NEAR + 64:
-            one(cursor, "an address")
-            cursor += b - S.NEAR - 16
-            i += 1
-        else:
-            region.problems.append(f"{where}: unknown step byte {b:#04x}; the rest "
-                                   "of the record is skipped")
-            break
-    return cursor
+    # ---- the steps ----
+
+    def next_seq(self, b: int) -> None:
+        """next: the described instruction ran and fell through; the next
+        one's bytes follow."""
+        n = b - S.NEXT_SEQ
+        self.cursor += self.ran_ahead("a step")
+        self.region.ahead = (self.cursor, self.data[self.i + 1:self.i + 1 + n])
+        self.i += 1 + n
+
+    def next_jump(self, b: int) -> None:
+        n = b - S.NEXT_JUMP
+        self.ran_ahead("a jump")
+        self.cursor = self.addr_at(self.i + 1)
+        k = self.i + 1 + ADDR_BYTES
+        self.region.ahead = (self.cursor, self.data[k:k + n]) if n else None
+        self.i = k + n
+
+    def next_at(self, b: int) -> None:
+        n = b - S.NEXT_AT
+        region = self.region
+        if region.ahead is not None:
+            self.problem(f"an instruction described at {self.cursor:#x} before "
+                         f"the one at {region.ahead[0]:#x} ran")
+        region.ahead = (self.cursor, self.data[self.i + 1:self.i + 1 + n])
+        self.i += 1 + n
+
+    def seq(self, b: int) -> None:
+        """previous: an instruction of n bytes ran and fell through."""
+        n = b - S.SEQ + 1
+        cursor = self.cursor
+        self.one(cursor, "a step")
+        if self.insns.length(cursor) not in (None, n):
+            self.problem(f"step of {n} bytes at {cursor:#x}, "
+                         f"the ELF's instruction is {self.insns.length(cursor)}")
+        self.cursor += n
+        self.i += 1
+
+    def jump(self, b: int) -> None:
+        """previous: a transfer, its code and where it went."""
+        i, cursor = self.i, self.cursor
+        code = self.data[i + 1:i + 1 + INSN_BYTES]
+        nxt = self.addr_at(i + 1 + INSN_BYTES)
+        self.one(cursor, "a jump")
+        n = self.insns.length(cursor) or 1
+        elf = self.insns.image.code(cursor, n)
+        if code[:n] != elf:
+            self.problem(f"the code that ran at {cursor:#x} "
+                         f"({code[:n].hex()}) is not the ELF's ({elf.hex()})")
+        self.cursor = nxt
+        self.i += 1 + INSN_BYTES + ADDR_BYTES
+
+    def emulated(self, b: int) -> None:
+        """A span a probe's trap emulated: the ELF's instructions over it."""
+        self.emulated_here()
+        end = self.cursor + (b - S.EMUL)
+        while self.cursor < end:
+            self.one(self.cursor, "an emulated instruction")
+            self.region.emulated += 1
+            self.cursor += self.insns.length(self.cursor) or (end - self.cursor)
+        if self.cursor != end:
+            self.problem(f"an emulated span ends inside an instruction at {end:#x}")
+        self.cursor = end
+        self.i += 1
+
+    def emulated_jump(self, b: int) -> None:
+        self.emulated_here()
+        self.one(self.cursor, "an emulated jump")
+        self.region.emulated += 1
+        self.cursor = self.addr_at(self.i + 1)
+        self.i += 1 + ADDR_BYTES
+
+    def out(self, b: int) -> None:
+        """A call out of the traced code, back at the address given."""
+        self.region.calls_out += 1
+        self.region.outs.add(len(self.region.addrs) - 1)
+        self.cursor = self.addr_at(self.i + 1)
+        self.i += 1 + ADDR_BYTES
+
+    def far(self, b: int) -> None:
+        """address: an instruction, then a far move of the cursor."""
+        self.one(self.cursor, "an address")
+        self.cursor = self.addr_at(self.i + 1)
+        self.i += 1 + ADDR_BYTES
+
+    def near(self, b: int) -> None:
+        self.one(self.cursor, "an address")
+        self.cursor += b - S.NEAR - 16
+        self.i += 1
+
+    # (first byte, last byte + 1, step), tried in this order
+    STEPS = ((S.NEXT_SEQ + 1, S.NEXT_SEQ + 16, next_seq),
+             (S.NEXT_JUMP, S.NEXT_JUMP + 16, next_jump),
+             (S.NEXT_AT + 1, S.NEXT_AT + 16, next_at),
+             (S.SEQ, S.SEQ + INSN_BYTES, seq),
+             (S.JUMP, S.JUMP + 1, jump),
+             (S.EMUL + 1, S.EMUL + 16, emulated),
+             (S.EMUL_JUMP, S.EMUL_JUMP + 1, emulated_jump),
+             (S.OUT, S.OUT + 1, out),
+             (S.FAR, S.FAR + 1, far),
+             (S.NEAR, S.NEAR + 64, near))
 
 
 def regions(events, image, order: str, word_bytes: int,

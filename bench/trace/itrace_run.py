@@ -180,25 +180,7 @@ def run(args, arch) -> int:
     f = image.functions.get(args.function)
     insns = itrace.InsnTable(image)
     steps = arch.itrace == "step"
-    events = _tamper(cap.events, args.tamper, steps)
-    if steps:
-        regs = itrace.regions(events, image, g.byte_order, arch.word_bytes, insns)
-    else:
-        regs, outside = itrace_branches.regions(events, image, s.probes[0].id,
-                                                f.addr, args.within)
-        if outside:
-            print(f"note: {outside} branch records from the traced functions "
-                  "called outside any region (not walked)")
-        traced_events = [e for e in events
-                         if e.kind in (records.K_BRANCH, records.K_ENTRY)]
-        for r in regs:
-            r.wire_bytes = 0
-        per = {}
-        for e in traced_events:
-            per[e.thread] = per.get(e.thread, 0) + 16 + len(e.words) * arch.word_bytes
-        for r in regs:
-            r.wire_bytes = per.pop(r.thread, 0)   # a thread's bytes, on its first region
-    status = EXIT_OK
+    regs = _regions(args, arch, s, g, cap, f, insns, steps)
     total = sum(len(r.addrs) for r in regs)
     for k, r in enumerate(regs, 1):
         print(f"thread {r.thread} region {k} (cpu {','.join(map(str, sorted(r.cpus)))}): "
@@ -210,6 +192,54 @@ def run(args, arch) -> int:
     problems = [p for r in regs for p in r.problems]
     problems += [f"region of thread {r.thread} did not end by its return ({r.ended or 'open'})"
                  for r in regs if r.ended != "return"]
+    stats = _figures(args, arch, line, f, regs, cap, st, misses, steps)
+    _cost_lines(regs, total, base, traced)
+    problems += _run_problems(regs, stats, base, traced, steps)
+    status = EXIT_OK
+    summary = f"itrace: {total} instructions traced"
+    if args.reference == "qemu":
+        compared, differences = _compare_with_qemu(args, arch, line, image, f, insns,
+                                                   regs, steps, problems)
+        summary += f", {compared} compared with QEMU, {differences} differences"
+        if differences:
+            status = EXIT_FAILED
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    if problems:
+        status = EXIT_FAILED
+    print(summary)
+    return status
+
+
+def _regions(args, arch, s, g, cap, f, insns, steps: bool) -> list:
+    """The capture's records (tampered with, if asked) as regions: replayed
+    steps on a single-stepping arch, walked branch records elsewhere (each
+    thread's wire bytes counted on its first region)."""
+    image = s.image
+    events = _tamper(cap.events, args.tamper, steps)
+    if steps:
+        return itrace.regions(events, image, g.byte_order, arch.word_bytes, insns)
+    regs, outside = itrace_branches.regions(events, image, s.probes[0].id,
+                                            f.addr, args.within)
+    if outside:
+        print(f"note: {outside} branch records from the traced functions "
+              "called outside any region (not walked)")
+    traced_events = [e for e in events
+                     if e.kind in (records.K_BRANCH, records.K_ENTRY)]
+    for r in regs:
+        r.wire_bytes = 0
+    per = {}
+    for e in traced_events:
+        per[e.thread] = per.get(e.thread, 0) + 16 + len(e.words) * arch.word_bytes
+    for r in regs:
+        r.wire_bytes = per.pop(r.thread, 0)   # a thread's bytes, on its first region
+    return regs
+
+
+def _figures(args, arch, line, f, regs, cap, st, misses, steps: bool) -> dict:
+    """The run's headline, the guest's own counts and the traps and TLB
+    misses the tracer caused; returns the guest's counts."""
+    total = sum(len(r.addrs) for r in regs)
     if steps:
         stats = _stats(st.message)
         guest_line = st.message
@@ -218,7 +248,6 @@ def run(args, arch) -> int:
         stats = {"regions": len(regs), "probe_traps": fired}
         guest_line = (f"probe traps {fired} (entry and branch probes: every "
                       "transfer of the traced functions)")
-    wire_bytes = sum(r.wire_bytes for r in regs)
     print(f"itrace {line!r} on {arch.name}, function {args.function} at "
           f"{f.addr:#x}, method {args.method if steps else 'branches (' + args.within + ')'}: "
           f"{total} instructions in {len(regs)} "
@@ -240,6 +269,12 @@ def run(args, arch) -> int:
     if steps and args.method == "next":
         print(f"next: {sum(r.ahead_traps for r in regs)} read-aheads found a probe's "
               "trap byte, not the code (the host put the code back from the ELF)")
+    return stats
+
+
+def _cost_lines(regs, total: int, base, traced) -> None:
+    """Bytes per instruction on the wire, guest cycles per traced one."""
+    wire_bytes = sum(r.wire_bytes for r in regs)
     if total:
         print(f"wire: {wire_bytes} bytes in {sum(r.records for r in regs)} records, "
               f"{wire_bytes / total:.2f} bytes per instruction")
@@ -248,6 +283,11 @@ def run(args, arch) -> int:
     if total and bc and tc:
         print(f"cost: untraced {bc} cycles, traced {tc} cycles ({tc / bc:.0f}x, "
               f"one boot): {(tc - bc) / total:.0f} guest cycles per traced instruction")
+
+
+def _run_problems(regs, stats: dict, base, traced, steps: bool) -> list[str]:
+    """The workload's runs (printed), and what went wrong beyond the records."""
+    problems = []
     for name, rep in (("untraced", base), ("traced", traced)):
         for ln in _workload_lines(rep):
             print(f"workload {name}: {ln}")
@@ -262,32 +302,29 @@ def run(args, arch) -> int:
     if steps and stats.get("regions") != len(regs):
         problems.append(f"the guest started {stats.get('regions')} regions, the "
                         f"records hold {len(regs)}")
-    summary = f"itrace: {total} instructions traced"
-    if args.reference == "qemu":
-        with tempfile.TemporaryDirectory(prefix="itrace-ref-") as d:
-            log, ref_reply, guest_log = _reference_boot(args, arch, line, Path(d))
-            if not ref_reply.ok:
-                problems.append(f"the reference run failed: {ref_reply.message}")
-            lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
-            refs, ambiguous = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns,
-                                              image.symbols.get("arch_context_switch"),
-                                              arch.delay_slots, None if steps else
-                                              lambda a: itrace_branches.follows(image, a))
-            cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
-            if cmp.differences:
-                kept = Path(str(guest_log) + ".exec")
-                shutil.copyfile(log, kept)
-                cmp.lines.append(f"QEMU's exec log kept: {kept}")
-        print(f"QEMU's log: {len(refs)} regions, {ambiguous} ambiguous resumes "
-              "(threads that could go on at the same pc; the first suspended went on)")
-        for ln in cmp.lines:
-            print(ln)
-        summary += f", {cmp.compared} compared with QEMU, {cmp.differences} differences"
+    return problems
+
+
+def _compare_with_qemu(args, arch, line, image, f, insns, regs, steps: bool,
+                       problems: list[str]) -> tuple[int, int]:
+    """--reference qemu: a second boot under QEMU's exec log, its regions
+    held against the traced ones; (compared, differences)."""
+    with tempfile.TemporaryDirectory(prefix="itrace-ref-") as d:
+        log, ref_reply, guest_log = _reference_boot(args, arch, line, Path(d))
+        if not ref_reply.ok:
+            problems.append(f"the reference run failed: {ref_reply.message}")
+        lo, hi = image.symbols["__workload_text_start"], image.symbols["__workload_text_end"]
+        refs, ambiguous = qemuref.regions(qemuref.exec_pcs(log), f.addr, lo, hi, insns,
+                                          image.symbols.get("arch_context_switch"),
+                                          arch.delay_slots, None if steps else
+                                          lambda a: itrace_branches.follows(image, a))
+        cmp = qemuref.compare(regs, refs, lambda a: _name_of(image, a))
         if cmp.differences:
-            status = EXIT_FAILED
-    for p in problems:
-        print(f"PROBLEM: {p}")
-    if problems:
-        status = EXIT_FAILED
-    print(summary)
-    return status
+            kept = Path(str(guest_log) + ".exec")
+            shutil.copyfile(log, kept)
+            cmp.lines.append(f"QEMU's exec log kept: {kept}")
+    print(f"QEMU's log: {len(refs)} regions, {ambiguous} ambiguous resumes "
+          "(threads that could go on at the same pc; the first suspended went on)")
+    for ln in cmp.lines:
+        print(ln)
+    return cmp.compared, cmp.differences

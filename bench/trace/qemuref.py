@@ -176,82 +176,107 @@ def regions(runs: list[tuple[int, int]], entry: int, lo: int, hi: int,
     interrupt that switched threads before it could finish) and ran again
     after the handler's `retry`: it is counted once, as the trace counts
     it."""
-    out: list[RefRegion] = []
-    suspended: list[RefRegion] = []
-    # The log's order is the order the vCPUs wrote their lines in: a
-    # region suspended on one CPU is in the pool before another resumes it.
-    cur: dict[int, RefRegion | None] = {cpu: None for cpu, _ in runs}
-    ambiguous = [0]
-    if follows is None:
-        def follows(addrs):
-            return successors(insns, addrs[-1])
+    walk = _RefWalk(runs, entry, lo, hi, insns, switch_pc, delay_slots, follows)
+    for n, (cpu, pc) in enumerate(runs):
+        walk.feed(cpu, pc, n)
+    return walk.out, walk.ambiguous
 
-    def feed(cpu: int, pc: int, n: int) -> None:
-        if switch_pc is not None and pc == switch_pc:
+
+class _RefWalk:
+    """regions()' walk over the log, one pc at a time (see its docstring):
+    the regions so far, each CPU's open one and the suspended pool."""
+
+    def __init__(self, runs, entry, lo, hi, insns, switch_pc, delay_slots, follows):
+        self.entry, self.lo, self.hi, self.insns = entry, lo, hi, insns
+        self.switch_pc, self.delay_slots = switch_pc, delay_slots
+        self.out: list[RefRegion] = []
+        self.suspended: list[RefRegion] = []
+        # The log's order is the order the vCPUs wrote their lines in: a
+        # region suspended on one CPU is in the pool before another resumes it.
+        self.cur: dict[int, RefRegion | None] = {cpu: None for cpu, _ in runs}
+        self.ambiguous = 0
+        self.follows = follows or (lambda addrs: successors(insns, addrs[-1]))
+
+    def feed(self, cpu: int, pc: int, n: int) -> None:
+        cur = self.cur
+        if self.switch_pc is not None and pc == self.switch_pc:
             if cur[cpu] is not None:
                 cur[cpu].kernel_since = True
-                suspended.append(cur[cpu])
+                self.suspended.append(cur[cpu])
                 cur[cpu] = None
             return
-        if not lo <= pc < hi:
+        if not self.lo <= pc < self.hi:
             if cur[cpu] is not None:
                 cur[cpu].kernel_since = True
             return
-        r = cur[cpu]
+        r = cur[cpu] if cur[cpu] is not None else self._resume_or_open(cpu, pc)
         if r is None:
-            known, unknown = [], []
-            for k, sr in enumerate(suspended):
-                succ = follows(sr.addrs)
-                if succ is None:
-                    unknown.append(k)
-                elif pc in succ:
-                    known.append(k)
-            # A new thread starts at the entry: only a region known to go
-            # there next is resumed by it.
-            fit = known if known or pc == entry else unknown
-            if len(fit) > 1:
-                ambiguous[0] += 1
-            if fit:
-                r = cur[cpu] = suspended.pop(fit[0])
-            else:
-                if pc != entry:
-                    return
-                r = cur[cpu] = RefRegion(cpu)
-                out.append(r)
+            return
         if r.kernel_since and r.addrs and pc == r.addrs[-1]:
             r.kernel_since = False
             return                      # it trapped, and ran again after retry
         r.kernel_since = False
-        if r.pending_call is not None:
-            if r.slot_left:
-                r.slot_left -= 1
-            else:
-                back = 8 if delay_slots else (insns.length(r.pending_call) or 0)
-                if pc != r.pending_call + back:
-                    r.depth += 1        # the callee is workload code
-                r.pending_call = None
+        self._callee_known(r, pc)
         r.addrs.append(pc)
         r.entries.append(n)
         if r.closing:
             r.done = True
             cur[cpu] = None
             return
-        m = insns.mnemonic(pc)
+        self._depth(cpu, r, pc)
+
+    def _resume_or_open(self, cpu: int, pc: int) -> RefRegion | None:
+        """The suspended region that goes on at pc (the first suspended of
+        those that could), else a new one if pc is the entry, else None."""
+        known, unknown = [], []
+        for k, sr in enumerate(self.suspended):
+            succ = self.follows(sr.addrs)
+            if succ is None:
+                unknown.append(k)
+            elif pc in succ:
+                known.append(k)
+        # A new thread starts at the entry: only a region known to go
+        # there next is resumed by it.
+        fit = known if known or pc == self.entry else unknown
+        if len(fit) > 1:
+            self.ambiguous += 1
+        if fit:
+            r = self.cur[cpu] = self.suspended.pop(fit[0])
+            return r
+        if pc != self.entry:
+            return None
+        r = self.cur[cpu] = RefRegion(cpu)
+        self.out.append(r)
+        return r
+
+    def _callee_known(self, r: RefRegion, pc: int) -> None:
+        """A call waiting for its callee: past its delay slot, a pc that is
+        not its return address is workload code, one call deeper."""
+        if r.pending_call is None:
+            return
+        if r.slot_left:
+            r.slot_left -= 1
+            return
+        back = 8 if self.delay_slots else (self.insns.length(r.pending_call) or 0)
+        if pc != r.pending_call + back:
+            r.depth += 1
+        r.pending_call = None
+
+    def _depth(self, cpu: int, r: RefRegion, pc: int) -> None:
+        """A call waits for its callee; a return below depth 0 closes the
+        region (after its delay slot, where there are delay slots)."""
+        m = self.insns.mnemonic(pc)
         if m.startswith("call"):
             r.pending_call = pc
-            r.slot_left = 1 if delay_slots else 0
+            r.slot_left = 1 if self.delay_slots else 0
         elif m.startswith("ret"):
             r.depth -= 1
             if r.depth < 0:
-                if delay_slots:
+                if self.delay_slots:
                     r.closing = True
                 else:
                     r.done = True
-                    cur[cpu] = None
-
-    for n, (cpu, pc) in enumerate(runs):
-        feed(cpu, pc, n)
-    return out, ambiguous[0]
+                    self.cur[cpu] = None
 
 
 @dataclass

@@ -166,94 +166,120 @@ def _loss(cpu: int, index: int, cycles: int, words, bits: int) -> Loss:
 
 
 def decode(frame_list, order: str, word_bytes: int) -> Capture:
-    events: list[Event] = []
-    checks: list[Event] = []
-    marked: list[Loss] = []
-    stats: dict[int, dict] = {}
-    expects: dict[str, int] = {}
-    ends: dict[int, tuple[int, int]] = {}
-    aggs: list[dict] = []
-    agg_dropped: dict[int, int] = {}
-    snapshot = -1
-    probe_counts: dict[int, dict] = {}
-    wfmt = {4: "I", 8: "Q"}[word_bytes]
-    nbytes = nframes = 0
+    d = _Decoder(order, word_bytes)
     for fr in frame_list:
-        p = fr.payload
-        if fr.type == frames.T_STATS:
-            s = STATS.unpack(p, order)
-            stats[s["cpu"]] = s
-        elif fr.type == frames.T_EXPECT:
-            e = EXPECT.unpack(p, order)
-            name = p[EXPECT.size:].decode("utf-8", "replace")
-            expects[name] = expects.get(name, 0) + e["calls"]
-        elif fr.type == frames.T_AGGS:
-            head = AGGS_HEAD.unpack(p, order)
-            if head["snapshot"] > snapshot:        # a newer sending replaces all
-                snapshot, aggs, agg_dropped = head["snapshot"], [], {}
-            elif head["snapshot"] < snapshot:
-                continue
-            agg_dropped[head["cpu"]] = head["dropped"]
-            off = AGGS_HEAD.size
-            for _ in range(head["count"]):
-                if off + AGG.size > len(p):
-                    raise ProtocolError(f"AGGS frame seq {fr.seq}: its entries run "
-                                        f"past its {len(p)} bytes")
-                a = AGG.unpack(p[off:off + AGG.size], order)
-                off += AGG.size
-                a["cpu"] = head["cpu"]
-                a["buckets"] = {}
-                for _ in range(a["nbuckets"]):
-                    if off + AGG_BUCKET.size > len(p):
-                        raise ProtocolError(f"AGGS frame seq {fr.seq}: a bucket runs "
-                                            "past the frame")
-                    b = AGG_BUCKET.unpack(p[off:off + AGG_BUCKET.size], order)
-                    a["buckets"][b["index"]] = b["count"]
-                    off += AGG_BUCKET.size
-                aggs.append(a)
-            if off != len(p):
-                raise ProtocolError(f"AGGS frame seq {fr.seq}: {len(p) - off} bytes "
-                                    "left over after its entries")
-        elif fr.type == frames.T_PROBES:
-            if len(p) % PROBE_COUNTS.size:
-                raise ProtocolError(f"PROBES frame seq {fr.seq}: {len(p)} bytes is not "
-                                    f"a whole number of {PROBE_COUNTS.size}-byte entries")
-            for off in range(0, len(p), PROBE_COUNTS.size):
-                c = PROBE_COUNTS.unpack(p[off:off + PROBE_COUNTS.size], order)
-                probe_counts[c["probe"]] = c
-        elif fr.type == frames.T_EVENTS:
-            nframes += 1
-            nbytes += len(p)
-            head = EVENTS_HEAD.unpack(p, order)
-            cpu = head["cpu"]
-            off = EVENTS_HEAD.size
-            for _ in range(head["count"]):
-                if off + EVENT.size > len(p):
-                    raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
-                                        f"run past its {len(p)} bytes")
-                e = EVENT.unpack(p[off:off + EVENT.size], order)
-                off += EVENT.size
-                n = e["nwords"]
-                if off + n * word_bytes > len(p):
-                    raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
-                                        f"run past its {len(p)} bytes")
-                words = struct.unpack_from(f"{order}{n}{wfmt}", p, off)
-                off += n * word_bytes
-                index = ends.get(cpu, (0, 0))[0]
-                if e["kind"] == K_DROPS:
-                    if n < len(vars(DROPS)):
-                        raise ProtocolError(f"EVENTS frame seq {fr.seq}: a DROPS "
-                                            f"record of {n} words")
-                    marked.append(_loss(cpu, index, e["cycles"], words,
-                                        8 * word_bytes))
-                    continue
-                ends[cpu] = (index + 1, e["cycles"])
-                ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words,
-                           index)
-                (checks if e["kind"] == K_CHECK else events).append(ev)
-            if off != len(p):
-                raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
-                                    "bytes left over after its records")
-    events.sort(key=lambda e: e.cycles)
-    return Capture(events, checks, stats, expects, nframes, nbytes, marked, ends,
-                   aggs, agg_dropped, probe_counts)
+        step = d.FRAMES.get(fr.type)
+        if step is not None:
+            step(d, fr, fr.payload)
+    d.events.sort(key=lambda e: e.cycles)
+    return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
+                   d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts)
+
+
+class _Decoder:
+    """decode()'s state, and a method per trace frame type (FRAMES); any
+    other frame is not the trace's and is passed over."""
+
+    def __init__(self, order: str, word_bytes: int):
+        self.order, self.word_bytes = order, word_bytes
+        self.wfmt = {4: "I", 8: "Q"}[word_bytes]
+        self.events: list[Event] = []
+        self.checks: list[Event] = []
+        self.marked: list[Loss] = []
+        self.stats: dict[int, dict] = {}
+        self.expects: dict[str, int] = {}
+        self.ends: dict[int, tuple[int, int]] = {}
+        self.aggs: list[dict] = []
+        self.agg_dropped: dict[int, int] = {}
+        self.snapshot = -1
+        self.probe_counts: dict[int, dict] = {}
+        self.nbytes = self.nframes = 0
+
+    def stats_frame(self, fr, p) -> None:
+        s = STATS.unpack(p, self.order)
+        self.stats[s["cpu"]] = s
+
+    def expect_frame(self, fr, p) -> None:
+        e = EXPECT.unpack(p, self.order)
+        name = p[EXPECT.size:].decode("utf-8", "replace")
+        self.expects[name] = self.expects.get(name, 0) + e["calls"]
+
+    def aggs_frame(self, fr, p) -> None:
+        order = self.order
+        head = AGGS_HEAD.unpack(p, order)
+        if head["snapshot"] > self.snapshot:        # a newer sending replaces all
+            self.snapshot, self.aggs, self.agg_dropped = head["snapshot"], [], {}
+        elif head["snapshot"] < self.snapshot:
+            return
+        self.agg_dropped[head["cpu"]] = head["dropped"]
+        off = AGGS_HEAD.size
+        for _ in range(head["count"]):
+            if off + AGG.size > len(p):
+                raise ProtocolError(f"AGGS frame seq {fr.seq}: its entries run "
+                                    f"past its {len(p)} bytes")
+            a = AGG.unpack(p[off:off + AGG.size], order)
+            off += AGG.size
+            a["cpu"] = head["cpu"]
+            a["buckets"] = {}
+            for _ in range(a["nbuckets"]):
+                if off + AGG_BUCKET.size > len(p):
+                    raise ProtocolError(f"AGGS frame seq {fr.seq}: a bucket runs "
+                                        "past the frame")
+                b = AGG_BUCKET.unpack(p[off:off + AGG_BUCKET.size], order)
+                a["buckets"][b["index"]] = b["count"]
+                off += AGG_BUCKET.size
+            self.aggs.append(a)
+        if off != len(p):
+            raise ProtocolError(f"AGGS frame seq {fr.seq}: {len(p) - off} bytes "
+                                "left over after its entries")
+
+    def probes_frame(self, fr, p) -> None:
+        if len(p) % PROBE_COUNTS.size:
+            raise ProtocolError(f"PROBES frame seq {fr.seq}: {len(p)} bytes is not "
+                                f"a whole number of {PROBE_COUNTS.size}-byte entries")
+        for off in range(0, len(p), PROBE_COUNTS.size):
+            c = PROBE_COUNTS.unpack(p[off:off + PROBE_COUNTS.size], self.order)
+            self.probe_counts[c["probe"]] = c
+
+    def events_frame(self, fr, p) -> None:
+        order, word_bytes = self.order, self.word_bytes
+        self.nframes += 1
+        self.nbytes += len(p)
+        head = EVENTS_HEAD.unpack(p, order)
+        cpu = head["cpu"]
+        off = EVENTS_HEAD.size
+        for _ in range(head["count"]):
+            if off + EVENT.size > len(p):
+                raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
+                                    f"run past its {len(p)} bytes")
+            e = EVENT.unpack(p[off:off + EVENT.size], order)
+            off += EVENT.size
+            n = e["nwords"]
+            if off + n * word_bytes > len(p):
+                raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
+                                    f"run past its {len(p)} bytes")
+            words = struct.unpack_from(f"{order}{n}{self.wfmt}", p, off)
+            off += n * word_bytes
+            self._record(fr, cpu, e, words)
+        if off != len(p):
+            raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
+                                "bytes left over after its records")
+
+    def _record(self, fr, cpu: int, e: dict, words) -> None:
+        """One record of an EVENTS frame: a marked loss (DROPS), a CHECK
+        record or an event, numbered in its CPU's order."""
+        index = self.ends.get(cpu, (0, 0))[0]
+        if e["kind"] == K_DROPS:
+            if len(words) < len(vars(DROPS)):
+                raise ProtocolError(f"EVENTS frame seq {fr.seq}: a DROPS "
+                                    f"record of {len(words)} words")
+            self.marked.append(_loss(cpu, index, e["cycles"], words,
+                                     8 * self.word_bytes))
+            return
+        self.ends[cpu] = (index + 1, e["cycles"])
+        ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words, index)
+        (self.checks if e["kind"] == K_CHECK else self.events).append(ev)
+
+    FRAMES = {frames.T_STATS: stats_frame, frames.T_EXPECT: expect_frame,
+              frames.T_AGGS: aggs_frame, frames.T_PROBES: probes_frame,
+              frames.T_EVENTS: events_frame}

@@ -1,0 +1,228 @@
+"""The suite's commands: what checks and measures the bench as a whole.
+
+check is `make check` (pytest, every arch's guest self-tests at each
+-smp it is checked at, and the matrix's quick group; one summary row each
+and JUnit XML in build/junit/); selftest and matrix run those parts alone
+(bench/suite/selftest.py, the matrix in bench/suite/matrix.py); bench is
+`make bench`, the seeds' experiments (bench/suite/perf.py); fuzz holds the
+host-compiled probe emulator against unicorn (bench/check/fuzz.py);
+boot-time and avoid measure the boot and seed 003's interrupt-avoidance
+methods. Each returns an exit status from bench/errors.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+
+from .. import arches
+from ..check import fuzz
+from ..errors import EXIT_FAILED, EXIT_OK, BenchError, HostLost, UsageError
+from ..guest import build, libvirt
+from ..guest.backend import open_guest
+from ..paths import BUILD
+from ..suite import hosts, junit, lint, matrix, perf, selftest
+from ..trace import avoid
+
+
+def cmd_check(args) -> int:
+    names = arches.names(args.arch)
+    junit_dir = BUILD / "junit"
+    junit_dir.mkdir(parents=True, exist_ok=True)
+    host_xml = junit_dir / "host.xml"
+    host_xml.unlink(missing_ok=True)
+    for name in names:
+        build.ensure_image(arches.get(name))
+
+    print(f"== host tests (pytest) for {', '.join(names)}", flush=True)
+    pytest = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+         f"--junitxml={host_xml}", f"--arch={','.join(names)}"], cwd=BUILD.parent)
+    rows = []
+    if host_xml.exists():
+        rows.append(("host tests", *junit.counts(host_xml)))
+    else:
+        rows.append(("host tests", 0, 1, 0))
+    if pytest.returncode not in (0, 1):
+        print(f"pytest itself failed (exit {pytest.returncode})")
+        rows.append(("pytest run", 0, 1, 0))
+
+    for name in names:
+        for smp in arches.get(name).check_smp:
+            label = f"{name} -smp {smp} self-tests"
+            print(f"== {label}", flush=True)
+            try:
+                res = selftest.run(name, echo=lambda l: print(l, flush=True), smp=smp)
+                for p in res.problems:
+                    print(f"PROBLEM: {p}")
+                rows.append((label, len(res.passed),
+                             len(res.failed) + len(res.problems), 0))
+            except BenchError as e:
+                print(f"ERROR: {e}")
+                rows.append((label, 0, 1, 0))
+
+    rows.append(_check_matrix_quick(names, junit_dir))
+    rows.append(lint.row())
+
+    print("\n== summary")
+    for what, p, f, s in rows:
+        print(f"  {what:<28} {p:4d} passed {f:4d} failed {s:4d} skipped")
+    passed = sum(r[1] for r in rows)
+    failed = sum(r[2] for r in rows)
+    skipped = sum(r[3] for r in rows)
+    print(f"JUnit XML: {junit_dir}/")
+    print(f"check: {passed} passed, {failed} failed, {skipped} skipped")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _check_matrix_quick(names: list[str], junit_dir) -> tuple:
+    """The matrix's quick group (ci/matrix.cfg) for these arches: a summary
+    row for make check; its JUnit XML is copied beside the others."""
+    print("== matrix quick (ci/matrix.cfg)", flush=True)
+    try:
+        res = matrix.run(matrix.select(matrix.load(), "quick", names), "quick")
+    except BenchError as e:
+        print(f"ERROR: {e}")
+        return ("matrix quick", 0, 1, 0)
+    for line in matrix.summary_lines(res):
+        print(line)
+    shutil.copy(res.junit, junit_dir / "matrix-quick.xml")
+    return ("matrix quick", res.count("PASS"),
+            res.count("FAIL", "TIMEOUT", "XPASS"), res.count("XFAIL"))
+
+
+def cmd_selftest(args) -> int:
+    failed = 0
+    for name in arches.names(args.arch):
+        print(f"== {name} -smp {args.smp}: guest self-tests", flush=True)
+        res = selftest.run(name, args.area, echo=lambda l: print(l, flush=True),
+                           smp=args.smp)
+        for p in res.problems:
+            print(f"PROBLEM: {p}")
+        print(f"selftest {name}: {len(res.passed)} passed, {len(res.failed)} failed"
+              + (f", {len(res.problems)} problems" if res.problems else ""))
+        failed += not res.ok
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_boot_time(args) -> int:
+    arch = arches.get(args.arch)
+    build.ensure_image(arch)
+    ms = []
+    for i in range(args.runs):
+        with open_guest(arch, label=f"boot{i}", smp=args.smp) as g:
+            ms.append(g.boot_seconds * 1000)
+            g.exit(0)
+        print(f"boot {i + 1}/{args.runs}: {ms[-1]:.1f} ms", flush=True)
+    q = statistics.quantiles(ms, n=4) if len(ms) >= 2 else [ms[0]] * 3
+    print(f"{arch.name} -smp {args.smp}: {len(ms)} boots, QEMU start to HELLO frame; "
+          f"min {min(ms):.1f} ms, quartiles {q[0]:.1f}/{q[1]:.1f}/{q[2]:.1f} ms, "
+          f"max {max(ms):.1f} ms")
+    print(f"boot-to-ready median {statistics.median(ms):.0f} ms")
+    return EXIT_OK
+
+
+def cmd_matrix(args) -> int:
+    cells = matrix.select(matrix.load(args.file), args.group,
+                          arches.names(args.arch) if args.arch else None, args.cell)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.list:
+        for c in cells:
+            print(f"{c.name:<32} {c.timeout:6g} s  python3 -m bench "
+                  f"{' '.join(map(shlex.quote, c.argv()))}"
+                  + (f"   (xfail: {c.xfail})" if c.xfail else ""))
+        return EXIT_OK
+    for uri in args.host or []:
+        libvirt.check_uri(uri)
+    if args.host and len(set(args.host)) != len(args.host):
+        raise UsageError("--host: the same URI twice")
+    for name in sorted({c.arch for c in cells}):   # once, before cells race to
+        build.ensure_image(arches.get(name))       # build it in parallel
+    on = None
+    if args.host:
+        on = hosts.connect(args.host)
+        for h in on:
+            print(f"host {h.label}: " + (f"{h.cpus} CPUs, {h.slots} slots"
+                                         if not h.down else f"down, {h.down}"),
+                  flush=True)
+        if all(h.down for h in on):
+            raise HostLost("no host could be reached: " + "; ".join(
+                f"{h.uri}: {h.down}" for h in on))
+    res = matrix.run(cells, args.group, jobs=args.jobs, hosts=on)
+    print()
+    for line in matrix.summary_lines(res):
+        print(line)
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def cmd_bench(args) -> int:
+    worst = EXIT_OK
+    for name in arches.names(args.arch):
+        worst = max(worst, perf.run(name, reps=args.reps, small=args.small))
+    return worst
+
+
+def cmd_fuzz(args) -> int:
+    arch = arches.get(args.arch)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    print(f"fuzz {arch.name}: {args.states} states per class, seed {args.seed}",
+          flush=True)
+    res = fuzz.run(arch, args.states, args.classes, args.seed, args.jobs,
+                   on_line=lambda l: print(l, flush=True))
+    bad = sum(len(r.mismatches) for r in res)
+    print(f"fuzz {arch.name}: {sum(r.compared for r in res)} states in "
+          f"{len(res)} classes, {bad} mismatches")
+    return EXIT_OK if all(r.ok for r in res) else EXIT_FAILED
+
+
+def cmd_avoid(args) -> int:
+    arch = arches.get(args.arch)
+    if min(args.pages, args.iters, args.reps) < 1:
+        raise UsageError("--pages, --iters and --reps must be at least 1")
+    if arch.itrace == "step":
+        return _avoid_step(args, arch)
+    print(f"avoid {arch.name}: tlbwalk pages={args.pages} iters={args.iters}, "
+          f"{args.reps} repetitions", flush=True)
+    with open_guest(arch, label="avoid", smp=args.smp, command_timeout=600) as g:
+        rows = avoid.measure(g, args.pages, args.iters, args.reps,
+                             on_line=lambda l: print(l, flush=True))
+    figs = avoid.figures(rows)
+    for line in avoid.table_lines(figs):
+        print(line)
+    bad = avoid.problems(figs)
+    for b in bad:
+        print(f"  PROBLEM: {b}")
+    m = figs["all"]["median"]
+    print(f"avoid {arch.name}: all methods on: {max(figs['all']['own_total'])} misses "
+          f"and faults of the tracer's own (ITLB {m['own_itlb']:.0f}, DTLB "
+          f"{m['own_dtlb']:.0f}, faults {m['own_faults']:.0f}); {len(bad)} problems")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _avoid_step(args, arch) -> int:
+    """`bench avoid` on a single-stepping arch (i386): avoid_step.py."""
+    from ..trace import avoid_step
+    print(f"avoid {arch.name}: demand iters={args.iters}, each instruction-tracing "
+          "method with demand_step's page resident and evicted before every call",
+          flush=True)
+    with open_guest(arch, label="avoid", smp=args.smp, command_timeout=600) as g:
+        reps = avoid_step.measure(g, arch, args.iters, args.reps,
+                                  on_line=lambda l: print(l, flush=True))
+        g.exit(0)
+    rows = avoid_step.merge(reps)
+    for line in avoid_step.table_lines(rows):
+        print(line)
+    bad = [b for rep in reps for b in avoid_step.problems(rep, args.iters)]
+    for b in bad:
+        print(f"  PROBLEM: {b}")
+    nxt = [r for r in rows if r["method"] == "next" and r["evict"]]
+    prev = [r for r in rows if r["method"] == "previous" and r["evict"]]
+    print(f"avoid {arch.name}: page evicted before each call: the tracer took "
+          f"{prev[0]['own_faults']} faults of its own by previous, "
+          f"{nxt[0]['own_faults']} by next; {len(bad)} problems")
+    return EXIT_FAILED if bad else EXIT_OK
