@@ -177,24 +177,46 @@ class Bench:
         # The lossy baselines' overhead per firing (experiment 2, the pair
         # loop), per repetition: against the out-of-line path (firepath).
         self.lossy_firing: dict[str, list] = {}
+        # Host wall seconds per boot and per experiment in it, in the order
+        # run: where `make bench`'s minutes go (printed, and in results.json).
+        self.timings: list[dict] = []
+        self._boot_label = ""
+
+    def clock(self, experiment: str, t0: float) -> None:
+        """Account the host wall time since t0 to experiment, in this boot."""
+        sec = round(time.monotonic() - t0, 1)
+        self.timings.append({"boot": self._boot_label, "experiment": experiment,
+                             "seconds": sec})
+        self.say(f"  ({self._boot_label} {experiment}: {sec} s)")
+
+    @contextlib.contextmanager
+    def timed(self, experiment: str):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.clock(experiment, t0)
 
     def put(self, name: str, values, unit: str, **extra) -> None:
         self.figures[name] = figure(values, unit, **extra)
 
     @contextlib.contextmanager
     def boot(self, label: str, smp: int = 1, instrumented: bool = False):
+        t0 = time.monotonic()      # the instrumented image's build counts
         kw = {}
         if instrumented:
             image, elf = build.instrumented_image(self.arch)
             kw = {"image": image, "elf": elf}
         self.say(f"bench {self.arch.name}: boot {label} ({smp} CPU"
                  f"{'s' if smp > 1 else ''}{', -finstrument-functions' if instrumented else ''})")
+        self._boot_label = label
         with open_guest(self.arch, label=f"bench-{label}", smp=smp,
                         memory_mb=self.arch.max_memory_mb, command_timeout=600,
                         **kw) as g:
             self.hz = g.hello["cycles_hz"]
             self.boots.append({"label": label, "smp": smp, "instrumented": instrumented,
                                "cycles_hz": self.hz})
+            self.clock("boot", t0)
             yield g
 
     # ---- DProbes' five experiments ----
@@ -520,6 +542,7 @@ class Bench:
             s.must(f"trace kick {kick}")
             key = f"sustained_{channel}" + ("_ticks" if kick == "off" else "")
             rows = []
+            t0 = time.monotonic()
             for _ in range(self.reps):
                 s.must("trace reset")
                 mark = len(g.trace_frames)
@@ -537,6 +560,7 @@ class Bench:
                 rows.append((len(cap.events), rep.dropped, rep.fired,
                              r.results[-1]["cycles"] / self.hz))
             s.must("trace kick on")
+            self.clock(key, t0)
             col = lambda i: [row[i] for row in rows]
             self.figures[key] = {
                 "what": f"calltree threads=8 iters={self.sizes.sustained_iters}, "
@@ -567,6 +591,7 @@ class Bench:
         g.command("probe clear")
         s.must(f"trace buffer {FBT_BUFFER}", timeout=60)
         for wl, spec, cmd in workloads:
+            t_wl = time.monotonic()
             for mechanism in mechanisms:
                 traced = mechanism not in ("untraced", "hooks_off")
                 g.command("probe clear")
@@ -634,6 +659,7 @@ class Bench:
                 self.say(f"  {wl}{tag} {mechanism}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
                          f"{med['events']['median']:,.0f} records"
                          + (f", missed {med['missed']['median']}" if traced else ""))
+            self.clock(f"fbt {wl}{tag}", t_wl)
 
     # ---- seed 003: the tracer's own interrupts ----
 
@@ -851,22 +877,31 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
         # DProbes' five and the serial drain as ever over the 16550; then,
         # in the same boot, the virtio channel's drain and experiment 5.
         g.command("channel serial")
-        b.dprobes(g)
-        b.firepath(g)
-        b.probecost(g)
-        b.watchcost(g)
-        b.drain(g, "serial")
+        with b.timed("dprobes"):
+            b.dprobes(g)
+        with b.timed("firepath"):
+            b.firepath(g)
+        with b.timed("probecost"):
+            b.probecost(g)
+        with b.timed("watchcost"):
+            b.watchcost(g)
+        with b.timed("drain serial"):
+            b.drain(g, "serial")
         if g.channel_used == "virtio":
-            b.drain(g, "virtio")
-            b.dprobes_log(g, "virtio")
-            b.dprobes_log(g, "serial")
+            with b.timed("drain virtio"):
+                b.drain(g, "virtio")
+            with b.timed("dprobes 5 virtio"):
+                b.dprobes_log(g, "virtio")
+            with b.timed("dprobes 5 serial"):
+                b.dprobes_log(g, "serial")
         else:
             b.notes.append(f"no virtio channel on {arch.name}: its drain rows are "
                            "the 16550's alone")
         g.command(f"channel {g.channel_used}")
         g.command("timer 100")
         b.fbt(g, _workloads(sizes), mechanisms)
-        b.avoid(g)
+        with b.timed("avoid"):
+            b.avoid(g)
         g.exit(0)
     with b.boot("B", instrumented=True) as g:
         b.fbt(g, _workloads(sizes), ["hooks_off", "finstrument"], hooks=True)
@@ -874,7 +909,8 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
     if arch.max_smp >= 4:
         with b.boot("C", smp=4) as g:
             b.fbt(g, _workloads(sizes, sizes.ct_threads_smp), mechanisms, tag="_smp4")
-            b.scaling(g)
+            with b.timed("scaling"):
+                b.scaling(g)
             b.sustained(g, [c for c in ("virtio", "serial")
                             if c == "serial" or g.channel_used == "virtio"])
             g.exit(0)
@@ -883,7 +919,8 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
                   ["hooks_off", "finstrument"], hooks=True, tag="_smp4")
             g.exit(0)
     with b.boot("E", smp=min(2, arch.max_smp)) as g:
-        b.kernel(g)
+        with b.timed("kernel"):
+            b.kernel(g)
         g.exit(0)
     return b
 
@@ -1089,12 +1126,15 @@ def plots(b: Bench, out) -> list[str]:
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
         out=None) -> int:
     arch = arches.get(arch_name)
+    t_image = time.monotonic()
     build.ensure_image(arch)
     t0 = time.monotonic()
     sizes = Sizes.small() if small else Sizes()
     on_line(f"bench {arch.name}: {reps} repetitions of every figure"
             + (" (small sizes)" if small else ""))
     b = measure(arch, reps, sizes, on_line)
+    b.timings.insert(0, {"boot": "", "experiment": "image",
+                         "seconds": round(t0 - t_image, 1)})
     out = out or BUILD / "bench" / arch.name
     out.mkdir(parents=True, exist_ok=True)
     made = plots(b, out)
@@ -1114,6 +1154,7 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
                    "sizes": sizes.__dict__, "small": small,
                    "seconds": round(time.monotonic() - t0, 1)},
     }
+    results["timings"] = b.timings
     (out / "results.json").write_text(json.dumps(results, indent=2))
     width = max(len(r[0]) for r in rows)
     print(f"\n{'figure':{width}}  {'measured (median [min..max])':>40}  target")
@@ -1123,5 +1164,8 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
         print(f"note: {n}")
     print(f"results: {out / 'results.json'}"
           + (f"; plots: {', '.join(made)}" if made else ""))
+    print("host wall time per boot and experiment (s):")
+    for t in b.timings:
+        print(f"  {t['boot']:2} {t['experiment']:24} {t['seconds']:7.1f}")
     print(f"bench {arch.name}: {results['config']['seconds']} s")
     return 0
