@@ -15,6 +15,7 @@ import pytest
 from bench import arches
 from bench.suite import perf
 from bench.suite.perf import core, plan
+from bench.suite.perf.channels import sustained_reps
 from bench.suite.perf.table import table
 
 REPS = 2
@@ -385,6 +386,18 @@ def test_plan_accounts_time_and_notes(monkeypatch):
         [("X", "boot"), ("X", "one")], b.timings
     assert b.notes == [f"nothing to skip on {arch.name}"], b.notes
     assert b.figures["one"]["median"] == 1.5
+
+
+def test_sustained_runs_over_the_16550_repeat_less():
+    """The cut that keeps `make bench` under 10 minutes: the line-bound
+    sustained run repeats sustained_serial_reps times, every other row
+    the bench's repetitions."""
+    b = core.Bench(arches.get(arches.available()[0]), 5, core.Sizes(), on_line=[].append)
+    assert b.sizes.sustained_serial_reps == 2
+    assert sustained_reps(b, "serial") == 2
+    assert sustained_reps(b, "virtio") == 5
+    b.reps = 1
+    assert sustained_reps(b, "serial") == 1
 
 
 def test_timed_keeps_the_time_of_an_experiment_that_fails():
