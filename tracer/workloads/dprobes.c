@@ -20,7 +20,7 @@
  * with the one of M.abort give the cost of an RPN instruction.
  * (M is a mechanism's name: `int3.null`, `shellgame.pair`.)
  *
- * The host compiles and loads the programs (bench/suite/perf.py) and
+ * The host compiles and loads the programs (bench/suite/perf/dprobes.py) and
  * passes their slots; an experiment whose slot is WIRE_PROGRAMS (the
  * default) is left out, so `run dprobes` alone measures 1, 2 and M.null.
  *
