@@ -138,7 +138,7 @@ static int probe_add(const struct subcommand *s, int argc, char **argv,
 	if ((uint64_t)(uintptr_t)addr != addr)
 		return command_reply(r, WIRE_REPLY_FAILED, "refused: 0x%llx is outside "
 				     "kernel text", (unsigned long long)addr);
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (tracer_probe_add(id, (uintptr_t)addr, (unsigned)kind, (unsigned)nargs, why,
 			     sizeof why) != 0)
 		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
@@ -153,7 +153,7 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 	bool enable = strcmp(s->name, "enable") == 0;
 	unsigned ids[COMMAND_MAX_ARGS];
 	unsigned n = 0;
-	char why[128], other[128];
+	char why[WIRE_MAX_REASON], other[WIRE_MAX_REASON];
 
 	if (argc < 3)
 		return usage_of(s, argv, r);
@@ -237,7 +237,7 @@ static int probe_action(const struct subcommand *s, int argc, char **argv,
 			struct command_reply *r)
 {
 	unsigned action = TRACER_NACTIONS, n = 0;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	if (argc >= 4)
 		for (unsigned a = 0; a < TRACER_NACTIONS; a++)
@@ -275,7 +275,7 @@ static int probe_program(const struct subcommand *s, int argc, char **argv,
 {
 	uint64_t v = 0;
 	unsigned n;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	bool none = argc >= 4 && strcmp(argv[argc - 1], "none") == 0;
 
 	if (argc < 4 || (!none && (!parse_u64(argv[argc - 1], &v) || v >= WIRE_PROGRAMS)))
@@ -303,7 +303,7 @@ static int probe_count_limit(const struct subcommand *s, int argc, char **argv,
 	bool pass = strcmp(s->name, "pass") == 0;
 	uint64_t v;
 	unsigned n;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	if (argc < 4 || !parse_u64(argv[argc - 1], &v) ||
 	    (pass && v > UINT32_MAX) || (unsigned long)v != v)
@@ -700,7 +700,7 @@ static int program_load_cmd(const struct subcommand *s, int argc, char **argv,
 			    struct command_reply *r)
 {
 	uint64_t slot, offset;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (argc != 5 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &offset) ||
 	    slot >= WIRE_PROGRAMS || offset >= PROGRAM_MAX_BYTES)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program load SLOT "
@@ -719,7 +719,7 @@ static int program_check_cmd(const struct subcommand *s, int argc, char **argv,
 			     struct command_reply *r)
 {
 	uint64_t slot, bytes;
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	if (argc != 4 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &bytes) ||
 	    slot >= WIRE_PROGRAMS)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program check SLOT "
@@ -739,7 +739,7 @@ static int program_clear_cmd(const struct subcommand *s, int argc, char **argv,
 			     struct command_reply *r)
 {
 	uint64_t slot = 0;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (argc > 3 || (argc == 3 && (!parse_u64(argv[2], &slot) ||
 				       slot >= WIRE_PROGRAMS)))
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program clear "

@@ -347,7 +347,7 @@ int tracer_set_mechanism(const char *name)
 
 unsigned tracer_clear(void)
 {
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	tracer_lock();
 	tracer_watch_clear();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)

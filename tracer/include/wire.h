@@ -34,6 +34,7 @@
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
 #define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+#define WIRE_MAX_REASON   512   /* longest reason (refusal, note) a REPLY carries whole */
 #define WIRE_MAX_ARGS     6     /* argument words an ENTRY record carries at most */
 
 /* The frame header, little-endian on every arch (frame.c writes it byte by

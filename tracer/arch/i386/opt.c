@@ -233,7 +233,7 @@ static unsigned insn_len(const uint8_t *c, size_t avail, const char **why)
 	return avail >= n ? n : 0;
 }
 
-static char why_buf[128];
+static char why_buf[WIRE_MAX_REASON];
 
 bool opt_can_arm(const struct probe *p, const char **why)
 {
