@@ -91,6 +91,10 @@ class Arch:
     # instruction logged before it on that CPU trapped instead of running
     # (it runs again after the handler's retry); None: none to tell apart.
     exec_trap_entry: object = None
+    # An instruction the exec log cannot count (its first bytes, as the
+    # ELF has them): the reason, else "". i386: a REP prefix, which
+    # singlestep runs one iteration at a time.
+    exec_uncounted: object = None
     # Debugging through QEMU's GDB stub (bench/debug.py, bench/rsp.py): the
     # gdb commands that select the architecture and byte order, the layout
     # of the stub's `g` reply (struct format of one register, names in
@@ -150,6 +154,14 @@ def _sparc64_sync_trap(pc: int, symbols: dict) -> bool:
     tt = ((pc - base) % 0x4000) // 32
     return not (0x41 <= tt <= 0x4f or tt == 0x60)
 
+def _i386_rep_prefixed(code: bytes) -> str:
+    """A REP/REPNE prefix (f3/f2): logged once per iteration under singlestep."""
+    if code[:1] in (b"\xf2", b"\xf3"):
+        return (f"REP-prefixed (0x{code[0]:02x}): singlestep logs each iteration, "
+                "not each execution")
+    return ""
+
+
 ARCHES: dict[str, Arch] = {
     "i386": Arch(
         name="i386",
@@ -168,6 +180,7 @@ ARCHES: dict[str, Arch] = {
         objdump="i686-linux-gnu-objdump",
         libvirt_arch="i686",
         return_registers=2,              # eax, edx
+        exec_uncounted=_i386_rep_prefixed,
         sites=rules.I386Rules(),
         checker="bench.check.i386",
         fuzzer="bench.check.fuzz_i386",
