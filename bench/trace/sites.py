@@ -51,6 +51,8 @@ class Probe:
     refused: str = ""    # the guest's reason, if it refused
     program: str = ""    # the program it runs instead of recording, if any
     offset: int = 0      # insn probes: bytes from the function's start
+    argmap: str = ""     # entry probes: where each word is, hex (types.py), if not
+                         # where the calling convention puts it
 
     @property
     def spec(self) -> str:
@@ -123,6 +125,14 @@ def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _argmap(f, kind: str) -> str:
+    """An entry probe's argument map for `probe add`, hex ('' if none)."""
+    sig = f.signature
+    if kind != "entry" or sig is None or not sig.argmap:
+        return ""
+    return bytes(sig.argmap).hex()
+
+
 def _words(f, kind: str, image: Image) -> int:
     """What `probe add` asks to record: an entry's argument words, a
     return's value words (0: the guest's default of one)."""
@@ -180,7 +190,7 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
                     continue
                 seen.add(a)
                 probes.append(Probe(len(probes), f.name, kind, a,
-                                    _words(f, kind, image)))
+                                    _words(f, kind, image), argmap=_argmap(f, kind)))
     return probes, notes
 
 

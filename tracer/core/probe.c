@@ -248,6 +248,7 @@ static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->id = id;
 	p->kind = (uint8_t)kind;
 	p->nargs = (uint8_t)nargs;
+	p->nargmap = 0;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
 	p->gated = 0;
