@@ -141,10 +141,9 @@ class Model:
             else:
                 out.append(f"{kind} of {size} bytes at {address:#x}, outside the "
                            f"recorded memory")
-        if not_held:
-            if address_ok and not [d for d in out if "outside the recorded" in d]:
-                return not_held         # every value after is a guess: not compared
-            out += not_held
+        if not_held and address_ok:
+            return not_held             # every value after is a guess: not compared
+        out += not_held
         if span:
             for i in range(0, len(span[2]), 8):
                 e = int.from_bytes(mem[0][i:i + 8], "big")

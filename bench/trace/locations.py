@@ -16,8 +16,8 @@ trapped state holds it: ("word", k), the convention's argument word k, or
 A parameter with no location but DW_AT_const_value is that constant (a
 .constprop clone's); with neither it was optimized out; one whose
 location is the caller's argument (DW_OP_GNU_parameter_ref) was not
-passed to the clone at all. Nothing here ever
-stands in a stack word for a value DWARF does not place there.
+passed to the clone at all. Nothing here ever stands in a stack word for
+a value DWARF does not place there.
 """
 
 from __future__ import annotations
