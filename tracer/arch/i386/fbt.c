@@ -403,7 +403,12 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 		 * arguments follow (cdecl), as ctrace reads them. */
 		for (unsigned i = 0; i < p->nargs; i++) {
 			uint32_t a = sp + 4 + 4 * i;
-			w[WIRE_ENTRY_ARG0 + i] = mapped(a) ? *(const uint32_t *)a : 0;
+			unsigned long v = 0;
+			if (p->nargmap)         /* where -O2 put them (core/args.c) */
+				tracer_arg(&ctx, p, i, &v);
+			else
+				v = mapped(a) ? *(const uint32_t *)a : 0;
+			w[WIRE_ENTRY_ARG0 + i] = v;
 		}
 		n = WIRE_ENTRY_ARG0 + p->nargs;
 	} else {

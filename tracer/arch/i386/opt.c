@@ -233,7 +233,7 @@ static unsigned insn_len(const uint8_t *c, size_t avail, const char **why)
 	return avail >= n ? n : 0;
 }
 
-static char why_buf[128];
+static char why_buf[WIRE_MAX_REASON];
 
 bool opt_can_arm(const struct probe *p, const char **why)
 {
@@ -272,6 +272,8 @@ bool opt_can_arm(const struct probe *p, const char **why)
 			return false;
 		}
 	}
+	if (tracer_check_mode && !opt_checkable(c, len, why))
+		return false;           /* what the record cannot hold (opt_check.c) */
 	if (!known) {                   /* the slot is (re)written by opt_stage */
 		if (s->probe && s->probe != p &&        /* its old probe falls back */
 		    slot_of[s->probe->id] == (uint16_t)(i + 1))     /* to int3 */

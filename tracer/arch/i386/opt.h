@@ -62,6 +62,9 @@ bool opt_checked(const struct probe *p);
  * frame or the int3 stage's trap frame), kept for this CPU, and IF
  * cleared in tf so that the copies run with interrupts masked ... */
 void opt_check_before(const struct probe *p, struct trapframe *tf);
+/* Whether check mode's record holds every memory access the len displaced
+ * bytes at code make (the stack window only); false with *why if not. */
+bool opt_checkable(const uint8_t *code, unsigned len, const char **why);
 /* ... and, from the second call after the copies, the CHECK record of
  * both states, IF put back as it was. */
 void i386_opt_after(struct trapframe *tf);

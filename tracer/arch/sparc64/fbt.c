@@ -464,8 +464,14 @@ static void record_fire(const struct probe *p, struct trapframe *tf,
 	case WIRE_EVENT_ENTRY:
 		w[WIRE_ENTRY_PC] = tf->tpc;
 		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
-		for (unsigned a = 0; a < p->nargs; a++)
-			w[WIRE_ENTRY_ARG0 + a] = tf->o[a];
+		for (unsigned a = 0; a < p->nargs; a++) {
+			unsigned long v = 0;
+			if (!p->nargmap)
+				v = tf->o[a];
+			else                    /* where -O2 put them (core/args.c) */
+				tracer_arg(&ctx, p, a, &v);
+			w[WIRE_ENTRY_ARG0 + a] = v;
+		}
 		n = WIRE_ENTRY_ARG0 + p->nargs;
 		break;
 	case WIRE_EVENT_RETURN:
