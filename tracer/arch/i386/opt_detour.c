@@ -6,7 +6,7 @@
  *
  * The detour (opt_detour.S) builds a struct trapframe of a trap at the
  * site, records with interrupts masked through the fire path's own
- * record_fire (fbt.c), restores every register and EFLAGS, runs the copy
+ * record_fire (fire.c), restores every register and EFLAGS, runs the copy
  * of the displaced instructions and jumps back to site + len.
  *
  * Check mode picks the detour when the slot is written: with `probe check
