@@ -1,6 +1,7 @@
 /*
- * opt.h — the jump-optimized mechanism's layout, shared by opt.c and
- * opt_detour.S, and what fbt.c's fire path asks of it.
+ * opt.h — the jump-optimized mechanism's layout, shared by its C files
+ * (opt.c, opt_detour.c, opt_stage.c; opt_slots.h holds their private
+ * part) and opt_detour.S, and what the fire path (fire.c) asks of it.
  */
 #ifndef I386_OPT_H
 #define I386_OPT_H
@@ -52,7 +53,7 @@ uint32_t opt_resume(const struct probe *p);
 /* Whether addr lies in the displaced tail (bytes 1..len-1) of an armed
  * opt probe other than self. */
 const struct probe *opt_covering(uintptr_t addr);
-/* The detour's C half (fbt.c); in check mode's detour, the same and
+/* The detour's C half (fire.c); in check mode's detour, the same and
  * then the state before the copies run (opt_check.c). */
 void i386_opt_fire(struct trapframe *tf);
 void i386_opt_fire_checked(struct trapframe *tf);

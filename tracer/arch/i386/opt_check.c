@@ -15,7 +15,7 @@
  * usual and then calls opt_check_before; after the copy a second call
  * (opt_common_after) reaches i386_opt_after. The int3 stage (a firing
  * while the jmp goes in or out) resumes in the same copy, so its trap
- * handler calls opt_check_before on its trap frame first (fbt.c): both
+ * handler calls opt_check_before on its trap frame first (fire.c): both
  * frames describe the state at the site the same way.
  *   - before: every register from the frame, ESP the address above its
  *     EFLAGS, EIP the site; the stack window (check.h: from ESP - 4 *
