@@ -1,0 +1,45 @@
+/*
+ * switch.c — SWITCH records: the scheduler's side of a trace.
+ *
+ * A kernel's call chains are per thread, and a thread's calls are spread
+ * over CPUs and cut by switches: arch_context_switch() is entered on one
+ * stack and returns on another, a new thread starts in a trampoline with
+ * nothing to return to, an exiting thread leaves its calls open for ever.
+ * The host can only pair entries with returns across all that if it sees
+ * every switch (DTrace's sched on-cpu/off-cpu, ftrace's sched_switch):
+ * the kernel's switch hook (switch_hook.h) calls switch_record() right
+ * before each switch, which writes a SWITCH record (wire.h
+ * WIRE_SWITCH_WORDS) while any probe is enabled — one test otherwise. It
+ * runs with interrupts masked on the switching CPU, never inside a firing,
+ * and its record is counted like any other (recorded, dropped) and in
+ * the STATS frame's `switches`, so the host can keep the firings apart.
+ */
+#include "tracer.h"
+#include "init.h"
+#include "switch_hook.h"
+#include "thread.h"
+#include "wire.h"
+
+#define WHY_IS_WIRE(name, value, meaning) \
+	_Static_assert((int)SWITCH_##name == (int)WIRE_SWITCH_WHY_##name, \
+		       "switch_hook.h's " #name " is the wire's");
+WIRE_SWITCH_WHYS(WHY_IS_WIRE)
+#undef WHY_IS_WIRE
+
+static void switch_record(const struct thread *from, const struct thread *to,
+			  enum switch_why why, bool first)
+{
+	if (!tracer_probes_enabled())
+		return;
+	unsigned long w[WIRE_SWITCH_NWORDS] = {
+		[WIRE_SWITCH_FROM] = from->id, [WIRE_SWITCH_TO] = to->id,
+		[WIRE_SWITCH_WHY] = why, [WIRE_SWITCH_FIRST] = first,
+	};
+	tracer_record_sched(WIRE_EVENT_SWITCH, w, WIRE_SWITCH_NWORDS);
+}
+
+static void switch_init(void)
+{
+	switch_hook_set(switch_record);
+}
+KERNEL_INIT(switch_init);
