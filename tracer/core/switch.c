@@ -1,5 +1,5 @@
 /*
- * switch.c — SWITCH records: the scheduler's side of a trace.
+ * switch.c — SWITCH and IRQ records: the scheduler's side of a trace.
  *
  * A kernel's call chains are per thread, and a thread's calls are spread
  * over CPUs and cut by switches: arch_context_switch() is entered on one
@@ -13,9 +13,14 @@
  * runs with interrupts masked on the switching CPU, never inside a firing,
  * and its record is counted like any other (recorded, dropped) and in
  * the STATS frame's `switches`, so the host can keep the firings apart.
+ * The same goes for the interrupt hook (irq_hook.h): an IRQ record as an
+ * interrupt's handler begins and one as it ends, so the host sees the
+ * handler's calls as a frame on the interrupted thread's stack, and a
+ * preemption at its end as the SWITCH between them.
  */
 #include "tracer.h"
 #include "init.h"
+#include "irq_hook.h"
 #include "switch_hook.h"
 #include "thread.h"
 #include "wire.h"
@@ -38,8 +43,19 @@ static void switch_record(const struct thread *from, const struct thread *to,
 	tracer_record_sched(WIRE_EVENT_SWITCH, w, WIRE_SWITCH_NWORDS);
 }
 
+static void irq_record(unsigned vector, bool exit)
+{
+	if (!tracer_probes_enabled())
+		return;
+	unsigned long w[WIRE_IRQ_NWORDS] = {
+		[WIRE_IRQ_VECTOR] = vector, [WIRE_IRQ_EXIT] = exit,
+	};
+	tracer_record_sched(WIRE_EVENT_IRQ, w, WIRE_IRQ_NWORDS);
+}
+
 static void switch_init(void)
 {
 	switch_hook_set(switch_record);
+	irq_hook_set(irq_record);
 }
 KERNEL_INIT(switch_init);
