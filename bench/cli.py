@@ -152,6 +152,7 @@ def cmd_run(args) -> int:
                 pass_count=args.pass_count, maxhits=args.maxhits)
         s.must(f"trace kick {args.kick}")
         s.enable(True)
+        armed = s.arm_window()
         for n in s.notes:
             print(f"note: {n}")
         if args.timer_hz:
@@ -161,7 +162,9 @@ def cmd_run(args) -> int:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism,
                                                     {p.id for p in s.probes}))
-        s.enable(False)
+        window = (armed, s.disarm_window()) if armed is not None else None
+        if window is None:
+            s.enable(False)
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism, set()))
@@ -182,7 +185,10 @@ def cmd_run(args) -> int:
         print(f"result {res['name']} = {res['value']} "
               f"({'ok' if res['status'] == 0 else 'WRONG'})")
     rep = verify.verify(cap, s.probes, g.link_errors,
-                        allow_missing=args.mechanism in arch.lossy, refused=s.refused)
+                        allow_missing=args.mechanism in arch.lossy, refused=s.refused,
+                        window=window,
+                        accounting=not (args.check or program or args.pass_count
+                                        or args.maxhits or args.mechanism in arch.lossy))
     print(f"probes: {len(s.probes)} enabled, mechanism {args.mechanism}"
           + (f", {len(s.refused)} refused (notes above)" if s.refused else ""))
     print(f"trace channel: {g.channel_used}" + (

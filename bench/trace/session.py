@@ -9,6 +9,14 @@ A session talks to the guest only through its commands:
 `trace flush` returns once every record written so far has been sent and
 the per-CPU STATS frames are out, so the capture is complete when it
 answers; finish() decodes it (bench/wire/records.py) for verify.py.
+
+Arming many probes one by one takes a while, and the kernel runs on
+meanwhile (interrupts, the command loop): records written while some
+probes are armed and others not describe half-probed call chains.
+arm_window() therefore starts the trace afresh and arms every probe in one
+`probe enable all`, whose reply says when the last one was live;
+disarm_window() disarms them all and says when the first went: verify.py
+judges nesting inside that window only.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ class Session:
     refused: list[sites.Probe] = field(default_factory=list)
     # The probe programs loaded, by slot (bench/program/asm.Program).
     programs: dict = field(default_factory=dict)
+    unarmed: list[sites.Probe] = field(default_factory=list)   # added, refused arming
+    since: int = 0          # the capture's first frame (arm_window resets the trace)
 
     def cmd(self, line: str, timeout: float | None = None):
         return self.guest.command(line, timeout=timeout)
@@ -106,12 +116,43 @@ class Session:
                 raise TraceError(msg)
             p.refused = r.message
             self.refused.append(p)
+            self.unarmed.append(p)
             self.notes.append(msg)
         self.probes = kept
 
+    def arm_window(self) -> int | None:
+        """After enable(): disarm, reset the trace and counters, and arm
+        every kept probe at once; the cycles at which the last was live,
+        or None (and the probes left as enable() armed them) when probes
+        with a program or limits were refused on arming (re-adding them
+        would lose those)."""
+        self.must("probe disable all")
+        if self.unarmed:
+            if self.programs:
+                self.enable(True)
+                return None
+            self.must("probe clear")          # `enable all` would try them again
+            for p in self.probes:
+                self.must(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
+        self.must("trace reset")
+        self.since = len(self.guest.trace_frames)
+        return cycles_of(self.must("probe enable all").message)
+
+    def disarm_window(self) -> int:
+        """Disarm every probe; the cycles before the first went."""
+        return cycles_of(self.must("probe disable all").message)
+
     def finish(self) -> records.Capture:
         self.must("trace flush", timeout=600)
-        return self.guest.capture()
+        return self.guest.capture(self.since)
+
+
+def cycles_of(message: str) -> int:
+    """The guest's cycles=N in a reply (`probe enable|disable all`)."""
+    for word in message.split():
+        if word.startswith("cycles="):
+            return int(word[7:])
+    raise TraceError(f"no cycles= in the reply {message!r}")
 
 
 def open_session(guest: Guest) -> Session:

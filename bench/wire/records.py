@@ -12,7 +12,8 @@ byte order, from HELLO). What the words mean is wire.h's per-kind tables
 (WIRE_ENTRY_WORDS, WIRE_RETURN_WORDS, WIRE_BRANCH_WORDS, WIRE_BRANCH_BITS,
 WIRE_DROPS_WORDS), read here through cdefs into ENTRY, RETURN, BRANCH,
 BRANCH_BITS and DROPS, so no slot number is typed on the host. CHECK
-records go to the arch's checker (bench/check/) as they are.
+records go to the arch's checker (bench/check/) as they are; SWITCH and
+IRQ records (the scheduler's, no probe's) to Capture.switches.
 
 Losses: a CPU whose buffer was full puts a DROPS record in front of the
 next record it could write, so every loss but those at the very end of a
@@ -54,6 +55,8 @@ K_BRANCH = KINDS["BRANCH"].value
 K_DROPS = KINDS["DROPS"].value
 K_LOG = KINDS["LOG"].value
 K_INSN = KINDS["INSN"].value
+K_SWITCH = KINDS["SWITCH"].value
+K_IRQ = KINDS["IRQ"].value
 NO_PROBE = WIRE.const("WIRE_NO_PROBE")
 
 # The kinds a probe is added as, by their command word ("entry", ...).
@@ -71,6 +74,9 @@ INSN = _slots("WIRE_INSN_WORDS")            # INSN.PC, INSN.SP
 BRANCH_BITS = _slots("WIRE_BRANCH_BITS")    # BRANCH_BITS.TAKEN, .ANNULLED
 DROPS = _slots("WIRE_DROPS_WORDS")          # DROPS.COUNT, .FIRST, .THREADS
 LOG = _slots("WIRE_LOG_WORDS")              # LOG.MAJOR, .MINOR, .BYTES, .DATA
+SWITCH = _slots("WIRE_SWITCH_WORDS")        # SWITCH.FROM, .TO, .WHY, .FIRST
+IRQ = _slots("WIRE_IRQ_WORDS")              # IRQ.VECTOR, IRQ.EXIT
+SWITCH_WHYS = {e.value: e.meaning for e in WIRE.table("WIRE_SWITCH_WHYS")}
 
 
 @dataclass
@@ -130,6 +136,8 @@ class Capture:
     aggs: list[dict] = field(default_factory=list)      # wire_agg + cpu, buckets
     agg_dropped: dict[int, int] = field(default_factory=dict)     # cpu: entries
     probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
+    # SWITCH (and IRQ) records, by cycles like events: the scheduler's, no probe's.
+    switches: list[Event] = field(default_factory=list)
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -168,6 +176,7 @@ def _loss(cpu: int, index: int, cycles: int, words, bits: int) -> Loss:
 def decode(frame_list, order: str, word_bytes: int) -> Capture:
     events: list[Event] = []
     checks: list[Event] = []
+    switches: list[Event] = []
     marked: list[Loss] = []
     stats: dict[int, dict] = {}
     expects: dict[str, int] = {}
@@ -250,10 +259,12 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
                 ends[cpu] = (index + 1, e["cycles"])
                 ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words,
                            index)
-                (checks if e["kind"] == K_CHECK else events).append(ev)
+                (checks if e["kind"] == K_CHECK else
+                 switches if e["kind"] in (K_SWITCH, K_IRQ) else events).append(ev)
             if off != len(p):
                 raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
                                     "bytes left over after its records")
     events.sort(key=lambda e: e.cycles)
+    switches.sort(key=lambda e: e.cycles)
     return Capture(events, checks, stats, expects, nframes, nbytes, marked, ends,
-                   aggs, agg_dropped, probe_counts)
+                   aggs, agg_dropped, probe_counts, switches)
