@@ -130,6 +130,7 @@ class Walker:
         self.stacks: dict = defaultdict(list)
         self.stamps: dict = defaultdict(int)
         self.history: dict = defaultdict(lambda: deque(maxlen=HISTORY))
+        self.cpu_history: dict = defaultdict(lambda: deque(maxlen=HISTORY))
         self.on_cpu: dict[int, int] = {}        # cpu: the thread its last SWITCH named
         self.pending: dict[int, tuple] = {}     # cpu: (from, to) until its next record
         self.lost_cpus: set = set()
@@ -169,9 +170,11 @@ class Walker:
                                  f"SWITCH ran t{was}")
         self.on_cpu[sw.cpu] = to
         self.pending[sw.cpu] = (frm, to)
-        self._note(frm, sw, f"SWITCH t{frm} -> t{to} ({SWITCH_WHYS.get(why, why)}"
-                            f"{', first run' if first else ''})")
-        self._note(to, sw, f"SWITCH t{frm} -> t{to}")
+        what = (f"SWITCH t{frm} -> t{to} ({SWITCH_WHYS.get(why, why)}"
+                f"{', first run' if first else ''})")
+        self._note(frm, sw, what)
+        self.history[to].append(self.history[frm][-1])
+
         if SWITCH_WHYS.get(why) == EXITED:
             self.threads[frm].exited = True
         if first and (self.since is None or sw.cycles >= self.since):
@@ -185,8 +188,14 @@ class Walker:
         if pend and ev.kind == K_ENTRY and f == SWITCH_FUNCTION and ev.thread == pend[1]:
             return pend[0]
         if runs is not None and ev.thread != runs:
-            self._break(ev, ev.thread, f"a record of t{ev.thread} on cpu{ev.cpu}, "
-                                       f"where the last SWITCH ran t{runs}")
+            p = self.by_id.get(ev.probe)
+            self.cpu_history[ev.cpu].append(
+                f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} "
+                + (f"{'->' if ev.kind == K_ENTRY else '<-'} {p.function}" if f != IRQ_FRAME
+                   else "irq"))
+            self.out.errors.append(NestingError(
+                f"cpu{ev.cpu}: a record of t{ev.thread} on cpu{ev.cpu}, where the last "
+                f"SWITCH ran t{runs}", list(self.cpu_history[ev.cpu])))
             self.on_cpu[ev.cpu] = ev.thread        # one break, not one a record
         return ev.thread
 
@@ -335,7 +344,9 @@ class Walker:
     # ---- what a break shows ----
 
     def _note(self, thread: int, ev: Event, what: str) -> None:
-        self.history[thread].append(f"cycle {ev.cycles} cpu{ev.cpu} t{thread} {what}")
+        line = f"cycle {ev.cycles} cpu{ev.cpu} t{thread} {what}"
+        self.history[thread].append(line)
+        self.cpu_history[ev.cpu].append(line)
 
     def _break(self, ev: Event, k, message: str, thread=None) -> None:
         shown = self.history[k if thread is None else thread]
