@@ -117,7 +117,7 @@ class Walk:
 
 class Walker:
     def __init__(self, probes, key, outer_ok: bool, refused=(), losses=(),
-                 since: int | None = None):
+                 since: int | None = None, restarts=()):
         self.by_id = {p.id: p for p in probes}
         self.both = {p.function for p in probes if p.kind == "entry"} & \
             {p.function for p in probes if p.kind == "return"}
@@ -134,6 +134,9 @@ class Walker:
         self.on_cpu: dict[int, int] = {}        # cpu: the thread its last SWITCH named
         self.pending: dict[int, tuple] = {}     # cpu: (from, to) until its next record
         self.lost_cpus: set = set()
+        # Cycles from which SWITCH records start again after a time with
+        # no probe armed (toggled windows), when none were written.
+        self.restarts, self.restart = sorted(restarts), 0
         self.out = Walk()
 
     # ---- the steps ----
@@ -141,6 +144,11 @@ class Walker:
     def run(self, events, switches=()) -> Walk:
         for ev in _merged(events, switches):
             self._losses_until(ev.cycles)
+            while self.restart < len(self.restarts) and \
+                    self.restarts[self.restart] <= ev.cycles:
+                self.restart += 1
+                self.on_cpu.clear()
+                self.pending.clear()
             if ev.kind == K_SWITCH:
                 self._switch(ev)
             elif ev.kind == K_IRQ:
@@ -165,7 +173,9 @@ class Walker:
                                sw.words[SWITCH.WHY], sw.words[SWITCH.FIRST])
         self.out.switches += 1
         was = self.on_cpu.get(sw.cpu)
-        if was is not None and was != frm and sw.cpu not in self.lost_cpus:
+        judged = self.key(sw, frm) is not None and (self.since is None
+                                                    or sw.cycles >= self.since)
+        if was is not None and was != frm and sw.cpu not in self.lost_cpus and judged:
             self._break(sw, frm, f"SWITCH from t{frm} on cpu{sw.cpu}, whose last "
                                  f"SWITCH ran t{was}")
         self.on_cpu[sw.cpu] = to
@@ -181,23 +191,24 @@ class Walker:
             t = self.threads[to]
             t.born = t.first_run = True
 
-    def _owner(self, ev: Event, f: str) -> int | None:
-        """The thread whose stack the record is on; None after a break."""
+    def _owner(self, ev: Event, f: str) -> int:
+        """The thread whose stack the record is on."""
         pend = self.pending.pop(ev.cpu, None)
-        runs = self.on_cpu.get(ev.cpu)
         if pend and ev.kind == K_ENTRY and f == SWITCH_FUNCTION and ev.thread == pend[1]:
             return pend[0]
-        if runs is not None and ev.thread != runs:
-            p = self.by_id.get(ev.probe)
-            self.cpu_history[ev.cpu].append(
-                f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} "
-                + (f"{'->' if ev.kind == K_ENTRY else '<-'} {p.function}" if f != IRQ_FRAME
-                   else "irq"))
-            self.out.errors.append(NestingError(
-                f"cpu{ev.cpu}: a record of t{ev.thread} on cpu{ev.cpu}, where the last "
-                f"SWITCH ran t{runs}", list(self.cpu_history[ev.cpu])))
-            self.on_cpu[ev.cpu] = ev.thread        # one break, not one a record
         return ev.thread
+
+    def _check_cpu(self, ev: Event, thread: int, what: str) -> None:
+        """A judged record's thread must be the one its CPU's last SWITCH
+        named (or that SWITCH's outgoing one, for the switch's own entry)."""
+        runs = self.on_cpu.get(ev.cpu)
+        if runs is None or ev.thread == runs or thread != ev.thread:
+            return
+        self.cpu_history[ev.cpu].append(f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} {what}")
+        self.out.errors.append(NestingError(
+            f"cpu{ev.cpu}: a record of t{ev.thread} on cpu{ev.cpu}, where the last "
+            f"SWITCH ran t{runs}", list(self.cpu_history[ev.cpu])))
+        self.on_cpu[ev.cpu] = ev.thread        # one break, not one a record
 
     def _record(self, ev: Event) -> None:
         p = self.by_id.get(ev.probe)
@@ -210,8 +221,9 @@ class Walker:
         k = self.key(ev, thread)
         if k is None:
             return
-        t, st = self._stack(k, thread)
         arrow = "->" if ev.kind == K_ENTRY else "<-"
+        self._check_cpu(ev, thread, f"{arrow} {p.function}")
+        t, st = self._stack(k, thread)
         self._note(thread, ev, f"{arrow} {p.function}")
         if ev.kind == K_ENTRY:
             self.out.calls.entries[p.function] += 1
@@ -239,15 +251,16 @@ class Walker:
         k = self.key(ev, thread)
         if k is None:
             return
-        t, st = self._stack(k, thread)
         leaving = bool(ev.words[IRQ.EXIT])
+        self._check_cpu(ev, thread, "<- irq" if leaving else "-> irq")
+        t, st = self._stack(k, thread)
         self._note(thread, ev, f"{'<- irq' if leaving else '-> irq'} {ev.words[IRQ.VECTOR]}")
         if not leaving:
             st.append(_Frame(IRQ_FRAME, ev.cycles <= t.window_end, False))
             return
         where = [i for i, fr in enumerate(st) if fr.function == IRQ_FRAME]
         if not where:
-            if self.outer_ok or t.stamp or (self.since is not None and not t.born):
+            if self.outer_ok or t.stamp or not t.born:
                 return                   # it began before the walk, or was lost
             self._break(ev, k, f"t{thread} cpu{ev.cpu}: an interrupt ends with none "
                                "begun", thread)

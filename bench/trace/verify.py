@@ -59,7 +59,7 @@ from .sites import Probe
 
 
 def _nesting(events, probes: list[Probe], key, outer_ok: bool, refused=(),
-             losses=(), switches=(), window=None) -> Walk:
+             losses=(), switches=(), window=None, restarts=()) -> Walk:
     """Walk events (and SWITCH records) against per-key call stacks
     (key(ev, thread) is the thread, or (window, thread); None skips the
     record); window (armed, disarmed) in cycles: only records inside it
@@ -68,7 +68,8 @@ def _nesting(events, probes: list[Probe], key, outer_ok: bool, refused=(),
     if until is not None:
         inner = key
         key = lambda ev, thread: None if ev.cycles > until else inner(ev, thread)  # noqa: E731
-    return Walker(probes, key, outer_ok, refused, losses, since).run(events, switches)
+    return Walker(probes, key, outer_ok, refused, losses, since,
+                  restarts).run(events, switches)
 
 
 def _others(left_refused: Counter, discarded: Counter) -> str:
@@ -366,6 +367,8 @@ def check_windows(cap: Capture, probes: list[Probe], windows: list[tuple[int, in
         if i < 0 or ev.cycles > windows[i][1]:
             return None
         return (f"window {i}", thread)
+    # Between windows no probe is armed and no SWITCH written: what each
+    # CPU runs is known again from each window's first SWITCH on it.
     walk = _nesting(cap.events, probes, window_of, True, refused, cap.losses(),
-                    cap.switches)
+                    cap.switches, restarts=starts)
     return walk.checked, walk.errors
