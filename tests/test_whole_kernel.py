@@ -13,6 +13,8 @@ import pytest
 from bench import arches, cli
 from bench.debug import rsp
 from bench.guest.qemu import Guest
+from bench.trace import sites
+from bench.trace.image import load_image
 from bench.trace.session import open_session
 from bench.trace.verify import verify
 
@@ -42,6 +44,19 @@ def test_the_whole_kernel_traced_nests_and_every_call_ends(built, capsys, arch_n
     assert re.search(r"open \((t\d+ \d+(, )?)+", row), row
     # Every firing is a record: none missed, none dropped.
     assert re.search(r"traced=(\d+) fired=\1 missed=0 dropped=0", out), tail
+
+
+def test_a_kernel_symbol_no_probe_may_take_is_refused_with_its_reason(built):
+    built("sparc64")
+    image = load_image(arches.get("sparc64").elf())
+    with pytest.raises(sites.SpecError) as e:
+        sites.plan("fbt:prom_fatal:entry", image, "emulate")
+    assert "refused: prom_fatal is a function in .prom, outside the kernel's .text" \
+        in str(e.value), str(e.value)
+    _, notes = sites.plan("fbt:kernel:*:entry", image, "emulate")
+    assert any(n.startswith("prom_fatal: no entry probe: refused: ") for n in notes)
+    with pytest.raises(sites.SpecError, match="unknown symbol"):
+        sites.plan("fbt:no_such_function:entry", image, "emulate")
 
 
 def _set(g, image, name, value):
