@@ -110,6 +110,7 @@ class Report:
     calls: Calls = field(default_factory=Calls)          # per function, how calls ended
     switches: int = 0           # SWITCH records the nesting walk saw
     interrupts: int = 0         # interrupt frames it closed (IRQ records)
+    accounting: list = field(default_factory=list)   # firings not accounted for
     nmissed: int = 0            # firings inside a firing (kprobes' nmissed), STATS
 
     def _per_kind(self):
@@ -227,7 +228,8 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     _refusals(rep, probes, refused)
     _stream_problems(rep, cap, link_errors)
     if accounting if accounting is not None else not allow_missing:
-        problems += accounting_problems(cap, probes)
+        rep.accounting = accounting_problems(cap, probes)
+        problems += rep.accounting
     if not allow_missing:
         _count_problems(rep, probes)
     return rep
