@@ -162,9 +162,7 @@ def cmd_run(args) -> int:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism,
                                                     {p.id for p in s.probes}))
-        window = (armed, s.disarm_window()) if armed is not None else None
-        if window is None:
-            s.enable(False)
+        window = (armed, s.disarm_window())
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism, set()))
