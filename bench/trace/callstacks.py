@@ -202,7 +202,10 @@ class Walker:
         """A judged record's thread must be the one its CPU's last SWITCH
         named (or that SWITCH's outgoing one, for the switch's own entry)."""
         runs = self.on_cpu.get(ev.cpu)
-        if runs is None or ev.thread == runs or thread != ev.thread:
+        # A CPU that lost records may have lost SWITCH records with them
+        # (a full ring): what it runs is no longer checked.
+        if runs is None or ev.thread == runs or thread != ev.thread or \
+                ev.cpu in self.lost_cpus:
             return
         self.cpu_history[ev.cpu].append(f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} {what}")
         self.out.errors.append(NestingError(
