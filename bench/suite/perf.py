@@ -67,6 +67,7 @@ from ..trace.session import TraceError, open_session
 from ..trace.stress import LOSSLESS_FUNCS
 from ..trace.verify import verify
 from ..wire import frames
+from . import perf_kernel
 
 TARGETS = {
     "emulated_over_bare": ("≤ 1.15", lambda v: v <= 1.15),
@@ -884,6 +885,7 @@ def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
             g.exit(0)
     with b.boot("E", smp=min(2, arch.max_smp)) as g:
         b.kernel(g)
+        b.figures.update(perf_kernel.measure(g, arch, reps, sizes.kernel_iters, b.say))
         g.exit(0)
     return b
 
@@ -946,6 +948,7 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
                      f"{f['bytes_per_firing']['median']:,.2f} | {lost['median']:,.0f} of "
                      f"{f['fired']['median']:,.0f}",
                      f"lost {_judge(lost)}" if lost.get("target") else ""))
+    rows += perf_kernel.rows(F)
     fbt = [k for k in F if k.startswith("fbt_")]
     if fbt:
         rows.append(("function-boundary tracing (median of reps)", "ms guest | rec/s | "
