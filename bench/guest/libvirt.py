@@ -197,6 +197,12 @@ def socket_dir(uri: str | None) -> Path:
 class LibvirtGuest(Guest):
     def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
         a = arch if isinstance(arch, arches.Arch) else arches.get(arch)
+        # The shm channel maps QEMU's RAM into this process: a libvirt
+        # host's (remote, or its own daemon's) is not ours to map, so the
+        # trace keeps the port; said in the log once it is open.
+        self._shm_refused = kw.get("channel") == "shm"
+        if kw.get("channel") in (None, "shm"):
+            kw["channel"] = "serial" if a.virtio_serial_bus else "virtio"
         if a.virtio_serial_bus:
             # libvirt places the virtio-serial controller itself, on the
             # root bus; sun4u's root bus has no slot for it (it must sit
@@ -242,6 +248,9 @@ class LibvirtGuest(Guest):
                 and not self._host_lost)
 
     def _launch_process(self) -> None:
+        if self._shm_refused:
+            self._note(f"# shm channel asked for: a libvirt domain's RAM is not "
+                       f"mapped here, so the trace goes over {self.channel}")
         libvirt = libvirtd.import_libvirt()
         if not self.uri:
             raise LaunchError("the libvirt backend needs a connection URI "

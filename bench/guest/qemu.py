@@ -5,7 +5,9 @@
 
 QEMU (its command line: bench/guest/qemu_args.py) runs under TCG with COM1
 on pipes. Reader threads deframe it, and the virtio trace stream (its own
-seq) where there is one, into the queue the conversation reads (a mixin),
+seq) where there is one, into the queue the conversation reads (a mixin);
+under the shm channel the trace is read out of QEMU's RAM instead
+(bench/guest/shm_channel.py),
 keeping every byte in build/logs/<name>.serial and a transcript in .log.
 gdbstub=True serves QEMU's GDB stub on a private unix socket (paused=True:
 entering returns before HELLO). The context manager always reaps QEMU.
@@ -37,6 +39,7 @@ from ..paths import LOG_DIR
 from ..wire import frames as wire
 from .conversation import _EOF, Conversation, ExitInfo, _OnChannel
 from .qemu_args import gdbstub_args, machine_args, virtio_channel_args
+from .shm_channel import ShmChannel
 
 _serial = itertools.count()
 CHANNELS = tuple(wire.CHANNEL_IDS)
@@ -67,8 +70,11 @@ class Guest(Conversation):
         if self.channel not in CHANNELS:
             raise UsageError(f"channel {self.channel!r}: one of {', '.join(CHANNELS)}")
         self.channel_socket: Path | None = None
+        self._shm: ShmChannel | None = None
         if self.channel == "virtio":
             self._plan_channel()
+        elif self.channel == "shm":
+            self._plan_shm()
         # QEMU's GDB stub on a private unix socket (bench/debug/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
@@ -116,6 +122,29 @@ class Guest(Conversation):
         self._chan_dir = tempfile.mkdtemp(prefix="tbch-")
         self.channel_socket = Path(self._chan_dir) / "trace"
         self.args += self._channel_args(self.channel_socket)
+
+    def _plan_shm(self) -> None:
+        """QEMU's RAM in a file this process maps too (shm_channel.py)."""
+        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend)
+        self.args += self._shm.qemu_args()
+
+    def _start_shm(self) -> None:
+        """After HELLO: the rings as sub-buffers, and our consumer on them;
+        without a table, or refused, the trace stays where HELLO said."""
+        table = self.hello.get("shm_table", 0)
+        if not table:
+            self.channel_absent = "the guest announced no ring table"
+        else:
+            self.channel_absent = self._shm.map(self.proc.pid, table, self.byte_order,
+                                                self.hello["word_bytes"])
+        reply = None if self.channel_absent else self.command("channel shm")
+        if reply and not reply.ok:
+            self.channel_absent = reply.message
+        if self.channel_absent:
+            self._note(f"# no shm channel: {self.channel_absent}")
+            return
+        self._shm.start(self.trace_frames.extend, self._chan_paused)
+        self.channel_used = "shm"
 
     def _channel_args(self, sock: Path) -> list[str]:
         return virtio_channel_args(self.arch, sock)
@@ -252,6 +281,8 @@ class Guest(Conversation):
             shutil.rmtree(self._gdb_dir, ignore_errors=True)
         if self.channel_socket:
             shutil.rmtree(self._chan_dir, ignore_errors=True)
+        if self._shm:
+            self._shm.close()
 
     def wait_gdb_socket(self, timeout: float = 10) -> Path:
         """The stub's socket path, once QEMU listens on it."""
