@@ -37,6 +37,7 @@ EVENTS_HEAD = frames.WIRE.structs["wire_events"]
 _CONSUMED = next(f.offset for f in CPU.fields if f.name == "consumed")
 _NEXT = 1 << 32
 _KIND = next(f.offset for f in EVENT.fields if f.name == "kind")
+_CYCLES = next(f.offset for f in EVENT.fields if f.name == "cycles")
 _NWORDS = next(f.offset for f in EVENT.fields if f.name == "nwords")
 _KINDS = frozenset(e.value for e in frames.WIRE.table("WIRE_EVENT_KINDS")) - {0}
 if any(f.ctype != "uint8_t" for f in EVENT.fields if f.name in ("kind", "nwords")):
@@ -135,7 +136,7 @@ class RingReader:
                                           ctl["subbuf_bytes"] - SUBBUF.size)
             self._check(cpu, n, h, ctl["subbuf_bytes"])
             body = self.ram.read(slot + SUBBUF.size, h["content"])
-            count = self._check_records(cpu, n, body)
+            count = self._check_records(cpu, n, body, h)
             out.append(SubBuffer(cpu, n, h["first"], h["last"], h["discarded"],
                                  body, count))
             self.subbuffers += 1
@@ -159,19 +160,30 @@ class RingReader:
     def _records(self, body: bytes):
         return records_in(body, self.order, self.word_bytes)
 
-    def _check_records(self, cpu: int, n: int, body: bytes) -> int:
-        """How many records body holds; ShmError unless they fill it exactly."""
-        end = count = 0
+    def _check_records(self, cpu: int, n: int, body: bytes, h: dict) -> int:
+        """How many records body holds; ShmError unless they fill it exactly
+        and its first and last are the ones the header names: a header
+        read before the writer finished it (a commit that was not stored
+        last) shows as an empty sub-buffer or other times."""
+        end = count = last = 0
         for off, kind, size in self._records(body):
             if kind not in _KINDS:
                 raise ShmError(f"cpu{cpu} sub-buffer {n}: record of kind {kind} "
                                f"at byte {off}")
-            end = off + size
+            end, last = off + size, off
             count += 1
-        if end != len(body):
-            raise ShmError(f"cpu{cpu} sub-buffer {n}: its records end at byte "
-                           f"{end}, its header says {len(body)}")
+        if end != len(body) or not count:
+            raise ShmError(f"cpu{cpu} sub-buffer {n}: torn: its records end at "
+                           f"byte {end}, its header says {len(body)}")
+        times = (self._cycles(body, 0), self._cycles(body, last))
+        if times != (h["first"], h["last"]):
+            raise ShmError(f"cpu{cpu} sub-buffer {n}: torn: its records run from "
+                           f"cycle {times[0]} to {times[1]}, its header says "
+                           f"{h['first']} to {h['last']}")
         return count
+
+    def _cycles(self, body: bytes, off: int) -> int:
+        return struct.unpack_from(self.order + "Q", body, off + _CYCLES)[0]
 
     def _scan(self, at: int, room: int) -> int:
         """How far records run from at (the broken reader's guess)."""
