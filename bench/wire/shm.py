@@ -104,7 +104,11 @@ class RingReader:
         if at < 0 or at + s.size > self.ram.size:
             raise ShmError(f"struct {s.name} at physical {at:#x} lies outside "
                            f"the guest's {self.ram.size} bytes of RAM")
-        return s.unpack(self.ram.read(at, s.size), self.order)
+        data = self.ram.read(at, s.size)
+        if len(data) != s.size:     # the RAM went away (QEMU ended)
+            raise ShmError(f"struct {s.name} at physical {at:#x}: the guest's "
+                           "RAM cannot be read any more")
+        return s.unpack(data, self.order)
 
     def discarded(self) -> list[int]:
         """Each CPU's live count of discarded records."""
