@@ -45,16 +45,18 @@ def test_qemu_gets_the_port_the_guest_looks_for():
     assert g.channel_socket and f"path={g.channel_socket}" in _args(g)
     g.close()
     assert "virtio-serial" not in _args(Guest("i386", channel="serial"))
-    # The default: virtio on both machines; on sun4u behind simba B.
+    # The default: shm (tests/test_channel_shm.py), with the virtio port
+    # beside it on both machines; on sun4u behind simba B.
     for arch in ("i386", "sparc64"):
         default = Guest(arch)
-        assert default.channel == "virtio", arch
+        assert default.channel == "shm", arch
+        assert "virtio-serial-pci" in _args(default), arch
         default.close()
     sparc = Guest("sparc64")
     assert arches.get("sparc64").virtio_serial_bus in _args(sparc)
     sparc.close()
     assert "virtio-serial" not in _args(Guest("sparc64", channel="serial"))
-    with pytest.raises(UsageError, match="one of serial, virtio"):
+    with pytest.raises(UsageError, match="one of serial, virtio, shm"):
         Guest("i386", channel="usb")
 
 
@@ -117,7 +119,7 @@ def test_a_guest_without_the_device_falls_back_and_says_why(i386):
         r = g.command("channel virtio")
         assert r.status_name == "FAILED" and "no virtio channel" in r.message, r.message
         r = g.command("channel usb")
-        assert r.status_name == "BAD_ARGS" and "serial or virtio" in r.message, r.message
+        assert r.status_name == "BAD_ARGS" and "serial, virtio or shm" in r.message, r.message
         s, cap = _trace_fib(g)
         g.exit(0)
     rep = verify(cap, s.probes, g.link_errors)
@@ -279,7 +281,7 @@ def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):
     built(arch)
     a = arches.get(arch)
     lost = {}
-    with Guest(a, label="drain-kick") as g:
+    with Guest(a, label="drain-kick", channel="virtio") as g:
         s = open_session(g)
         page = 8192 if a.name == "sparc64" else 4096
         s.setup("fbt:fib:entry,fbt:fib:return", a.default_mechanism, buffer_bytes=page)

@@ -46,6 +46,8 @@ CHANNELS = tuple(wire.CHANNEL_IDS)
 
 
 class Guest(Conversation):
+    DEFAULT_CHANNEL = "shm"
+
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
@@ -65,15 +67,20 @@ class Guest(Conversation):
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.name = f"{stamp}-{os.getpid()}-{next(_serial)}-{self.arch.name}-{label}"
         self.args = machine_args(self.arch, self.image, smp, memory_mb, extra_args)
-        # The trace channel: a virtio-serial port on a socket QEMU listens on.
-        self.channel = channel or self.arch.default_channel
+        # The trace channel: the rings read out of QEMU's RAM (shm, the
+        # default where we start QEMU), or a virtio-serial port on a socket
+        # QEMU listens on; under shm the port is there too where the arch's
+        # guest drives it (the raw channel's filler, and `channel virtio` in
+        # the same boot).
+        self.channel = channel or self.DEFAULT_CHANNEL
         if self.channel not in CHANNELS:
             raise UsageError(f"channel {self.channel!r}: one of {', '.join(CHANNELS)}")
         self.channel_socket: Path | None = None
         self._shm: ShmChannel | None = None
-        if self.channel == "virtio":
+        if self.channel == "virtio" or (self.channel == "shm" and
+                                        self.arch.default_channel == "virtio"):
             self._plan_channel()
-        elif self.channel == "shm":
+        if self.channel == "shm":
             self._plan_shm()
         # QEMU's GDB stub on a private unix socket (bench/debug/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
@@ -200,7 +207,7 @@ class Guest(Conversation):
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
-        if self.channel == "virtio" and self._open_channel():
+        if self.channel_socket and self._open_channel():
             self._chan_raw = open(self.channel_path, "wb")
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
