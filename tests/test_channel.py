@@ -253,9 +253,9 @@ def test_sun4u_finds_the_device_behind_simba_b_and_traces_over_it(built):
 def test_libvirt_carries_the_trace_over_its_channel_stream():
     """The libvirt backend reads its ports as streams over the connection;
     on i386 the trace port is one of them, a <channel> with a virtio target
-    (tests/test_libvirt.py runs a lossless trace through it); sun4u's
-    controller cannot be placed by libvirt, so there it is COM1, and asking
-    for virtio says why."""
+    (tests/test_libvirt.py runs a lossless trace through it); on sun4u too,
+    the controller libvirt adds moved behind simba B by a <qemu:override>;
+    shm, which maps QEMU's RAM, is not for a domain: the port instead."""
     from bench.guest.console import Port
     from bench.guest.libvirt import LibvirtGuest
     from bench.wire.frames import VIRTIO_PORT
@@ -266,10 +266,17 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     assert "virtio-serial-pci.ioeventfd=off" in g.extra_args
     assert LibvirtGuest(arches.get("i386"), connect="qemu:///session",
                         channel="serial").ports == (g.ports[0],)
+    from bench.guest.libvirt import domain_xml
     s = LibvirtGuest(arches.get("sparc64"), connect="qemu:///session")
-    assert s.channel == "serial" and len(s.ports) == 1
-    with pytest.raises(UsageError, match="cannot place the virtio-serial controller"):
-        LibvirtGuest(arches.get("sparc64"), connect="qemu:///session", channel="virtio")
+    assert s.channel == "virtio" and s.ports[-1] == Port("channel", VIRTIO_PORT)
+    xml = domain_xml("d", s.arch, image=s.image, smp=1, memory_mb=128, ports=s.ports)
+    assert ("<qemu:device alias='virtio-serial0'><qemu:frontend>"
+            "<qemu:property name='bus' type='string' value='pciB'/>"
+            "<qemu:property name='addr' type='string' value='3'/>") in xml
+    assert "<qemu:override>" not in domain_xml("d", g.arch, image=g.image, smp=1,
+                                             memory_mb=128, ports=g.ports)
+    shm = LibvirtGuest(arches.get("i386"), connect="qemu:///session", channel="shm")
+    assert shm.channel == "virtio" and shm._shm is None
 
 
 def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):

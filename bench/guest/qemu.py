@@ -153,6 +153,13 @@ class Guest(Conversation):
         self._shm.start(self.trace_frames.extend, self._chan_paused)
         self.channel_used = "shm"
 
+    def shm_drain_all(self) -> int:
+        """Under shm, read every ring empty now, even with the reading
+        paused; the record bytes read."""
+        if not self._shm or self.channel_used != "shm":
+            raise UsageError("this guest's trace does not come over shm")
+        return self._shm.drain_all()
+
     def _channel_args(self, sock: Path) -> list[str]:
         return virtio_channel_args(self.arch, sock)
 
@@ -207,7 +214,7 @@ class Guest(Conversation):
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
-        if self.channel_socket and self._open_channel():
+        if (self.channel == "virtio" or self.channel_socket) and self._open_channel():
             self._chan_raw = open(self.channel_path, "wb")
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
