@@ -9,7 +9,10 @@
  * Each CPU's ring is `nsub` sub-buffers of `subbuf_bytes`, physically
  * contiguous from `ring`. Sub-buffer number n (free-running) lives in slot
  * n % nsub: a struct shm_subbuf, then `content` bytes of records, each
- * struct wire_event + words exactly as an EVENTS frame carries them. The
+ * struct wire_event + words exactly as an EVENTS frame carries them; the
+ * header says how many and where the last starts, so that the host checks
+ * a sub-buffer without walking its records (first and last must be at
+ * the header's timestamps, the last must end at `content`). The
  * CPU alone writes its ring; `write` is the number of the sub-buffer it
  * writes now. It commits sub-buffer n by filling in the header and then,
  * by a release store (after a compiler barrier; both arches are TSO), its
@@ -57,12 +60,14 @@ struct shm_subbuf {
 	uint64_t first;           /* cycles of its first record */
 	uint64_t last;            /* cycles of its last record */
 	uint64_t discarded;       /* records the CPU discarded before it opened */
+	uint32_t records;         /* how many records content holds */
+	uint32_t last_record;     /* offset of the last in content */
 	uint32_t commit;          /* n + 1 once complete; stored last */
 	uint32_t reserved;
 };
 
 _Static_assert(sizeof(struct shm_table) == 16, "shm_table has padding");
 _Static_assert(sizeof(struct shm_cpu) == 32, "shm_cpu has padding");
-_Static_assert(sizeof(struct shm_subbuf) == 48, "shm_subbuf has padding");
+_Static_assert(sizeof(struct shm_subbuf) == 56, "shm_subbuf has padding");
 
 #endif

@@ -28,7 +28,7 @@ def test_qemu_gets_ram_the_host_can_read():
     assert "memory-backend-file" in _args(g) and "share=on" in _args(g)
     assert f"mem-path={g._shm.path}" in _args(g)
     assert "memory-backend=tbram" in _args(g)
-    assert "virtio-serial" not in _args(g)
+    assert "virtio-serial-pci" in _args(g)          # the port beside it
     g.close()
     sparc = Guest("sparc64", channel="shm")
     assert not arches.get("sparc64").ram_backend

@@ -80,6 +80,7 @@ class Writer:
                                 self.cycles))
         self.count += 1
         self.last = self.cycles
+        self.last_off = self.off
         self.off += len(rec)
         self.written.append(rec)
         return True
@@ -99,7 +100,10 @@ class Writer:
         """The commit's stores, in the writer's order."""
         at = self.slot(self.w)
         header = [self._u("I", at + _field(shm.SUBBUF, "content"), self.off - shm.SUBBUF.size),
-                  self._u("Q", at + _field(shm.SUBBUF, "last"), self.last)]
+                  self._u("Q", at + _field(shm.SUBBUF, "last"), self.last),
+                  self._u("I", at + _field(shm.SUBBUF, "records"), self.count),
+                  self._u("I", at + _field(shm.SUBBUF, "last_record"),
+                          self.last_off - shm.SUBBUF.size)]
         commit = [self._u("I", at + _field(shm.SUBBUF, "commit"), self.w + 1)]
         tail = [self._u("I", self.row + _field(shm.CPU, "write"), self.w + 1)]
         return header + commit + tail if self.commit_last else commit + tail + header
@@ -164,7 +168,7 @@ def test_a_subbuffer_committed_out_of_order_waits_for_the_one_before(order):
     w.flush()                                        # 1 committed, 0 not yet
     assert r.poll() == []
     assert w.consumed() == 0
-    w.store(*held[2] if w.commit_last else held[0])  # 0's commit lands
+    w.store(*held[4])                                # 0's commit lands
     assert [s.seq for s in r.poll()] == [0, 1]
     assert w.consumed() == 2
 
@@ -206,7 +210,7 @@ def test_a_reader_between_any_two_of_the_commits_stores(order, commit_last):
             continue
         assert got in ([], w.written), (k, got)
         assert got == w.written or k < len(stores)
-    assert caught == (0 if commit_last else 2)
+    assert caught == (0 if commit_last else 4)
 
 
 def test_a_consumer_that_falls_behind_loses_exactly_what_is_counted(order):

@@ -5,8 +5,8 @@ names the table's physical address; each CPU's ring is sub-buffers, each a
 header and records exactly as an EVENTS frame carries them. poll() takes,
 per CPU, sub-buffer n = `consumed` only when n is before the writer's
 `write` and its `commit` is n + 1 (LTTng's rule: complete, and not the one
-being written), checks its header and that its records fill its content
-exactly, copies it out, and only then stores consumed = n + 1, which gives
+being written), checks its header against its first and last records
+(which must end its content), copies it out, and only then stores consumed = n + 1, which gives
 the slot back to the writer. A sub-buffer that breaks the rules (a commit
 with a header of another number, a torn header, records that do not add
 up) raises ShmError and advances nothing. What poll() returns becomes
@@ -18,6 +18,7 @@ bytearray in the tests; bench/guest/shm_channel.py's ProcessRam).
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -72,6 +73,15 @@ class SubBuffer:
     count: int
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled(s, order: str) -> tuple[struct.Struct, tuple[str, ...]]:
+    """A scalar-only struct of shm.h as a compiled Struct and its names: the
+    reader unpacks a header per sub-buffer, at the channel's rate."""
+    if any(f.count != 1 for f in s.fields):
+        raise cdefs.CdefsError(f"shm.h: struct {s.name} has an array")
+    return struct.Struct(s.format(order)), tuple(f.name for f in s.fields)
+
+
 def _before(n: int, write: int) -> bool:
     """n precedes write in 32-bit free-running numbers."""
     return 0 < (write - n) % _NEXT < 1 << 31
@@ -101,6 +111,7 @@ class RingReader:
         self.bytes = 0
 
     def _unpack(self, s, at: int) -> dict:
+        """struct s at physical at, as a dict (its Struct compiled once)."""
         if at < 0 or at + s.size > self.ram.size:
             raise ShmError(f"struct {s.name} at physical {at:#x} lies outside "
                            f"the guest's {self.ram.size} bytes of RAM")
@@ -108,7 +119,8 @@ class RingReader:
         if len(data) != s.size:     # the RAM went away (QEMU ended)
             raise ShmError(f"struct {s.name} at physical {at:#x}: the guest's "
                            "RAM cannot be read any more")
-        return s.unpack(data, self.order)
+        packed, names = _compiled(s, self.order)
+        return dict(zip(names, packed.unpack(data)))
 
     def discarded(self) -> list[int]:
         """Each CPU's live count of discarded records."""
@@ -130,14 +142,15 @@ class RingReader:
             raise ShmError(f"cpu{cpu}: a ring of {ctl['nsub']} sub-buffers of "
                            f"{ctl['subbuf_bytes']} bytes")
         while _before(n, write) or (self.read_current and n == write):
+            # read_current: the broken reader takes what is there now.
             slot = ctl["ring"] + (n % ctl["nsub"]) * ctl["subbuf_bytes"]
             h = self._unpack(SUBBUF, slot)
             current = n == write
             if h["commit"] != (n + 1) % _NEXT and not current:
                 break           # not complete yet; the ones after it wait
-            if current:         # the broken reader: whatever is there now
-                h["content"] = self._scan(slot + SUBBUF.size,
-                                          ctl["subbuf_bytes"] - SUBBUF.size)
+            if current:
+                h["content"], h["records"], h["last_record"] = self._scan(
+                    slot + SUBBUF.size, ctl["subbuf_bytes"] - SUBBUF.size)
             self._check(cpu, n, h, ctl["subbuf_bytes"])
             body = self.ram.read(slot + SUBBUF.size, h["content"])
             count = self._check_records(cpu, n, body, h)
@@ -165,39 +178,46 @@ class RingReader:
         return records_in(body, self.order, self.word_bytes)
 
     def _check_records(self, cpu: int, n: int, body: bytes, h: dict) -> int:
-        """How many records body holds; ShmError unless they fill it exactly
-        and its first and last are the ones the header names: a header
-        read before the writer finished it (a commit that was not stored
-        last) shows as an empty sub-buffer or other times."""
-        end = count = last = 0
-        for off, kind, size in self._records(body):
-            if kind not in _KINDS:
-                raise ShmError(f"cpu{cpu} sub-buffer {n}: record of kind {kind} "
-                               f"at byte {off}")
-            end, last = off + size, off
-            count += 1
-        if end != len(body) or not count:
-            raise ShmError(f"cpu{cpu} sub-buffer {n}: torn: its records end at "
-                           f"byte {end}, its header says {len(body)}")
-        times = (self._cycles(body, 0), self._cycles(body, last))
-        if times != (h["first"], h["last"]):
-            raise ShmError(f"cpu{cpu} sub-buffer {n}: torn: its records run from "
-                           f"cycle {times[0]} to {times[1]}, its header says "
-                           f"{h['first']} to {h['last']}")
-        return count
+        """How many records body holds; ShmError unless its first record is
+        at the header's first timestamp and its last at the header's last
+        offset and timestamp, ending at its content: a header read before
+        the writer finished it (a commit that was not stored last) shows
+        as none of that. No walk of the records: that is records.py's, on
+        every channel alike, and a walk here would halve the channel."""
+        last = h["last_record"]
+        problem = ""
+        if not h["records"] or len(body) < EVENT.size * h["records"]:
+            problem = f"{h['records']} records in {len(body)} bytes"
+        elif last + EVENT.size > len(body):
+            problem = f"its last record at byte {last} of {len(body)}"
+        else:
+            end = last + EVENT.size + body[last + _NWORDS] * self.word_bytes
+            kinds = (body[_KIND], body[last + _KIND])
+            times = (self._cycles(body, 0), self._cycles(body, last))
+            if end != len(body):
+                problem = f"its last record ends at byte {end} of {len(body)}"
+            elif not set(kinds) <= _KINDS:
+                problem = f"records of kinds {kinds}"
+            elif times != (h["first"], h["last"]):
+                problem = (f"its records run from cycle {times[0]} to {times[1]}, "
+                           f"its header says {h['first']} to {h['last']}")
+        if problem:
+            raise ShmError(f"cpu{cpu} sub-buffer {n}: torn: {problem}")
+        return h["records"]
 
     def _cycles(self, body: bytes, off: int) -> int:
         return struct.unpack_from(self.order + "Q", body, off + _CYCLES)[0]
 
-    def _scan(self, at: int, room: int) -> int:
-        """How far records run from at (the broken reader's guess)."""
+    def _scan(self, at: int, room: int) -> tuple[int, int, int]:
+        """How far records run from at, how many, where the last starts
+        (the broken reader's guess at a header not written yet)."""
         body = self.ram.read(at, room)
-        end = 0
+        end = count = last = 0
         for off, kind, size in self._records(body):
             if kind == 0 or off + size > room:
                 break
-            end = off + size
-        return end
+            end, count, last = off + size, count + 1, off
+        return end, count, last
 
 
 def records_in(body: bytes, order: str, word_bytes: int):

@@ -45,6 +45,8 @@ void subbuf_commit(struct subbuf_writer *s, volatile uint64_t *sent)
 	struct shm_subbuf *h = s->cur;
 	h->content = s->off - sizeof *h;
 	h->last = s->last;
+	h->records = s->count;
+	h->last_record = s->last_off - sizeof *h;
 	__atomic_store_n(&h->commit, s->w + 1, __ATOMIC_RELEASE);
 	*sent += s->count;
 	s->open = false;
@@ -65,6 +67,7 @@ bool subbuf_open(struct subbuf_writer *s, uint64_t discarded)
 	h->seq = s->w;
 	h->content = 0;
 	h->first = h->last = 0;
+	h->records = h->last_record = 0;
 	h->discarded = discarded;
 	s->cur = h;
 	s->off = sizeof *h;
@@ -84,14 +87,18 @@ bool subbuf_drained(const struct subbuf_writer *s)
 	return !s->on || (!(s->open && s->count) && s->ctl->consumed == s->w);
 }
 
-/* Slots of at least 1 KiB (a CHECK record is a few hundred bytes), eight
- * of them when the ring is big enough: the host reads a slot once the
- * writer left it, so more slots keep the writer further from a full ring. */
+/* Slots of at least 1 KiB (a CHECK record is a few hundred bytes) and at
+ * most 64 KiB, at least eight of them when the ring is big enough: the
+ * host reads a slot once the writer left it, so more slots keep the writer
+ * further from a full ring, and a small slot's records fit one EVENTS
+ * frame's 16-bit count. */
 static uint32_t slots_for(uint32_t bytes)
 {
 	uint32_t n = 8;
 	while (n > 2 && bytes / n < 1024)
 		n /= 2;
+	while (bytes / n > 65536)
+		n *= 2;
 	return n;
 }
 

@@ -29,6 +29,7 @@ struct subbuf_writer {
 	uint32_t           nsub;
 	uint32_t           off;        /* next record's offset in cur */
 	uint32_t           count;      /* records in cur */
+	uint32_t           last_off;   /* where cur's last record starts */
 	uint32_t           w;          /* cur's number (shm_cpu.write) */
 	uint64_t           last;       /* cycles of cur's last record */
 	uint8_t           *base;       /* slot 0 */
@@ -67,6 +68,7 @@ subbuf_put(struct subbuf_writer *s, unsigned kind, uint16_t thread, uint32_t pro
 	if (!s->count++)
 		s->cur->first = now;
 	s->last = now;
+	s->last_off = s->off;
 	s->off += len;
 	return true;
 }
