@@ -47,6 +47,8 @@
  * switches its CPU's ring between the two forms once the ring is empty
  * (so no record is in both or neither) and commits the open sub-buffer
  * when a flush asks. Losses are counted the same way (dropped, DROPS).
+ * Sub-buffers are written through the ring's mapping: `trace physical`
+ * (below) applies to the byte ring only.
  */
 #include "buffer.h"
 #include "arch.h"
@@ -465,11 +467,6 @@ void buffer_init_channels(void)
 {
 	subbuf_table_init();
 	link_channel_watch(channel_chosen);
-}
-
-bool buffer_shm(void)
-{
-	return tcpu[0].sb.on;
 }
 
 void buffer_kick_enable(bool on)

@@ -15,8 +15,6 @@
 void buffer_start_drain(void);
 /* The shm channel: the ring table announced, channel changes watched. */
 void buffer_init_channels(void);
-/* Whether the rings are sub-buffers the host reads (the shm channel). */
-bool buffer_shm(void);
 /* Wait until every record written before the call has been sent. */
 void buffer_flush(void);
 /* One STATS frame per CPU. */
