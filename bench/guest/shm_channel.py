@@ -20,29 +20,39 @@ its records: a `trace flush` has committed every ring before it replies.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import re
+import secrets
 import struct
-import tempfile
 import threading
 import time
 
 from ..wire import shm as wire_shm
 
-POLL_IDLE_S = 0.0005    # between polls that found nothing
+# Between polls that found nothing: from POLL_IDLE_S, doubling up to
+# POLL_IDLE_MAX_S while the rings stay empty, so an idle guest costs the
+# host (and QEMU's vCPUs beside it on the same cores) little; a 256 KiB
+# ring takes tens of milliseconds to fill at the fastest firing rates.
+POLL_IDLE_S = 0.0005
+POLL_IDLE_MAX_S = 0.004
+_names = itertools.count()
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
 class FileRam(wire_shm.BufferRam):
     """QEMU's RAM file, mapped shared and populated at once: a page the
     reader touched first would otherwise cost it a fault on every first
-    lap of a ring (a 64 KiB copy took 230 us instead of 6)."""
+    lap of a ring (a 64 KiB copy took 230 us instead of 6). Once both
+    QEMU and we map it, its name goes: nothing is left in /dev/shm
+    however either ends."""
 
     def __init__(self, path: str, size: int):
         with open(path, "r+b") as f:
             super().__init__(mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED
                                        | getattr(mmap, "MAP_POPULATE", 0)))
+        os.unlink(path)
 
     def close(self) -> None:
         self.buf.close()
@@ -90,10 +100,9 @@ class ProcessRam:
 class ShmChannel:
     def __init__(self, memory_mb: int, ram_backend: bool):
         self.size = memory_mb << 20
-        self.path = ""
-        if ram_backend:
-            fd, self.path = tempfile.mkstemp(prefix="trapbench-ram-", dir="/dev/shm")
-            os.close(fd)
+        # A name QEMU creates the file under (none is made before it runs).
+        self.path = (f"/dev/shm/trapbench-ram-{os.getpid()}-{next(_names)}-"
+                     f"{secrets.token_hex(4)}" if ram_backend else "")
         self.reader: wire_shm.RingReader | None = None
         self.error: wire_shm.ShmError | None = None
         self._ram = None
@@ -155,6 +164,7 @@ class ShmChannel:
         return self.reader.bytes - before
 
     def _run(self) -> None:
+        idle = POLL_IDLE_S
         while not self._stop.is_set():
             if self._paused.is_set():
                 time.sleep(0.01)
@@ -165,8 +175,11 @@ class ShmChannel:
                 return          # kept in self.error; the next REPLY raises it
             except (ValueError, OSError):
                 return          # the RAM was closed under us
-            if not n:
-                time.sleep(POLL_IDLE_S)
+            if n:
+                idle = POLL_IDLE_S
+            else:
+                time.sleep(idle)
+                idle = min(2 * idle, POLL_IDLE_MAX_S)
 
     def close(self) -> None:
         self._stop.set()
