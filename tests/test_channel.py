@@ -20,7 +20,7 @@ from bench import arches
 from bench.errors import UsageError
 from bench.guest.qemu import Guest
 from bench.trace.session import open_session
-from bench.trace.verify import verify
+from bench.trace.verify import accounting_problems, verify
 from bench.wire import frames as wire
 from bench.wire import records
 
@@ -210,8 +210,10 @@ def test_a_host_that_stops_reading_does_not_wedge_the_commands(i386):
     # Records were lost to the full buffer, each one counted: every firing
     # arrived or is in a drop count; no frame was lost or damaged.
     assert rep.dropped > 0 and rep.missed <= rep.dropped, (rep.missed, rep.dropped)
-    assert len(cap.events) + len(cap.marked) == rep.recorded, (len(cap.events), rep.recorded)
-    assert rep.recorded - len(cap.marked) + rep.dropped == rep.fired
+    # (Since SWITCH and IRQ records, recorded holds more than the firings'
+    # records: verify's own accounting tells them apart.)
+    assert not accounting_problems(cap, s.probes), accounting_problems(cap, s.probes)
+    assert not [p for p in rep.problems if "the guest sent" in p], rep.problems
     assert not g.link_errors, g.link_errors
     assert not rep.nesting_errors, rep.nesting_errors[:3]
 
