@@ -125,6 +125,12 @@ class Arch:
     # guest drives the device.
     virtio_serial_bus: str = ""
     default_channel: str = "serial"
+    # The shm channel reads the guest's RAM (bench/guest/shm_channel.py):
+    # from a file QEMU maps shared where the machine takes `-machine
+    # memory-backend=` for its RAM, else from QEMU's own memory
+    # (/proc/PID/mem). QEMU 7.2's sun4u accepts the option and ignores it:
+    # its RAM is a device of its own (`info mtree`: sun4u.ram).
+    ram_backend: bool = True
 
     @property
     def build_dir(self) -> Path:
@@ -281,6 +287,7 @@ ARCHES: dict[str, Arch] = {
         # (guest-kernel/arch/sparc64/pci.c).
         virtio_serial_bus="bus=pciB,addr=3",
         default_channel="virtio",
+        ram_backend=False,
     ),
 }
 

@@ -48,8 +48,10 @@ def _add_backend(s) -> None:
                    "session daemon of the bench's own under build/libvirt/, "
                    "qemu:///session?socket=...)")
     s.add_argument("--channel", choices=CHANNELS, default=None,
-                   help="where the trace travels: virtio (a virtio-console "
-                   "port; the default where the arch's guest drives one: "
+                   help="where the trace travels: shm (the per-CPU rings read "
+                   "out of guest RAM, no drain in the guest: the default where "
+                   "the harness starts QEMU), virtio (a virtio-console port; "
+                   "the default under libvirt where the arch's guest drives one: "
                    f"{', '.join(a.name for a in arches.ARCHES.values() if a.default_channel == 'virtio')}) "
                    "or serial (the 16550 that carries the commands)")
 

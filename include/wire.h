@@ -87,10 +87,13 @@ struct wire_frame_header {
 /* Where the trace travels (HELLO's `channel`); X(name, value, word, meaning).
  * The 16550 always carries the console and the commands; the bulk frames
  * (WIRE_BULK_FRAMES) go over the virtio-console port named
- * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq. */
+ * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq;
+ * under SHM the records are not sent at all (include/shm.h), and the other
+ * bulk frames take the virtio port if there is one. */
 #define WIRE_CHANNELS(X) \
 	X(SERIAL, 1, "serial", "the 16550 that carries the commands") \
-	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled")
+	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled") \
+	X(SHM,    3, "shm", "the per-CPU rings, read by the host out of guest RAM (shm.h)")
 
 /* The virtio port's name (virtserialport name=, libvirt <channel> target). */
 #define WIRE_VIRTIO_PORTS(X) \
@@ -122,7 +125,7 @@ struct wire_hello {
 	uint32_t ncpus;
 	uint32_t timer_hz;
 	uint32_t page_size;
-	uint32_t reserved2;
+	uint32_t shm_table;       /* physical address of struct shm_table (shm.h), 0: none */
 	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
 	uint64_t cycles_hz;       /* its rate, measured by the guest at boot */
 };

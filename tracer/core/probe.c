@@ -118,6 +118,7 @@ static void tracer_init(void)
 	tarch_init();
 	if (!buffer_resize(BUFFER_DEFAULT_BYTES))
 		panic("tracer: no memory for the trace buffers");
+	buffer_init_channels();
 	buffer_start_drain();
 }
 KERNEL_INIT(tracer_init);

@@ -12,6 +12,7 @@ target was missed, for results.json.
 from __future__ import annotations
 
 from .core import TARGETS, Bench
+from .shm import CHANNELS as SHM_COST_CHANNELS
 from .wholekernel import rows as wholekernel_rows
 
 
@@ -157,6 +158,34 @@ def channel_rows(b: Bench) -> list:
     return rows
 
 
+def shm_rows(b: Bench) -> list:
+    F = b.figures
+    rows = []
+    if "shm_raw" in F:
+        rows.append(("shm raw channel (host reads guest RAM)",
+                     f"{F['shm_raw']['median'] / 1e6:,.0f} MB/s", ""))
+    if "shm_raw_over_virtio" in F:
+        rows.append(("shm raw / virtio raw (same boot)",
+                     spread(F["shm_raw_over_virtio"], ",.1f"),
+                     judge(F["shm_raw_over_virtio"])))
+    costs = [ch for ch in SHM_COST_CHANNELS if f"record_cost_{ch}" in F]
+    if costs:
+        rows.append(("a record's guest cost, firing to committed (cycles): "
+                     + " | ".join(costs),
+                     " | ".join(f"{F[f'record_cost_{ch}']['median']:,.0f}" for ch in costs),
+                     ""))
+    for tag, ch in (("", "shm"), ("_virtio", "virtio")):
+        hooks = F.get(f"fbt_calltree_finstrument{tag}")
+        if not hooks:
+            continue
+        mechs = [m for m in b.arch.mechanisms if f"fbt_calltree_{m}{tag}" in F]
+        base = hooks["guest_seconds"]["median"]
+        rows.append((f"calltree traced, guest time / -finstrument-functions, over {ch}",
+                     ", ".join(f"{m} {F[f'fbt_calltree_{m}{tag}']['guest_seconds']['median'] / base:.2f}"
+                               for m in mechs), ""))
+    return rows
+
+
 def avoid_rows(b: Bench) -> list:
     F = b.figures
     avoid = [k for k in F if k.startswith("avoid_")]
@@ -182,7 +211,7 @@ def avoid_rows(b: Bench) -> list:
 
 def sustained_rows(b: Bench) -> list:
     rows = []
-    for ch in ("virtio", "virtio_ticks", "serial"):
+    for ch in ("shm", "virtio", "virtio_ticks", "serial"):
         f = b.figures.get(f"sustained_{ch}")
         if f:
             rows.append((f"sustained: {f['what']}",
@@ -196,7 +225,7 @@ def sustained_rows(b: Bench) -> list:
 # The table's sections, in order: a new experiment's rows go here.
 SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, kernel_rows, wholekernel_rows,
             fbt_rows,
-            scaling_rows, channel_rows, avoid_rows, sustained_rows)
+            scaling_rows, channel_rows, shm_rows, avoid_rows, sustained_rows)
 
 
 def table(b: Bench) -> list[tuple[str, str, str]]:
