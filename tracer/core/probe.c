@@ -29,6 +29,7 @@
 #include "arch.h"
 #include "atomic.h"
 #include "buffer.h"
+#include "gate.h"
 #include "console.h"
 #include "cpu.h"
 #include "init.h"
@@ -49,6 +50,7 @@ volatile uint16_t tracer_hash_slot[TRACER_HASH_SLOTS];
 volatile bool tracer_check_mode;
 volatile unsigned tracer_mechanism;
 static unsigned probes_added, probes_enabled;
+static volatile unsigned probes_recording;
 
 static uint8_t **text_alias;         /* one writable alias per text page */
 
@@ -308,6 +310,7 @@ static int probe_set(unsigned id, bool enable, char *why, size_t why_size)
 		probes_enabled--;
 		p->unsettled = 1;
 	}
+	tracer_recount_recording();
 	return 0;
 }
 
@@ -329,7 +332,10 @@ int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size
 		ksnprintf(why, why_size, "no action %u", action);
 		return -1;
 	}
+	tracer_lock();
 	tracer_probes[id].action = (uint8_t)action;
+	tracer_recount_recording();
+	tracer_unlock();
 	return 0;
 }
 
@@ -365,6 +371,7 @@ unsigned tracer_clear(void)
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		tracer_probes[i].state = PROBE_FREE;
 	probes_added = 0;
+	probes_recording = 0;
 	tracer_unlock();
 	return n;
 }
@@ -377,4 +384,22 @@ unsigned tracer_probes_added(void)
 unsigned tracer_probes_enabled(void)
 {
 	return probes_enabled;
+}
+
+/* Under the tracer's lock: a scan of the table at each change (commands,
+ * never the fire path), so that a switch reads one word. */
+void tracer_recount_recording(void)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		const struct probe *p = &tracer_probes[i];
+		n += p->state == PROBE_ENABLED && p->kind != WIRE_EVENT_WATCH &&
+		     p->action == TRACER_ACTION_RECORD && !gate_runs_program(i);
+	}
+	probes_recording = n;
+}
+
+unsigned tracer_probes_recording(void)
+{
+	return probes_recording;
 }

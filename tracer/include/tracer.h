@@ -242,6 +242,13 @@ unsigned tracer_clear(void);
 /* Probes added (not yet cleared), and of those, enabled. */
 unsigned tracer_probes_added(void);
 unsigned tracer_probes_enabled(void);
+/* Of the enabled, those whose firings write records of their own (action
+ * record, no program in its place): while there are any, the scheduler's
+ * SWITCH and IRQ records are written too (switch.c), so that the host can
+ * pair entries with returns per thread; an aggregation alone sends none. */
+unsigned tracer_probes_recording(void);
+/* Count them again after a probe's state, action or program changed. */
+void tracer_recount_recording(void);
 
 /* The bare trap round trip and its trap-less twin (arch), for costs. */
 void tracer_bare_trap(void);
