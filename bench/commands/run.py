@@ -126,6 +126,9 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
         for ln in aggregate.lines(aggregate.merge(cap.aggs), s.programs, names,
                                   arch.word_bytes):
             print(ln)
+    if cap.tls_dropped:
+        print(f"PROBLEM: {cap.tls_dropped} thread-local stores found no room in the "
+              "guest's pool: those threads' words read 0")
     write_exports(args, cap, s.probes, s.image, g.hello,
                   {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in t.reply.results:

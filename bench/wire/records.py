@@ -130,6 +130,7 @@ class Capture:
     aggs: list[dict] = field(default_factory=list)      # wire_agg + cpu, buckets
     agg_dropped: dict[int, int] = field(default_factory=dict)     # cpu: entries
     probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
+    tls_dropped: int = 0     # thread-local stores that found no room (AGGS)
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -173,7 +174,8 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
             step(d, fr, fr.payload)
     d.events.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
-                   d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts)
+                   d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts,
+                   d.tls_dropped)
 
 
 class _Decoder:
@@ -192,6 +194,7 @@ class _Decoder:
         self.aggs: list[dict] = []
         self.agg_dropped: dict[int, int] = {}
         self.snapshot = -1
+        self.tls_dropped = 0
         self.probe_counts: dict[int, dict] = {}
         self.nbytes = self.nframes = 0
 
@@ -212,6 +215,7 @@ class _Decoder:
         elif head["snapshot"] < self.snapshot:
             return
         self.agg_dropped[head["cpu"]] = head["dropped"]
+        self.tls_dropped = head["tls_dropped"]
         off = AGGS_HEAD.size
         for _ in range(head["count"]):
             if off + AGG.size > len(p):
