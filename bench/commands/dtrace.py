@@ -19,9 +19,8 @@ import json
 
 from .. import arches
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
-from ..lang import codegen, output
+from ..lang import codegen, output, runner
 from ..lang.parser import parse
-from ..program import load as program_load
 from ..trace import verify
 from ..trace.format import nesting_error_lines, summary_lines
 from ..trace.image import load_image
@@ -56,26 +55,6 @@ def compile_for(args, arch):
     return codegen.compile_script(script, img, arch, args.mechanism), image, elf, line
 
 
-def loader(compiled):
-    """After the probes are added: every group's program into its slot,
-    attached to the group's probes the guest kept."""
-    def load(session) -> None:
-        kept = {p.id for p in session.probes}
-        session.must("program clear")
-        session.programs = {}
-        for g in compiled.groups:
-            ids = [p.id for p in g.probes if p.id in kept]
-            if not ids:
-                continue
-            program_load.load(session.guest, g.program, g.slot)
-            program_load.attach(session.guest, g.slot, ids)
-            session.programs[g.slot] = g.program
-            for p in session.probes:
-                if p.id in ids:
-                    p.program = f"slot {g.slot}"
-    return load
-
-
 def cmd_trace(args) -> int:
     arch = arches.get(args.arch)
     probe_args(args, arch)
@@ -92,7 +71,7 @@ def cmd_trace(args) -> int:
     if not compiled.groups:
         return _host_only(args, compiled)
     t = run_cmd._trace_workload(args, arch, None, image, elf, line,
-                                load=loader(compiled), spec=compiled.spec)
+                                load=runner.loader(compiled), spec=compiled.spec)
     status = EXIT_OK if t.reply.ok else EXIT_FAILED
     status = max(status, _print_results(args, arch, compiled, t))
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
