@@ -70,10 +70,10 @@ def describe(script: Script, tok, arch) -> Desc:
     if text in SPECIAL:
         return Desc(text, "", "", (), pos, text)
     bits = text.split(":")
-    if len(bits) == 3:
+    if bits[0] in ("insn", "branch") and len(bits) in (2, 3):
+        bits = [bits[0], bits[1] if len(bits) == 3 else "", bits[-1], ""]
+    elif len(bits) == 3:
         bits.insert(1, "")
-    if bits[0] in ("insn", "branch") and len(bits) == 2:
-        bits = [bits[0], "", bits[1], ""]
     if len(bits) != 4:
         raise script.error(pos, f"probe {text!r}: provider:module:function:name "
                            "(fbt::FUNC:entry, insn::FUNC+OFF, branch::FUNC), BEGIN or END")
