@@ -322,7 +322,8 @@ class _Gen:
         try:
             g.program = asm.assemble(g.text, self.arch, f"<slot {g.slot}>")
         except asm.AsmError as e:
-            raise self.err(g.clauses[0].pos, f"a program past the VM's limits: {e}") \
+            what = re.sub(r"^<slot \d+>:\d+:\d+: ", "", str(e))
+            raise self.err(g.clauses[0].pos, f"a program past the VM's limits: {what}") \
                 from None
 
     # ---- statements ----
