@@ -26,6 +26,7 @@ from collections import Counter
 import pytest
 
 from bench import arches
+from bench.paths import REPO
 from bench.lang.runner import run_scripts
 from bench.program.aggregate import bucket_of
 from bench.trace.image import load_image
@@ -182,6 +183,36 @@ ONE_LINERS = [
      lambda o, a: o.values(), {"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}),
     ("an instruction probe", "insn::ct_mul+0 { @[probename] = count(); }", CT,
      lambda o, a: o.values(), {"insn": ALL["ct_mul"]}),
+]
+
+def _example(name: str) -> str:
+    return (REPO / "bench" / "scripts" / name).read_text()
+
+
+# bench/scripts/*.d, run as the table runs: the same ground truth.
+ONE_LINERS += [
+    ("example count.d", _example("count.d"), CT,
+     lambda o, a: {k: v for k, v in o.values("calls").items() if k in ALL}, ALL),
+    ("example quantize.d", _example("quantize.d"), FIB,
+     lambda o, a: o.values("arg0")[ONE],
+     {b: sum(n for k, n in FC.items() if bucket_of(k) == b)
+      for b in {bucket_of(k) for k in FC}}),
+    ("example predicate.d", _example("predicate.d"), CT,
+     lambda o, a: (sorted(o.values("bottoms").values()), o.values("by_depth"),
+                   o.values("levels")[ONE]),
+     ([M] * T, {str(d): M * T for d in range(1, D + 1)},
+      {d + 1: M * T for d in range(1, D + 1)})),
+    ("example latency.d", _example("latency.d"), CT,
+     lambda o, a: {k: sum(v.values()) for k, v in o.values("ns").items()},
+     {f: ALL[f] for f in ("ct_mid", "ct_add", "ct_mul")}),
+    ("example printf.d", _example("printf.d"), CT,
+     lambda o, a: sorted(ln.split(": ", 1)[1] for ln in o.printed),
+     sorted(f"iteration {i}, depth {D}" for i in range(M) for _ in range(T))),
+    ("example args.d", _example("args.d"), CT,
+     lambda o, a: [ln.split("string=")[1] for ln in o.printed],
+     ["'calltree'"] * T),
+    ("example dp_null.d", _example("dp_null.d"), FIB,
+     lambda o, a: (o.compiled.aggs, o.printed), ({}, [])),
 ]
 
 _outcomes: dict = {}

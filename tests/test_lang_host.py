@@ -12,6 +12,8 @@ one program (this-> is shared by them) while other probes get their own.
 import pytest
 
 from bench import arches, cli
+from bench.paths import PROGRAMS
+from bench.program import asm
 from bench.lang import runner
 from bench.lang.errors import LangError
 
@@ -149,3 +151,20 @@ def test_a_sum_of_unsigned_values_is_marked_unsigned(built):
     texts = "".join(g.text for g in c.groups)
     assert "sum @_, 0, unsigned" in texts
     assert "quantize @q, 0\n" in texts        # signed: no flag
+
+
+@pytest.mark.parametrize("name", ["count", "quantize", "dp_null"])
+def test_an_rpn_example_rewritten_in_d_compiles_to_its_instructions(built, name):
+    """bench/scripts/NAME.d is bench/programs/NAME.rpn in D: the same
+    operations on the same operands, so the same tables (the D value of
+    an unsigned argument carries the unsigned flag, which changes no
+    table of non-negative values)."""
+    built("i386")
+    a = arches.get("i386")
+    d = runner.compile_text((PROGRAMS.parent / "scripts" / f"{name}.d").read_text(),
+                            a, "int3")
+    rpn = asm.assemble((PROGRAMS / f"{name}.rpn").read_text(), a, name)
+    ours = [(i.op, i.a, i.b) for i in d.groups[0].program.insns]
+    theirs = [(i.op, i.a, i.b) for i in rpn.insns]
+    assert ours == theirs
+    assert [x.kind for x in d.groups[0].program.aggs] == [x.kind for x in rpn.aggs]
