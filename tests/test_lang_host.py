@@ -155,7 +155,8 @@ def test_a_sum_of_unsigned_values_is_marked_unsigned(built):
 
 @pytest.mark.parametrize("name", ["count", "quantize", "dp_null"])
 def test_an_rpn_example_rewritten_in_d_compiles_to_its_instructions(built, name):
-    """bench/scripts/NAME.d is bench/programs/NAME.rpn in D: the same
+    """Each example of bench/scripts/ named as one of bench/programs/ is that
+    program in D: the same
     operations on the same operands, so the same tables (the D value of
     an unsigned argument carries the unsigned flag, which changes no
     table of non-negative values)."""
