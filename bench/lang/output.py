@@ -140,11 +140,11 @@ def lines(compiled, tables: dict) -> list[str]:
             r.sort))
         for r in ordered:
             label = "  ".join(r.keys)
+            if info.func in ("quantize", "lquantize") and label:
+                out.append(f"  {label}")
             if info.func == "quantize":
-                out.append(f"  {label}" if label else "")
                 out += aggregate.histogram(r.buckets, "  ")
             elif info.func == "lquantize":
-                out.append(f"  {label}" if label else "")
                 out += lhistogram(r.buckets, info.lq, "  ")
             else:
                 v = r.value(info.func)
