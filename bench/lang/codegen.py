@@ -278,6 +278,25 @@ def _raw_offset(s: Str, k: int) -> int:
     return k        # escapes before it shift it slightly; close enough for a caret
 
 
+# A test against 0 before a conditional jump is the jump's own: `push 0,
+# eq, jz L` is `jnz L` (and so on), two instructions fewer per predicate.
+_FOLD = {("eq", "jz"): "jnz", ("eq", "jnz"): "jz", ("ne", "jz"): "jz",
+         ("ne", "jnz"): "jnz"}
+
+
+def _peephole(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    for ln in lines:
+        out.append(ln)
+        if out[-4:] == ["push 0", "ne", "push 0", "ne"]:       # already 0 or 1
+            del out[-2:]
+        if len(out) >= 3 and out[-3] == "push 0":
+            cmp_, jump = out[-2], out[-1].split(" ", 1)
+            if (cmp_, jump[0]) in _FOLD and len(jump) == 2:
+                out[-3:] = [f"{_FOLD[(cmp_, jump[0])]} {jump[1]}"]
+    return out
+
+
 class _Gen:
     """One group's program: RPN lines, labels, locals, aggregations."""
 
@@ -318,7 +337,7 @@ class _Gen:
         if g.printf:
             self.emit(f"lget {FLAG_LOCAL}", "jz done", "exit")
         self.emit("done: abort")
-        g.text = "\n".join(self.lines) + "\n"
+        g.text = "\n".join(_peephole("\n".join(self.lines).split("\n"))) + "\n"
         try:
             g.program = asm.assemble(g.text, self.arch, f"<slot {g.slot}>")
         except asm.AsmError as e:
