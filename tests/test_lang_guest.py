@@ -229,6 +229,41 @@ def outcomes(name: str, built) -> dict:
     return _outcomes[name]
 
 
+# tests/workloads/typed.c: ty_all(box, -193, 4000000000, TY_BLUE, "typed", -7,
+# 200) once; its 7th argument is passed on the stack on sparc64 (and is past
+# the 6 words an i386 record carries).
+TYPED = [
+    ("every typed argument, the string too",
+     'fbt::ty_all:entry { printf("%d %u %d %s %d %u\\n", args[1], args[2], args[3], '
+     "args[4], args[5], args[6]); }",
+     lambda o: o.printed, ["-193 4000000000 -2 typed -7 200"]),
+    ("an enum key by name", "fbt::ty_all:entry { @[args[3]] = count(); }",
+     lambda o: o.values(), {"TY_BLUE": 1}),
+    ("the 7th argument, stack-passed", "fbt::ty_all:entry { @[arg6] = count(); }",
+     lambda o: o.values(), {"200": 1}),
+    ("a predicate on a signed argument, an unsigned sum past 2^31",
+     "fbt::ty_all:entry /args[1] < 0/ { @ = sum(args[2]); }",
+     lambda o: o.values()[ONE], 4000000000),
+    ("a signed return value", "fbt::ty_all:return { @[retval] = count(); }",
+     lambda o: o.values(), {"-200": 1}),
+]
+_typed: dict = {}
+
+
+@pytest.mark.parametrize("case", TYPED, ids=[c[0] for c in TYPED])
+def test_typed_arguments(arch, built, case):
+    if arch not in _typed:
+        built(arch)
+        a = arches.get(arch)
+        _typed[arch] = dict(zip((c[0] for c in TYPED), run_scripts(
+            a, [(c[1], "typed") for c in TYPED], smp=1, label="lang-typed",
+            workload=REPO / "tests" / "workloads" / "typed.c")))
+    ident, script, got, truth = case
+    o = _typed[arch][ident]
+    assert o.reply.ok, o.reply.message
+    assert got(o) == truth, script
+
+
 def test_the_table_is_big_enough():
     assert len(ONE_LINERS) >= 30
     assert len({i for i, *_ in ONE_LINERS}) == len(ONE_LINERS)

@@ -63,18 +63,29 @@ class Outcome:
                 for r in self.tables[name].values()}
 
 
-def compile_text(text: str, arch, mechanism: str, path: str = "-n"):
-    build.ensure_image(arch)
-    return codegen.compile_script(parse(text, path), load_image(arch.elf()), arch,
-                                  mechanism)
+def compile_text(text: str, arch, mechanism: str, path: str = "-n", elf=None):
+    """text compiled against arch's image (or the ELF of a --workload one)."""
+    if elf is None:
+        build.ensure_image(arch)
+    return codegen.compile_script(parse(text, path), load_image(elf or arch.elf()),
+                                  arch, mechanism)
 
 
 def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
-                timeout: float = 300, label: str = "dtrace") -> list[Outcome]:
+                timeout: float = 300, label: str = "dtrace",
+                workload=None) -> list[Outcome]:
+    """Each (script text, run line) of items in one boot; workload, a C
+    file, is built into the image as --workload does."""
     mechanism = mechanism or arch.default_mechanism
-    compiled = [(compile_text(text, arch, mechanism), line) for text, line in items]
+    image = elf = None
+    if workload is not None:
+        image = build.user_image(arch, workload)
+        elf = image.parent / arch.symbols
+    compiled = [(compile_text(text, arch, mechanism, elf=elf), line)
+                for text, line in items]
     outs = []
-    with open_guest(arch, label=label, smp=smp, command_timeout=timeout) as g:
+    with open_guest(arch, label=label, smp=smp, command_timeout=timeout,
+                    image=image, elf=elf) as g:
         s = open_session(g)
         for c, line in compiled:
             since = len(g.trace_frames)
