@@ -164,6 +164,11 @@ ONE_LINERS = [
     ("printf", 'fbt::ct_root:entry { printf("root %u depth %u\\n", args[1], args[2]); }',
      CT, lambda o, a: sorted(o.printed),
      sorted(f"root {i} depth {D}" for i in range(M) for _ in range(T))),
+    ("printf of probefunc and probename",
+     'fbt::ct_mul:, fbt::ct_root:entry { printf("%s:%s", probefunc, probename); }', CT,
+     lambda o, a: Counter(o.printed),
+     Counter({"ct_mul:entry": ALL["ct_mul"], "ct_mul:return": ALL["ct_mul"],
+              "ct_root:entry": ALL["ct_root"]})),
     ("trace()", "fbt::fib:entry /arg0 == 10/ { trace(arg0); }", FIB,
      lambda o, a: o.printed, ["10"]),
     ("exit() stops the counting", "fbt::ct_add:entry { @ = count(); exit(0); }", CT,
@@ -262,6 +267,23 @@ def test_typed_arguments(arch, built, case):
     o = _typed[arch][ident]
     assert o.reply.ok, o.reply.message
     assert got(o) == truth, script
+
+
+def test_the_cli_runs_check_mode_and_writes_json(arch, built, tmp_path, capsys):
+    """`trace` as a person types it: check mode re-runs every emulation,
+    the verdict line closes the output, --json holds the table."""
+    from bench import cli
+    import json
+    built(arch)
+    out = tmp_path / "aggs.json"
+    rc = cli.main(["trace", "--arch", arch, "--check", "--json", str(out), "-n",
+                   "fbt::ct_mul:entry { @[probefunc] = count(); }",
+                   "--run", CT])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert " 0 mismatches" in text and "PROBLEM" not in text, text
+    assert text.rstrip().splitlines()[-1].startswith(f"traced={ALL['ct_mul']} ")
+    assert json.loads(out.read_text())["@"]["rows"][0]["value"] == ALL["ct_mul"]
 
 
 def test_the_table_is_big_enough():

@@ -61,6 +61,7 @@ def cmd_trace(args) -> int:
     for k, v in _RUN_DEFAULTS.items():
         if not hasattr(args, k):
             setattr(args, k, v)
+    args.program = "D"      # every probe runs a program: check mode counts so
     compiled, image, elf, line = compile_for(args, arch)
     if args.emit_rpn:
         print(compiled.rpn(), end="")

@@ -485,6 +485,10 @@ class _Gen:
                 described.append(("const", a.value))
                 continue
             t = self.type_of(a)
+            if k == "string" and t.kind in ("probefunc", "probename"):
+                self.emit("probe", "log a, 1")      # the host names the probe
+                described.append(("probe", t.kind))
+                continue
             if k == "string" and t.kind != "string":
                 raise self.err(a.pos, "%s wants a string (a char * argument)")
             if k == "int" and t.kind == "string":
@@ -498,8 +502,6 @@ class _Gen:
                 self.scalar(a)
                 self.emit("log a, 1")
                 described.append(("int", t.signed))
-        consts = [d[1] for d in described if d[0] == "const"]
-        del consts
         self.emit("push 1", f"lset {FLAG_LOCAL}")
         self.g.printf = Printf(fmt, described, st.pos)
 

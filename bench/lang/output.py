@@ -3,7 +3,8 @@
 printf and trace() lines come from the LOG records of the compiled
 programs (major codegen.MAJOR, minor the slot): the group's Printf says
 what each argument was — a word (signed or not), a string behind a
-logs prefix, a constant the host kept — and the C format, turned into
+logs prefix, a probe id for probefunc/probename, a constant the host
+kept — and the C format, turned into
 Python's, renders them. DTrace's columns lead each line (CPU, probe id,
 FUNCTION:NAME) unless quiet.
 
@@ -197,7 +198,7 @@ def printf_lines(compiled, events, probes: dict, order: str, word: int,
         pf = compiled.groups[minor].printf
         if pf is None:
             continue
-        text = render(pf, data, order, word)
+        text = render(pf, data, order, word, probes)
         if quiet:
             out.append(text)
             continue
@@ -207,12 +208,18 @@ def printf_lines(compiled, events, probes: dict, order: str, word: int,
     return out
 
 
-def render(pf, data: bytes, order: str, word: int) -> str:
+def render(pf, data: bytes, order: str, word: int, probes: dict) -> str:
     endian = "little" if order == "<" else "big"
     vals, pos = [], 0
     for a in pf.args:
         if a[0] == "const":
             vals.append(a[1])
+        elif a[0] == "probe":
+            v = int.from_bytes(data[pos:pos + word], endian)
+            pos += word
+            p = probes.get(v)
+            vals.append((p.function if a[1] == "probefunc" else p.kind) if p
+                        else f"probe{v}")
         elif a[0] == "int":
             v = int.from_bytes(data[pos:pos + word], endian)
             pos += word
