@@ -5,7 +5,9 @@
  * A word never stored reads 0; a store is read back by a later run on the
  * same thread, by another program too (the words are the thread's, not a
  * program's); a thread created for the test reads 0 where this one stored
- * (the words are per thread); `program clear` of every slot empties them.
+ * (the words are per thread); `program clear` of every slot empties them;
+ * 160 threads storing find 128 blocks, and the 32 stores that find none
+ * are counted exactly and read back 0.
  * `timens` readings 1 ms of cycles apart differ by that many ns at the
  * clock's rate, within 1%.
  */
@@ -72,6 +74,47 @@ static void test_tls(void)
 	report(cleared, "program clear empties every thread's words");
 }
 
+/* Each of 32 threads stores a word, 5 rounds of new threads: the first
+ * WIRE_PROGRAM_TLS_THREADS get a block, every later first store is
+ * counted and not made — and reads back 0. */
+#define ROUNDS 5
+static struct program pool_prog;       /* validated once; runs only read it */
+
+static void pool_thread(void *arg)
+{
+	struct program_log l;
+	*(bool *)arg = tp_run(&pool_prog, &l) == PROGRAM_ABORT;
+}
+
+static void test_pool(void)
+{
+	static const struct wire_rpn_insn set_get[] = {
+		INSN(PUSH, 0, 0, 5), INSN(TSET, 0, 1, 0), INSN(TGET, 0, 1, 0),
+		INSN(GADD, 0, G_B, 0), INSN(ABORT, 0, 0, 0),
+	};
+	static bool ran_in[THREAD_RUN_MAX];
+	char why[128];
+	program_clear(-1, why, sizeof why);
+	bool ok = tp_program(&pool_prog, SLOT, set_get, NINSNS(set_get), 0, 0);
+	unsigned started = 0, ran = 0;
+	for (unsigned r = 0; ok && r < ROUNDS; r++) {
+		memset(ran_in, 0, sizeof ran_in);
+		started += thread_run_all("tlspool", THREAD_RUN_MAX, pool_thread, ran_in,
+					  sizeof ran_in[0], THREAD_ANY_CPU);
+		for (unsigned i = 0; i < THREAD_RUN_MAX; i++)
+			ran += ran_in[i];
+	}
+	unsigned held = program_tls_threads(), lost = program_tls_dropped();
+	unsigned long sum = program_globals[G_B];
+	unsigned want_lost = started > WIRE_PROGRAM_TLS_THREADS ?
+			     started - WIRE_PROGRAM_TLS_THREADS : 0;
+	report(ok && ran == started && held == WIRE_PROGRAM_TLS_THREADS &&
+	       lost == want_lost && sum == 5ul * held, "%u threads store a thread-local "
+	       "word: %u hold one, %u stores counted and not made (want %u), those "
+	       "read 0 (sum %lu)", started, held, lost, want_lost, sum);
+	program_clear(-1, why, sizeof why);
+}
+
 static uint64_t cycles_ns(uint64_t cycles)
 {
 	return cycles * 1000000ull / (arch_cycles_hz() / 1000);
@@ -109,6 +152,7 @@ static void selftest_program_tls(void)
 {
 	report_prefix_push("thread-locals");
 	test_tls();
+	test_pool();
 	test_timens();
 	report_prefix_pop();
 }
