@@ -126,6 +126,12 @@ ONE_LINERS = [
     ("retval distribution", "fbt::fib:return { @[retval] = count(); }", FIB,
      lambda o, a: o.values(),
      {str(v): sum(n for k, n in FC.items() if fib(k) == v) for v in {fib(k) for k in FC}}),
+    ("DTrace's arg1 on a return is retval", "fbt::fib:return { @[arg1] = count(); }",
+     FIB, lambda o, a: o.values(),
+     {str(v): sum(n for k, n in FC.items() if fib(k) == v) for v in {fib(k) for k in FC}}),
+    ("DTrace's arg0 on a return is its offset",
+     "fbt::ct_mul:return { @[arg0 > 0 && arg0 < 256] = count(); }", CT,
+     lambda o, a: o.values(), {"1": ALL["ct_mul"]}),
     ("latency pairs: each return finds its own entry's self->ts",
      "fbt::ct_mid:entry { self->ts = timestamp; } "
      "fbt::ct_mid:return /self->ts == 0/ { @bad = count(); } "

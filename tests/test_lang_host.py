@@ -32,8 +32,11 @@ BAD = [
      '1:31: args[1]: fib takes 1 argument'),
     ('fbt::fib:entry { @ = sum(retval); }',
      '1:26: retval in a clause of entry probes: only return probes have one'),
-    ('fbt::fib:return { @ = sum(arg0); }',
-     '1:27: arg0 in a clause of return probes: only entry probes have arguments'),
+    ('fbt::fib:return { @ = sum(arg2); }',
+     '1:27: arg2 in a clause of return probes: only entry probes have arguments'),
+    ('fbt::ct_*:return { @ = sum(arg0); }',
+     "1:28: arg0 of a return probe is its offset in the function: give the clause "
+     "one function"),
     ('fbt::fibb:entry { @ = count(); }',
      "1:1: probe 'fbt::fibb:entry': no function 'fibb'; nearest: fib"),
     ('fbt::zz_*:entry { @ = count(); }',

@@ -12,7 +12,8 @@ there is one), args[N] (typed by DWARF: signedness, enums, char * as a
 string; N past the arity is an error), retval (return probes only),
 probefunc and probename (the probe's id, named on the host; compared with
 strings on the host where the group's probes decide it), cpu, tid,
-timestamp (ns), caller (entry probes: the arch's RPN in arches.py), scalar
+timestamp (ns), caller (entry probes: the arch's RPN in arches.py), in a
+return clause DTrace's arg0 (the return's offset) and arg1 (retval), scalar
 globals (global words), self->x (thread-local words) and this->x.
 
 Values are the arch's words; an aggregation's value goes on as 64 bits,
@@ -566,6 +567,10 @@ class _Gen:
     def name_type(self, e: Name) -> Ty:
         n = e.name
         m = re.fullmatch(r"arg(\d+)", n)
+        if m and self.kinds == {"return"} and int(m.group(1)) < 2:
+            if m.group(1) == "1":                # DTrace's return probes
+                return self.name_type(Name(e.pos, "retval"))
+            return Ty(signed=False)
         if m:
             i = int(m.group(1))
             if i >= MAX_ARG:
@@ -704,7 +709,15 @@ class _Gen:
     def name_value(self, e: Name) -> None:
         n = e.name
         m = re.fullmatch(r"arg(\d+)", n)
-        if m:
+        if m and self.kinds == {"return"} and m.group(1) == "1":
+            self.emit("retval")                  # DTrace: arg1 is the value
+        elif m and self.kinds == {"return"} and m.group(1) == "0":
+            if len(self.functions) != 1:         # arg0: the return's offset
+                raise self.err(e.pos, "arg0 of a return probe is its offset in the "
+                               "function: give the clause one function")
+            start = self.image.functions[self.functions[0]].addr
+            self.emit("pc", f"push {start}", "sub")
+        elif m:
             self.need_entry(e.pos, n)
             self.name_type(e)
             self.emit(f"arg {self.arg_word(int(m.group(1)))}")
