@@ -36,7 +36,12 @@
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
 #define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+#define WIRE_MAX_REASON   512   /* longest reason (refusal, note) a REPLY carries whole */
 #define WIRE_MAX_ARGS     6     /* argument words an ENTRY record carries at most */
+/* An entry probe's argument map (tracer/core/args.c): a byte per word */
+#define WIRE_ARG_REGISTER 0x80  /* | r: the trapped register r (`reg` numbering) */
+#define WIRE_ARG_WORDS    64    /* k < this: the calling convention's word k */
+#define WIRE_ARG_NONE     0xff  /* nowhere: optimized out */
 
 /* The frame header, little-endian on every arch (frame.c writes it byte by
  * byte; the host reads it with this layout). */

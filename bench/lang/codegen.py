@@ -610,15 +610,22 @@ class _Gen:
             return None
         return f.signature.params[i]
 
-    def arg_word(self, i: int) -> int:
-        """The VM's `arg` index of argument i: on i386 the words before it."""
-        if self.arch.arg_registers:
-            return i
+    def arg_word(self, i: int, pos: int = 0) -> int:
+        """The VM's `arg` index of argument i: where the probe's argument
+        map puts the parameter (bench/trace/types.py), or by the
+        convention: on i386 the words before it."""
         f = self.image.functions.get(self.functions[0]) if self.functions else None
-        if f is None or f.signature is None:
+        sig = f.signature if f else None
+        if sig is not None and sig.argmap:
+            p = sig.params[i] if i < len(sig.params) else None
+            if p is None or p.word is None:
+                why = p.why if p is not None and p.why else "not where a probe reads"
+                raise self.err(pos, f"argument {i} of {f.name}: {why}")
+            return p.word
+        if self.arch.arg_registers or sig is None:
             return i
         w = 0
-        for p in f.signature.params[:i]:
+        for p in sig.params[:i]:
             w += max(1, -(-max(p.type.size, 1) // self.word))
         return w
 
@@ -667,7 +674,7 @@ class _Gen:
             self.name_value(e)
         elif isinstance(e, ArgsIndex):
             i, t = self.args_param(e)
-            self.emit(f"arg {self.arg_word(i)}")
+            self.emit(f"arg {self.arg_word(i, e.pos)}")
             self.narrow(t.ctype.size * 8 if t.ctype.kind != "pointer" else 0, t.signed)
         elif isinstance(e, Member):
             self.type_of(e)
@@ -720,7 +727,7 @@ class _Gen:
         elif m:
             self.need_entry(e.pos, n)
             self.name_type(e)
-            self.emit(f"arg {self.arg_word(int(m.group(1)))}")
+            self.emit(f"arg {self.arg_word(int(m.group(1)), e.pos)}")
         elif n in ("probefunc", "probename"):
             self.emit("probe")
         elif n == "cpu":

@@ -121,7 +121,7 @@ def _load_image(path: str, mtime: float) -> Image:
         text = elf.get_section_by_name(".text")
         text_bytes, text_addr = text.data(), text["sh_addr"]
         word_bytes = elf.elfclass // 8
-        sigs = signatures(elf, word_bytes, arch.arg_registers)
+        sigs = signatures(elf, word_bytes, arch.arg_registers, arch.arg_location)
     try:
         out = subprocess.run([arch.objdump, "-d", "-j", ".text", "-w", path],
                              capture_output=True, text=True, check=True).stdout

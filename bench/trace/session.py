@@ -3,7 +3,8 @@ records back.
 
 A session talks to the guest only through its commands:
   probe mechanism M | probe check on | trace buffer BYTES | trace reset
-  probe add ID ADDR entry|return|branch NARGS  (one per site; refusals noted)
+  probe add ID ADDR entry|return|branch NARGS [MAP]  (one per site; refusals
+                                noted; MAP: where each argument word is)
   [program load/check, probe program ID... SLOT, probe pass/maxhits]
   probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
 `trace flush` returns once every record written so far has been sent and
@@ -64,7 +65,8 @@ class Session:
         self.must("trace reset")
         kept = []
         for p in self.probes:
-            r = self.cmd(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}")
+            r = self.cmd(f"probe add {p.id} {p.addr:#x} {p.kind} {p.nargs}"
+                         + (f" {p.argmap}" if p.argmap else ""))
             if not r.ok:
                 p.refused = r.message
                 self.notes.append(f"{p.function} {p.kind} at {p.addr:#x}: {r.message}")

@@ -362,7 +362,8 @@ static bool is_space(char c)
 
 static void execute(uint32_t number, char *line)
 {
-	char msgbuf[WIRE_MAX_COMMAND + 64] = "";  /* echo returns a whole line */
+	/* echo returns a whole line; a refusal, its whole reason with a prefix */
+	char msgbuf[WIRE_MAX_COMMAND + WIRE_MAX_REASON] = "";
 	struct command_reply reply = { msgbuf, sizeof msgbuf };
 	char *argv[COMMAND_MAX_ARGS + 1];
 	int argc = 0, status;

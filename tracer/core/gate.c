@@ -144,7 +144,7 @@ void gate_reap(void)
 		return;
 	spent = false;
 	unsigned n = 0;
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
 		unsigned long max = probe_gates[i].maxhits;
@@ -192,7 +192,7 @@ void gate_reset_counts(void)
 
 void gate_detach(unsigned slot)
 {
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state != PROBE_FREE &&
 		    probe_gates[i].program == &programs[slot])

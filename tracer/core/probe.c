@@ -249,6 +249,7 @@ static int probe_add(unsigned id, uintptr_t a, unsigned kind, unsigned nargs,
 	p->id = id;
 	p->kind = (uint8_t)kind;
 	p->nargs = (uint8_t)nargs;
+	p->nargmap = 0;
 	p->action = TRACER_ACTION_RECORD;
 	p->site = site;
 	p->gated = 0;
@@ -348,7 +349,7 @@ int tracer_set_mechanism(const char *name)
 
 unsigned tracer_clear(void)
 {
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	tracer_lock();
 	tracer_watch_clear();
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)

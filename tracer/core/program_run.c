@@ -149,7 +149,7 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 			PUSH(v);
 			break;
 		case WIRE_RPN_ARG:
-			if (!ctx || !tarch_context_arg(ctx, p, i->a, &v))
+			if (!ctx || !tracer_arg(ctx, p, i->a, &v))   /* by its map */
 				return PROGRAM_FAULT;
 			PUSH(v);
 			break;

@@ -292,7 +292,7 @@ static void test_full_table(void)
 /* Clearing one slot's entries (program clear) leaves another's whole. */
 static void test_clear(void)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	bool cleared = program_clear(SLOT, why, sizeof why) == 0;
 	irqflags_t f = arch_irq_save();
 	bool gone = !read_entry(SLOT, A_COUNT, 1, 5, 0);
@@ -320,7 +320,7 @@ static void test_clear(void)
 
 static void selftest_program_aggs(void)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	report_prefix_push("aggregations");
 	program_clear(SLOT, why, sizeof why);
 	agg_clear(OTHER);

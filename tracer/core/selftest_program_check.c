@@ -34,7 +34,7 @@ static void check_kind(const char *name, const struct wire_rpn_insn *insn,
 		       unsigned n, const char *expect, uint8_t kind)
 {
 	static uint8_t bytes[PROGRAM_MAX_BYTES] __attribute__((aligned(8)));
-	char why[160] = "(accepted)";
+	char why[WIRE_MAX_REASON] = "(accepted)";
 	size_t size = tp_bytes(bytes, insn, n, 1, &kind);
 	int rc = program_validate(bytes, size, why, sizeof why);
 	report(rc != 0 && contains(why, expect), "refuses %s: %s", name, why);
@@ -55,7 +55,7 @@ static void test_header(void)
 	};
 	static uint8_t bytes[PROGRAM_MAX_BYTES + 8] __attribute__((aligned(8)));
 	struct wire_program *head = (struct wire_program *)bytes;
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	size_t size = tp_bytes(bytes, good, NINSNS(good), 1, one_count);
 
 	report(program_validate(bytes, size, why, sizeof why) == 0,
@@ -114,7 +114,7 @@ static void test_limits(void)
 		INSN(EXIT, 0, 0, 0),
 	};
 	static uint8_t bytes[PROGRAM_MAX_BYTES] __attribute__((aligned(8)));
-	char why[160] = "";
+	char why[WIRE_MAX_REASON] = "";
 	size_t size = tp_bytes(bytes, insn, NINSNS(insn), WIRE_PROGRAM_MAX_AGGS, kinds);
 	int rc = program_validate(bytes, size, why, sizeof why);
 	report(rc == 0, "accepts every operand at its limit, and unreachable code%s%s",
@@ -127,7 +127,7 @@ static void test_nothing_installed(void)
 	static const struct wire_rpn_insn good[] = { INSN(ABORT, 0, 0, 0) };
 	static const struct wire_rpn_insn bad[] = { INSN(ADD, 0, 0, 0), INSN(EXIT, 0, 0, 0) };
 	const unsigned slot = WIRE_PROGRAMS - 1;
-	char why[160];
+	char why[WIRE_MAX_REASON];
 
 	bool ok = tp_install(slot, good, 1, 0, 0, why, sizeof why) == 0;
 	report(ok && programs[slot].installed && programs[slot].head.ninsns == 1,

@@ -66,6 +66,9 @@ struct probe {
 	 * the fire path's one test before it does the action (gate.c). */
 	volatile uint8_t   gated;
 	struct tarch_site  site;      /* the decoded original instruction */
+	/* Where its argument words are (args.c); nargmap 0: the convention's. */
+	uint8_t            argmap[TRACER_MAX_ARGS];
+	uint8_t            nargmap;
 	/* Its firings are counted per CPU in tracer_hits (below). */
 };
 
@@ -190,6 +193,13 @@ extern volatile unsigned tracer_mechanism;
 void tracer_lock(void);
 bool tracer_trylock(void);
 void tracer_unlock(void);
+/* args.c: an entry probe's argument map — parsed (one hex byte per word),
+ * set, and read (argument word n of a firing, by the map if it has one). */
+int tracer_argmap_parse(const char *hex, unsigned nargs, uint8_t *map, char *why,
+			size_t why_size);
+void tracer_probe_argmap(unsigned id, const uint8_t *map, unsigned n);
+bool tracer_arg(const struct tarch_context *ctx, const struct probe *p, unsigned n,
+		unsigned long *value);
 int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size);
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);

@@ -35,7 +35,7 @@ static void run_drainrate(const uint64_t *v, struct workload_result *res)
 	static uint8_t text[WIRE_MAX_PAYLOAD];
 	uint64_t bytes = v[0], firings = v[1], sent = 0;
 	unsigned tries = (unsigned)v[2];
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	for (unsigned i = 0; i < sizeof text; i++)
 		text[i] = (uint8_t)i;
