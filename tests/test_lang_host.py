@@ -172,3 +172,22 @@ def test_an_rpn_example_rewritten_in_d_compiles_to_its_instructions(built, name)
     theirs = [(i.op, i.a, i.b) for i in rpn.insns]
     assert ours == theirs
     assert [x.kind for x in d.groups[0].program.aggs] == [x.kind for x in rpn.aggs]
+
+
+def test_lost_thread_local_stores_are_a_problem(built, capsys):
+    """A capture whose AGGS frames count thread-local stores that found no
+    room prints a PROBLEM and fails the run; none: no PROBLEM."""
+    from types import SimpleNamespace as NS
+    from bench.commands import dtrace
+    built("i386")
+    a = arches.get("i386")
+    c = runner.compile_text("fbt::ct_mul:entry { self->x = 1; @ = count(); }", a, "int3")
+    args = NS(quiet=True, json=None)
+    for lost, want in ((3, 1), (0, 0)):
+        cap = NS(events=[], aggs=[], agg_dropped={}, tls_dropped=lost, probe_counts={})
+        t = NS(capture=cap, guest=NS(byte_order="<"), session=NS(probes=[]),
+               reply=NS(results=[]))
+        status = dtrace._print_results(args, a, c, t)
+        out = capsys.readouterr().out
+        assert status == want
+        assert ("PROBLEM: 3 self-> stores found no room" in out) == bool(lost), out
