@@ -69,6 +69,9 @@ class Arch:
     arg_location: object = None
     # Registers a return value may take (i386: eax and edx for 64 bits).
     return_registers: int = 1
+    # RPN that pushes an entry probe's caller, the address the function
+    # returns to (D's `caller`; bench/lang/codegen.py).
+    caller_rpn: tuple[str, ...] = ()
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
     # Where fbt and branch probes go (bench/trace/rules.py).
@@ -223,6 +226,7 @@ ARCHES: dict[str, Arch] = {
         objdump="i686-linux-gnu-objdump",
         libvirt_arch="i686",
         return_registers=2,              # eax, edx
+        caller_rpn=("reg esp", "load 4"),    # [esp]: the return address
         arg_location=_i386_arg_location,
         exec_uncounted=_i386_rep_prefixed,
         sites=rules.I386Rules(),
@@ -258,6 +262,7 @@ ARCHES: dict[str, Arch] = {
         objdump="sparc64-linux-gnu-objdump",
         libvirt_arch="sparc64",
         arg_registers=6,                 # %o0..%o5
+        caller_rpn=("reg o7",),          # the call's address, before save
         arg_location=_sparc64_arg_location,
         word_bytes=8,
         sites=rules.Sparc64Rules(),

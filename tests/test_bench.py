@@ -258,6 +258,8 @@ PINNED_FIGURES = {
         stages_emulate_retl_record stages_stamp virtio_payload
         virtio_payload_over_raw virtio_raw virtio_raw_over_serial watch_w_null
         whole_kernel
+        lang_compiled lang_compiled_over_hand lang_global lang_hand lang_self
+        lang_self_storage
         fbt_calltree_emulate_virtio fbt_calltree_finstrument_virtio
         fbt_calltree_hooks_off_virtio fbt_calltree_shellgame_virtio
         fbt_calltree_untraced_virtio record_cost_serial record_cost_shm
@@ -294,13 +296,15 @@ PINNED_FIGURES = {
         sustained_serial sustained_virtio sustained_virtio_ticks virtio_payload
         virtio_payload_over_raw virtio_raw virtio_raw_over_serial watch_w_null
         whole_kernel
+        lang_compiled lang_compiled_over_hand lang_global lang_hand lang_self
+        lang_self_storage
         fbt_calltree_finstrument_virtio fbt_calltree_hooks_off_virtio
         fbt_calltree_int3_virtio fbt_calltree_opt_virtio fbt_calltree_step_virtio
         fbt_calltree_ud_virtio fbt_calltree_untraced_virtio record_cost_serial
         record_cost_shm record_cost_virtio shm_raw shm_raw_over_virtio sustained_shm
     """,
 }
-PINNED_ROWS = {"sparc64": 77, "i386": 111}
+PINNED_ROWS = {"sparc64": 84, "i386": 118}
 
 
 def _masked(text: str) -> str:

@@ -138,6 +138,7 @@ class Capture:
     probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
     # SWITCH (and IRQ) records, by cycles like events: the scheduler's, no probe's.
     switches: list[Event] = field(default_factory=list)
+    tls_dropped: int = 0     # thread-local stores that found no room (AGGS)
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -183,7 +184,7 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     d.switches.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
                    d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts,
-                   d.switches)
+                   d.switches, d.tls_dropped)
 
 
 class _Decoder:
@@ -203,6 +204,7 @@ class _Decoder:
         self.aggs: list[dict] = []
         self.agg_dropped: dict[int, int] = {}
         self.snapshot = -1
+        self.tls_dropped = 0
         self.probe_counts: dict[int, dict] = {}
         self.nbytes = self.nframes = 0
 
@@ -223,6 +225,7 @@ class _Decoder:
         elif head["snapshot"] < self.snapshot:
             return
         self.agg_dropped[head["cpu"]] = head["dropped"]
+        self.tls_dropped = head["tls_dropped"]
         off = AGGS_HEAD.size
         for _ in range(head["count"]):
             if off + AGG.size > len(p):

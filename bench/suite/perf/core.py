@@ -36,6 +36,7 @@ TARGETS = {
     "missed_emulated": ("= 0", lambda v: v == 0),
     "lost_counted": ("= 0", lambda v: v == 0),
     "tracer_own_traps": ("= 0", lambda v: v == 0),
+    "compiled_over_hand": ("≤ 1.2", lambda v: v <= 1.2),
 }
 
 

@@ -28,6 +28,7 @@ from .fbt import hooked, hooked_smp, probed, probed_smp
 from .firepath import firepath
 from .interrupts import avoid
 from .kernel import kernel
+from .lang import lang
 from .scaling import scaling
 from .shm import hooked_virtio, probed_virtio, record_cost, shm_raw
 from .watch import watchcost
@@ -89,7 +90,7 @@ def _smp4(a: arches.Arch) -> bool:
 
 PLAN = (
     # The image, one CPU: the fire path stage by stage; DProbes' five
-    # experiments with the bare trap; a watch firing against experiment
+    # experiments with the bare trap; D against hand-written RPN; a watch firing against experiment
     # 3's null probe; the drain over the 16550 and, in the same boot, over
     # virtio, with experiment 5 alone over each; fib and calltree untraced
     # and under every mechanism; at its end, where TLB misses are software
@@ -103,6 +104,7 @@ PLAN = (
         Experiment("dprobes", dprobes),
         Experiment("firepath", firepath),
         Experiment("probecost", probecost),
+        Experiment("lang", lang),
         Experiment("watchcost", watchcost),
         Experiment("drain serial", partial(drain, channel="serial")),
         Experiment("drain virtio", partial(drain, channel="virtio"), when=_virtio,

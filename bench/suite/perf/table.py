@@ -70,6 +70,21 @@ def rpn_and_watch_rows(b: Bench) -> list:
     return rows
 
 
+def lang_rows(b: Bench) -> list:
+    """The D compiler's cost: compiled against hand-written, self->."""
+    F = b.figures
+    if "lang_compiled_over_hand" not in F:
+        return []
+    rows = [("D compiled vs RPN by hand (cycles/firing over the loop)", "", "")]
+    for name in ("lang_hand", "lang_compiled", "lang_self", "lang_global"):
+        rows.append((f"  {F[name]['what']}", spread(F[name], ",.0f"), ""))
+    f = F["lang_compiled_over_hand"]
+    rows.append((f"  {f['what']}", spread(f, ".3f"), judge(f)))
+    f = F["lang_self_storage"]
+    rows.append((f"  {f['what']}", spread(f, ",.0f") + " cyc", ""))
+    return rows
+
+
 def kernel_rows(b: Bench) -> list:
     """Every kernel_* figure, under a heading from the first."""
     rows = []
@@ -223,9 +238,9 @@ def sustained_rows(b: Bench) -> list:
 
 
 # The table's sections, in order: a new experiment's rows go here.
-SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, kernel_rows, wholekernel_rows,
-            fbt_rows,
-            scaling_rows, channel_rows, shm_rows, avoid_rows, sustained_rows)
+SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, lang_rows, kernel_rows,
+            wholekernel_rows, fbt_rows, scaling_rows, channel_rows, shm_rows, avoid_rows,
+            sustained_rows)
 
 
 def table(b: Bench) -> list[tuple[str, str, str]]:
