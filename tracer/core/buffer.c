@@ -276,6 +276,8 @@ void tracer_fire(const struct probe *p, unsigned kind,
 	unsigned cpu = this_cpu()->id;
 	struct tracer_cpu *t = &tcpu[cpu];
 	struct tracer_fired *f = &tracer_fired[cpu];
+	if (tracer_late(p, cpu))        /* disabled: not a firing (tracer.h) */
+		return;
 	f->n++;
 	/* A probe hit while this CPU's tracer is inside a firing (from code
 	 * the firing calls, or a trap taken in it): counted as missed, with
@@ -515,6 +517,7 @@ void buffer_reset_counters(void)
 		struct tracer_cpu *t = &tcpu[c];
 		tracer_fired[c].n = 0;
 		tracer_fired[c].missed = 0;
+		tracer_fired[c].late = 0;
 		t->scheds = t->scheds_written = 0;
 		t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->kicks = 0;

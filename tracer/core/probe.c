@@ -11,9 +11,13 @@
  * run in one thread at a time (the command loop's), so they need no lock
  * among themselves.
  *
- * A probe that fires after it was disabled (the CPU trapped just before
- * the original was written back) is still found, recorded and emulated:
- * its site stays valid until clear.
+ * A probe that traps after it was disabled (the CPU trapped just before
+ * the original was written back, or still ran a translation of the trap)
+ * is still found and its instruction run — its site stays valid until
+ * clear — but it is late, not a firing: neither counted nor recorded
+ * (tracer.h's tracer_late). Its state is stored before its bytes and the
+ * settle's syncs wait out every firing that saw it enabled, so once
+ * `probe disable` answers no firing of it is counted any more.
  *
  * Refusals name their reason, e.g. "refused: 0x00101234 is code of the
  * tracer or trap path", and change nothing.
