@@ -86,13 +86,15 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
         assert rows[p.id][3:5] == ("return", "enabled") and rows[p.id][7] == "0", rows[p.id]
     assert f"{len(rows)} probes, {len(rows)} enabled, 2 hits" in out
 
-    # tb buffer 0: the counters and the two records, decoded.
+    # tb buffer 0: the counters and the two firings' records, decoded,
+    # among the scheduler's SWITCH and IRQ records (written while a probe
+    # records: docs/whole-kernel.md).
     m = re.search(r"cpu0: ring (\d+) bytes .* fired=(\d+) recorded=(\d+) dropped=0", out)
-    assert m and m.group(2) == m.group(3) == "2", out
+    assert m and m.group(2) == "2" and int(m.group(3)) >= 2, out
     recs = re.findall(r"^  0x[0-9a-f]+ (pending|sent   ) t\d+ probe (\d+) entry "
                       r"cycles=\d+ -> fib\(n=(\d+)\)", out, re.M)
     assert [(int(p), int(n)) for _, p, n in recs] == [(fib.id, 6), (fib.id, 5)], out
-    assert "2 records:" in out
+    assert f"{m.group(3)} records:" in out, out
 
     # Bad input: a clear error, and the session goes on.
     assert "REFUSED tb buffer 7 :: tb buffer: cpu 7 has no trace ring" in out

@@ -37,6 +37,11 @@ def use_channel(channel: str | None) -> None:
     _default["channel"] = channel
 
 
+def chosen_channel() -> str | None:
+    """The channel --channel asked for, None if it asked for none."""
+    return _default["channel"]
+
+
 def open_guest(arch, *, backend: str | None = None, connect: str | None = None,
                **kw) -> Guest:
     """A Guest of the chosen backend (not yet launched: use it with `with`)."""

@@ -276,7 +276,9 @@ void tracer_fire(const struct probe *p, unsigned kind,
 	unsigned cpu = this_cpu()->id;
 	struct tracer_cpu *t = &tcpu[cpu];
 	struct tracer_fired *f = &tracer_fired[cpu];
-	if (tracer_late(p, cpu))        /* disabled: not a firing (tracer.h) */
+	/* Disabled: not a firing (tracer.h). A compiler hook's call (ctx 0:
+	 * no trap, hooks.c) fires probes that are never enabled by design. */
+	if (ctx && tracer_late(p, cpu))
 		return;
 	f->n++;
 	/* A probe hit while this CPU's tracer is inside a firing (from code

@@ -46,7 +46,7 @@ static void test_tls(void)
 		INSN(TSET, 0, 3, 0), INSN(TGET, 0, 4, 0), INSN(GSET, 0, G_B, 0),
 		INSN(ABORT, 0, 0, 0),
 	};
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	program_clear(-1, why, sizeof why);
 	program_globals[G_A] = 99;
 	bool unset = run(get3, NINSNS(get3)) && program_globals[G_A] == 0;
@@ -93,7 +93,7 @@ static void test_pool(void)
 		INSN(GADD, 0, G_B, 0), INSN(ABORT, 0, 0, 0),
 	};
 	static bool ran_in[THREAD_RUN_MAX];
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	program_clear(-1, why, sizeof why);
 	bool ok = tp_program(&pool_prog, SLOT, set_get, NINSNS(set_get), 0, 0);
 	unsigned started = 0, ran = 0;

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ... import arches
 from ...guest import build
-from ...guest.backend import open_guest
+from ...guest.backend import chosen_channel, open_guest
 from ...trace import avoid as avoid_methods
 
 TARGETS = {
@@ -138,9 +138,11 @@ class Bench:
         self.say(f"bench {self.arch.name}: boot {label} ({smp} CPU"
                  f"{'s' if smp > 1 else ''}{', -finstrument-functions' if instrumented else ''})")
         self._boot_label = label
+        # shm unless --channel says otherwise: the bench holds the channels
+        # against each other in its boots (bench/suite/perf/shm.py).
         with open_guest(self.arch, label=f"bench-{label}", smp=smp,
                         memory_mb=self.arch.max_memory_mb, command_timeout=600,
-                        **kw) as g:
+                        channel=chosen_channel() or "shm", **kw) as g:
             self.hz = g.hello["cycles_hz"]
             self.boots.append({"label": label, "smp": smp, "instrumented": instrumented,
                                "cycles_hz": self.hz})
