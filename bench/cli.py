@@ -29,7 +29,7 @@ COMMANDS = {
     "check": suite.cmd_check, "selftest": suite.cmd_selftest,
     "boot-time": suite.cmd_boot_time, "cmd": tools.cmd_cmd, "run": run.cmd_run,
     "lossless": trace.cmd_lossless, "toggle": trace.cmd_toggle,
-    "bench": suite.cmd_bench, "fuzz": suite.cmd_fuzz, "export": export.cmd_export,
+    "bench": suite.cmd_bench, "fuzz": suite.cmd_fuzz, "libfuzz": suite.cmd_libfuzz, "export": export.cmd_export,
     "debug": debugger.cmd_debug, "itrace": trace.cmd_itrace,
     "matrix": suite.cmd_matrix, "image": tools.cmd_image, "daemon": tools.cmd_daemon,
     "avoid": suite.cmd_avoid,

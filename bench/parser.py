@@ -228,6 +228,18 @@ def _fuzz(s) -> None:
                    "host's CPU count)")
 
 
+def _libfuzz(s) -> None:
+    s.add_argument("--target", action="append", metavar="NAME",
+                   help="only this target (repeatable): command, args, validate, "
+                   "run, frame (default: every one)")
+    s.add_argument("--seconds", type=int, default=60,
+                   help="each target's campaign (default 60)")
+    s.add_argument("--execs", type=int, default=0,
+                   help="stop each target after this many executions instead")
+    s.add_argument("--replay", action="store_true",
+                   help="only replay the kept regressions (tests/fuzz/regressions/)")
+
+
 def _avoid(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
@@ -309,6 +321,9 @@ SUBCOMMANDS = (
     ("fuzz", _fuzz,
      "the probe emulator (compiled for the host) against unicorn on random "
      "states, class by class"),
+    ("libfuzz", _libfuzz,
+     "the libFuzzer targets over the guest's own C (tests/fuzz/): command "
+     "loop, arguments, validator, interpreter, frames; coverage and crashes"),
     ("avoid", _avoid,
      "seed 003's interrupt-avoidance methods (sun4u): each off and on, the "
      "misses and faults the tracer caused, cycles per traced instruction, "

@@ -1,0 +1,77 @@
+/*
+ * walker.h — a second reading of what the validator promises the
+ * interpreter, written from wire.h's WIRE_RPN_OPS alone (its pops, pushes
+ * and operand columns: an operation added to the table is walked with no
+ * change here): every instruction's depth the same on every path, never
+ * below what it pops nor above WIRE_PROGRAM_STACK after it pushes, labels
+ * strictly forward and inside the program, and a last instruction that
+ * does not go on. walk() returns 0 if the program keeps every promise,
+ * else a message; the targets abort when the validator accepted a program
+ * the walker finds wrong. depth[] gets each reachable instruction's depth.
+ */
+#ifndef FUZZ_WALKER_H
+#define FUZZ_WALKER_H
+
+#include <string.h>
+#include "wire.h"
+
+struct walk_op { const char *mnemonic, *operands; int pops, pushes; };
+#define WALK_ROW(name, op, pops, pushes, mnemonic, operands, what) \
+	[op] = { mnemonic, operands, pops, pushes },
+static const struct walk_op walk_ops[256] = { WIRE_RPN_OPS(WALK_ROW) };
+#undef WALK_ROW
+
+/* Whether an operation goes on to the next instruction: not an
+ * unconditional jump nor an end (by mnemonic, as wire.h names them). */
+static int walk_goes_on(const struct walk_op *o)
+{
+	return strcmp(o->mnemonic, "jmp") && strcmp(o->mnemonic, "exit") &&
+	       strcmp(o->mnemonic, "abort");
+}
+
+static const char *walk(const struct wire_program *h, const struct wire_rpn_insn *insn,
+			int *depth)
+{
+	unsigned n = h->ninsns;
+	if (n < 1 || n > WIRE_PROGRAM_MAX_INSNS)
+		return "instruction count";
+	for (unsigned i = 0; i < n; i++)
+		depth[i] = -1;
+	depth[0] = 0;
+	for (unsigned at = 0; at < n; at++) {
+		const struct walk_op *o = &walk_ops[insn[at].op];
+		if (!o->mnemonic)
+			return "unknown operation";
+		if (!strcmp(o->operands, "label") &&
+		    (insn[at].b <= at || insn[at].b >= n))
+			return "label not forward inside the program";
+		if (depth[at] < 0)
+			continue;
+		int pops = o->pops == WIRE_RPN_POPS_A ? insn[at].a :
+			   o->pops == WIRE_RPN_POPS_A1 ? insn[at].a + 1 : o->pops;
+		if (depth[at] < pops)
+			return "pops below the stack";
+		int d = depth[at] - pops + o->pushes;
+		if (d > WIRE_PROGRAM_STACK)
+			return "pushes above WIRE_PROGRAM_STACK";
+		unsigned next[2];
+		unsigned nn = 0;
+		if (!strcmp(o->operands, "label"))
+			next[nn++] = insn[at].b;
+		if (walk_goes_on(o)) {
+			if (at + 1 >= n)
+				return "the last instruction goes on";
+			next[nn++] = at + 1;
+		}
+		for (unsigned k = 0; k < nn; k++) {
+			if (depth[next[k]] >= 0 && depth[next[k]] != d)
+				return "paths join with different depths";
+			depth[next[k]] = d;
+		}
+	}
+	if (walk_goes_on(&walk_ops[insn[n - 1].op]))
+		return "the last instruction goes on";
+	return 0;
+}
+
+#endif

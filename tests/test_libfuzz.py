@@ -1,0 +1,48 @@
+"""The libFuzzer targets over the guest's own C (tests/fuzz/README.md):
+every crash input kept in tests/fuzz/regressions/ replays clean; each
+target runs a short campaign (FUZZ_SECONDS each, default 2; `make fuzz`
+and the matrix's full group run them long) and finds nothing; and a guest
+broken on purpose is caught: a validator that lets a program fall off
+its end (the walker in `validate`, ASan's poisoned tail in `run`)."""
+
+import os
+
+import pytest
+
+from bench.check import libfuzz
+
+SECONDS = int(os.environ.get("FUZZ_SECONDS", "2"))
+
+
+@pytest.fixture(scope="module")
+def exes():
+    return libfuzz.build()
+
+
+def _kept():
+    return [(n, p) for n in libfuzz.TARGETS for p in libfuzz.regressions(n)]
+
+
+@pytest.mark.parametrize("target,path", _kept(), ids=lambda v: getattr(v, "name", v))
+def test_regression_replays_clean(exes, target, path):
+    [(_, ok, tail)] = libfuzz.replay(target, [path], exes[target])
+    assert ok, tail
+
+
+@pytest.mark.parametrize("target", list(libfuzz.TARGETS))
+def test_short_campaign_finds_nothing(exes, target):
+    c = libfuzz.run(target, seconds=SECONDS, exe=exes[target])
+    assert not c.crashes and c.returncode == 0, c.tail
+    assert c.execs > 0 and c.cov > 0
+
+
+NO_END_CHECK = ("if (insn[last].op != WIRE_RPN_EXIT && insn[last].op != WIRE_RPN_ABORT)",
+                "if (0)")
+
+
+@pytest.mark.parametrize("target", ["validate", "run"])
+def test_validator_without_end_check_is_caught(target):
+    exe = libfuzz.build_broken(target, "tracer/core/program_check.c", *NO_END_CHECK)
+    c = libfuzz.run(target, seconds=20, exe=exe)
+    assert c.crashes, f"{target} did not catch a program falling off its end\n{c.tail}"
+
