@@ -1,9 +1,11 @@
 """The libFuzzer targets over the guest's own C (tests/fuzz/README.md):
 every crash input kept in tests/fuzz/regressions/ replays clean; each
 target runs a short campaign (FUZZ_SECONDS each, default 2; `make fuzz`
-and the matrix's full group run them long) and finds nothing; and a guest
-broken on purpose is caught: a validator that lets a program fall off
-its end (the walker in `validate`, ASan's poisoned tail in `run`)."""
+and the matrix's full group run them long) and finds nothing; and guests
+broken on purpose are caught — a validator that lets a program fall off
+its end (the walker in `validate`, ASan's poisoned tail in `run`) and a
+`probe enable` that keeps what it armed before a refusal (`command`, on
+its kept regression input)."""
 
 import os
 
@@ -29,6 +31,10 @@ def test_regression_replays_clean(exes, target, path):
     assert ok, tail
 
 
+def test_regressions_kept():
+    assert libfuzz.regressions("command"), "the enable-partial input is gone"
+
+
 @pytest.mark.parametrize("target", list(libfuzz.TARGETS))
 def test_short_campaign_finds_nothing(exes, target):
     c = libfuzz.run(target, seconds=SECONDS, exe=exes[target])
@@ -46,3 +52,10 @@ def test_validator_without_end_check_is_caught(target):
     c = libfuzz.run(target, seconds=20, exe=exe)
     assert c.crashes, f"{target} did not catch a program falling off its end\n{c.tail}"
 
+
+def test_partial_enable_is_caught():
+    exe = libfuzz.build_broken(
+        "command", "tracer/core/commands_probe.c",
+        "while (i--)\n", "while (0 && i--)\n")
+    [(_, ok, tail)] = libfuzz.replay("command", libfuzz.regressions("command"), exe)
+    assert not ok and "refused line changed" in tail
