@@ -56,6 +56,7 @@ AGG_KINDS = {e.meaning: e.value for e in WIRE.table("WIRE_AGG_KINDS")}
 LIMITS = {n: WIRE.const(f"WIRE_PROGRAM_{n}") for n in
           ("MAX_INSNS", "STACK", "LOCALS", "GLOBALS", "LOG_BYTES", "MAX_AGGS")}
 MAX_KEYS = WIRE.const("WIRE_AGG_MAX_KEYS")
+MAX_ARGS = WIRE.const("WIRE_MAX_ARGS")           # what the guest's `arg` reads
 HEADER = WIRE.structs["wire_program"]
 INSN = WIRE.structs["wire_rpn_insn"]
 SIZE_LETTERS = {"b": 1, "w": 2, "d": 4, "q": 8}
@@ -275,6 +276,8 @@ class _Assembler:
         if not 0 <= v <= 255:
             raise line.err(tcol, f"{v} is outside 0..255")
         arch = self.arch
+        if word0 == "arg" and v >= MAX_ARGS:      # the guest's words (program_check.c)
+            raise line.err(tcol, f"argument {v}: at most {MAX_ARGS} are read")
         if word0 == "arg" and arch.arg_registers and v >= arch.arg_registers:
             raise line.err(tcol, f"argument {v}: {arch.name} passes only "
                            f"{arch.arg_registers} in registers")
