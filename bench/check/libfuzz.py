@@ -339,3 +339,24 @@ def build_broken(name: str, source: str, old: str, new: str) -> Path:
             raise BuildError(f"building the broken {name} failed: {' '.join(cmd)}",
                              tail=(proc.stdout + proc.stderr).strip())
     return exe
+
+
+def tool(name: str, main: str, sources) -> Path:
+    """A plain host program (no libFuzzer) over the same objects, with the
+    sanitizers: e.g. tests/fuzz/validator_cli.c, the validator as a filter."""
+    srcs = [*sources, main]
+    _compile(srcs)
+    exe = OUT / "tools" / name
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    objs = [_obj(s) for s in srcs]
+    if not exe.exists() or any(o.stat().st_mtime > exe.stat().st_mtime for o in objs):
+        cmd = [CLANG, *SAN, "-fsanitize=fuzzer-no-link", "-o", str(exe), *map(str, objs)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"linking the host tool {name} failed: {' '.join(cmd)}",
+                             tail=(proc.stdout + proc.stderr).strip())
+    return exe
+
+
+def validator() -> Path:
+    return tool("validator", "tests/fuzz/validator_cli.c", TARGETS["validate"].sources)
