@@ -229,6 +229,10 @@ def _fuzz(s) -> None:
 
 
 def _libfuzz(s) -> None:
+    s.add_argument("--arch", default="sparc64", choices=["sparc64"],
+                   help="whose registers and word size the host build's validator "
+                   "checks programs against: sparc64's, whose 64-bit word is the "
+                   "host's (the default and only choice)")
     s.add_argument("--target", action="append", metavar="NAME",
                    help="only this target (repeatable): command, args, validate, "
                    "run, frame (default: every one)")
