@@ -1,6 +1,6 @@
 """The libFuzzer targets over the guest's own C (tests/fuzz/README.md):
 every crash input kept in tests/fuzz/regressions/ replays clean; each
-target runs a short campaign (FUZZ_SECONDS each, default 2; `make fuzz`
+target runs a short campaign (FUZZ_SECONDS each, default 1; `make fuzz`
 and the matrix's full group run them long) and finds nothing; and guests
 broken on purpose are caught — a validator that lets a program fall off
 its end (the walker in `validate`, ASan's poisoned tail in `run`) and a
@@ -13,7 +13,7 @@ import pytest
 
 from bench.check import libfuzz
 
-SECONDS = int(os.environ.get("FUZZ_SECONDS", "2"))
+SECONDS = int(os.environ.get("FUZZ_SECONDS", "1"))
 
 
 @pytest.fixture(scope="module")
