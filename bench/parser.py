@@ -244,6 +244,14 @@ def _libfuzz(s) -> None:
                    help="only replay the kept regressions (tests/fuzz/regressions/)")
 
 
+def _fuzz_guest(s) -> None:
+    s.add_argument("--arch", required=True)
+    s.add_argument("--count", type=int, default=100000,
+                   help="command lines to send (default 10^5)")
+    s.add_argument("--seed", type=int, default=0, help="another sequence of lines")
+    s.add_argument("--smp", type=int, default=1)
+
+
 def _avoid(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
@@ -328,6 +336,10 @@ SUBCOMMANDS = (
     ("libfuzz", _libfuzz,
      "the libFuzzer targets over the guest's own C (tests/fuzz/): command "
      "loop, arguments, validator, interpreter, frames; coverage and crashes"),
+    ("fuzz-guest", _fuzz_guest,
+     "a booted guest under random and mutated command lines and probe "
+     "programs: every line answered, the guest alive, nothing armed that was "
+     "refused"),
     ("avoid", _avoid,
      "seed 003's interrupt-avoidance methods (sun4u): each off and on, the "
      "misses and faults the tracer caused, cycles per traced instruction, "

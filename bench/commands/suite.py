@@ -25,7 +25,7 @@ from ..errors import EXIT_FAILED, EXIT_OK, BenchError, HostLost, UsageError
 from ..guest import build, libvirt
 from ..guest.backend import open_guest
 from ..paths import BUILD
-from ..suite import hosts, junit, lint, matrix, perf, selftest
+from ..suite import guestfuzz, hosts, junit, lint, matrix, perf, selftest
 from ..trace import avoid
 
 
@@ -196,6 +196,23 @@ def cmd_libfuzz(args) -> int:
             print(c.tail)
     print(f"libfuzz: {len(names)} targets, {failed} failed")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_fuzz_guest(args) -> int:
+    if args.count < 1:
+        raise UsageError("--count must be at least 1")
+    st = guestfuzz.run(args.arch, args.count, args.seed, args.smp,
+                       echo=lambda l: print(l, flush=True))
+    answered = sum(st.answered.values())
+    print(f"fuzz-guest {args.arch}: {st.sent} lines sent, {answered} answered "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(st.answered.items()))}), "
+          f"{st.programs_sent} programs checked, {st.programs_accepted} accepted, "
+          f"fired {st.fired} times, {st.seconds:.0f} s")
+    for p in st.problems:
+        print(f"PROBLEM: {p}")
+    print(f"fuzz-guest {args.arch}: guest {'alive' if not st.problems else 'in trouble'}, "
+          f"{len(st.problems)} problems")
+    return EXIT_FAILED if st.problems or answered != st.sent else EXIT_OK
 
 
 def cmd_fuzz(args) -> int:

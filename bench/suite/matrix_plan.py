@@ -45,13 +45,14 @@ KINDS: dict[str, tuple[str, tuple[str, ...], float]] = {
     "itrace":       ("itrace",   ("mechanism", "workload"), 600),
     "avoid":        ("avoid",    ("iters",), 600),
     "libfuzz":      ("libfuzz",  (), 3600),
+    "fuzz-guest":   ("fuzz-guest", (), 1800),
 }
 COMMON_KEYS = ("arch", "smp", "kind", "extra_params", "timeout", "groups", "xfail")
 KEYS = {
     "arch": "i386 or sparc64 (required)",
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
     "kind": "trace | check | differential | lossless | toggle | fuzz | itrace | avoid "
-            "| libfuzz (required)",
+            "| libfuzz | fuzz-guest (required)",
     "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
