@@ -28,8 +28,9 @@ streams = st.lists(st.tuples(st.sampled_from(TYPES), payloads), min_size=1, max_
 damage = st.lists(st.tuples(st.sampled_from(["flip", "insert", "delete"]),
                             st.floats(0, 1, exclude_max=True), st.integers(0, 255)),
                   max_size=6)
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("HYPOTHESIS_EXAMPLES", "400")),
-                    deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("HYPOTHESIS_EXAMPLES", "200")),
+                    deadline=None, database=None,  # no .hypothesis/ in the tree
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 def _damage(data: bytes, edits) -> tuple[bytes, list[tuple[int, int]]]:
