@@ -259,12 +259,10 @@ def run(name: str, seconds: int = 0, runs: int = 0, exe: Path | None = None,
         jobs: int = 1) -> Campaign:
     """One campaign of target name: for seconds, or runs executions."""
     exe = exe or build([name])[name]
-    work = OUT / name
-    corpus = work / "corpus"
-    crashes = work / "crashes"
+    corpus = OUT / name / "corpus"
+    crashes = exe.parent / "crashes"        # a broken build's apart
     corpus.mkdir(parents=True, exist_ok=True)
     crashes.mkdir(parents=True, exist_ok=True)
-    before = set(crashes.iterdir())
     cmd = [str(exe), f"-dict={dictionary()}", f"-artifact_prefix={crashes}/",
            "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
            "-max_len=4096"]
@@ -286,7 +284,10 @@ def run(name: str, seconds: int = 0, runs: int = 0, exe: Path | None = None,
     m = re.search(r"stat::number_of_executed_units: (\d+)", proc.stderr)
     if m:
         c.execs = int(m.group(1))
-    c.crashes = sorted(set(crashes.iterdir()) - before)
+    # The inputs this campaign wrote (named by their hash: one found
+    # before has the same name, so the directory's new files would miss it).
+    c.crashes = sorted({Path(p) for p in re.findall(r"Test unit written to (\S+)",
+                                                     proc.stderr)})
     c.tail = "\n".join(proc.stderr.splitlines()[-40:])
     return c
 
