@@ -95,18 +95,18 @@ void stub_on_write(void)
 static void reset(void)
 {
 	char why[160];
-	bool programs_used = false;
-	for (unsigned k = 0; k < WIRE_PROGRAMS; k++)
-		programs_used |= programs[k].installed || program_staged(k);
-	for (unsigned g = 0; g < WIRE_PROGRAM_GLOBALS; g++)
-		programs_used |= program_globals[g] != 0;
-	/* program_clear walks every probe for every slot: only when there is
-	 * something to clear, which keeps an input's cost its own. */
 	tracer_clear();         /* watches too, which probes_added omits */
-	if (programs_used && program_clear(-1, why, sizeof why) != 0) {
-		fprintf(stderr, "reset: %s\n", why);
-		abort();
+	/* program_clear walks every probe for each slot: only the slots that
+	 * hold something, which keeps an input's cost its own. */
+	for (unsigned k = 0; k < WIRE_PROGRAMS; k++) {
+		if (programs[k].installed && program_clear((int)k, why, sizeof why)) {
+			fprintf(stderr, "reset: %s\n", why);
+			abort();
+		}
+		if (program_staged(k))  /* refused, and the staging emptied */
+			program_install(k, 0, why, sizeof why);
 	}
+	memset((void *)program_globals, 0, sizeof program_globals);  /* as clear all */
 	tracer_hooks_on = false;
 	tracer_check_mode = false;
 	tracer_mechanism = 0;
