@@ -62,8 +62,16 @@ class Arch:
     # registers, one per parameter (the rest on the stack), or, if 0, all
     # in stack words.
     arg_registers: int = 0
+    # Where a parameter's DWARF location at a function's entry (one
+    # operation: name, args) is in the trapped state (bench/trace/
+    # locations.py): ("word", k), the convention's argument word k, or
+    # ("reg", r), register r as probe programs number it; else why not.
+    arg_location: object = None
     # Registers a return value may take (i386: eax and edx for 64 bits).
     return_registers: int = 1
+    # RPN that pushes an entry probe's caller, the address the function
+    # returns to (D's `caller`; bench/lang/codegen.py).
+    caller_rpn: tuple[str, ...] = ()
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
     # Where fbt and branch probes go (bench/trace/rules.py).
@@ -91,6 +99,10 @@ class Arch:
     # instruction logged before it on that CPU trapped instead of running
     # (it runs again after the handler's retry); None: none to tell apart.
     exec_trap_entry: object = None
+    # An instruction the exec log cannot count (its first bytes, as the
+    # ELF has them): the reason, else "". i386: a REP prefix, which
+    # singlestep runs one iteration at a time.
+    exec_uncounted: object = None
     # Debugging through QEMU's GDB stub (bench/debug/debugger.py, bench/debug/rsp.py): the
     # gdb commands that select the architecture and byte order, the layout
     # of the stub's `g` reply (struct format of one register, names in
@@ -116,6 +128,12 @@ class Arch:
     # guest drives the device.
     virtio_serial_bus: str = ""
     default_channel: str = "serial"
+    # The shm channel reads the guest's RAM (bench/guest/shm_channel.py):
+    # from a file QEMU maps shared where the machine takes `-machine
+    # memory-backend=` for its RAM, else from QEMU's own memory
+    # (/proc/PID/mem). QEMU 7.2's sun4u accepts the option and ignores it:
+    # its RAM is a device of its own (`info mtree`: sun4u.ram).
+    ram_backend: bool = True
 
     @property
     def build_dir(self) -> Path:
@@ -150,6 +168,46 @@ def _sparc64_sync_trap(pc: int, symbols: dict) -> bool:
     tt = ((pc - base) % 0x4000) // 32
     return not (0x41 <= tt <= 0x4f or tt == 0x60)
 
+def _dwarf_register(op: str) -> int | None:
+    """N of DW_OP_regN (0..31), else None."""
+    if op.startswith("DW_OP_reg") and op[9:].isdigit():
+        return int(op[9:])
+    return None
+
+
+def _i386_arg_location(op: str, args) -> tuple[str, int] | str:
+    """i386 at entry: [esp] is the return address and the CFA esp + 4 (gcc's
+    frame base is DW_OP_call_frame_cfa), so fbreg N is stack word N / 4;
+    DWARF numbers eax ecx edx ebx esp ebp esi edi 0..7, as `reg` does."""
+    r = _dwarf_register(op)
+    if r is not None and r < 8:
+        return ("reg", r)
+    if op == "DW_OP_fbreg" and args[0] >= 0 and args[0] % 4 == 0:
+        return ("word", args[0] // 4)
+    return f"at entry in {op}{''.join(f' {a}' for a in args)}, which the record does not hold"
+
+
+def _sparc64_arg_location(op: str, args) -> tuple[str, int] | str:
+    """sparc64 at entry: %o0..%o5 (DWARF 8..13) are the convention's words;
+    DWARF numbers %g %o %l %i 0..31, as `reg` does."""
+    r = _dwarf_register(op)
+    if r is not None and 8 <= r <= 13:
+        return ("word", r - 8)
+    if r is not None and r < 32:
+        return ("reg", r)
+    if op == "DW_OP_fbreg":                 # a seventh parameter onwards
+        return "passed on the stack"
+    return f"at entry in {op}{''.join(f' {a}' for a in args)}, which the record does not hold"
+
+
+def _i386_rep_prefixed(code: bytes) -> str:
+    """A REP/REPNE prefix (f3/f2): logged once per iteration under singlestep."""
+    if code[:1] in (b"\xf2", b"\xf3"):
+        return (f"REP-prefixed (0x{code[0]:02x}): singlestep logs each iteration, "
+                "not each execution")
+    return ""
+
+
 ARCHES: dict[str, Arch] = {
     "i386": Arch(
         name="i386",
@@ -168,6 +226,9 @@ ARCHES: dict[str, Arch] = {
         objdump="i686-linux-gnu-objdump",
         libvirt_arch="i686",
         return_registers=2,              # eax, edx
+        caller_rpn=("reg esp", "load 4"),    # [esp]: the return address
+        arg_location=_i386_arg_location,
+        exec_uncounted=_i386_rep_prefixed,
         sites=rules.I386Rules(),
         checker="bench.check.i386",
         fuzzer="bench.check.fuzz_i386",
@@ -201,6 +262,8 @@ ARCHES: dict[str, Arch] = {
         objdump="sparc64-linux-gnu-objdump",
         libvirt_arch="sparc64",
         arg_registers=6,                 # %o0..%o5
+        caller_rpn=("reg o7",),          # the call's address, before save
+        arg_location=_sparc64_arg_location,
         word_bytes=8,
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
@@ -229,6 +292,7 @@ ARCHES: dict[str, Arch] = {
         # (guest-kernel/arch/sparc64/pci.c).
         virtio_serial_bus="bus=pciB,addr=3",
         default_channel="virtio",
+        ram_backend=False,
     ),
 }
 

@@ -65,6 +65,10 @@ OBJS += $(USER_OBJ)
 $(USER_OBJ): $(USER_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCLUDES) -c -o $@ $<
+# A workload FILE.c may bring FILE.mk beside it: rules for what its source
+# needs first (headers and sources unpacked into $(OUT)/include, which
+# INCLUDES searches), as prerequisites of $(USER_OBJ).
+-include $(basename $(USER_SRC)).mk
 endif
 
 # INSTRUMENT: sources built with -finstrument-functions, whose calls to

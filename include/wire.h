@@ -36,7 +36,12 @@
 #define WIRE_CRC_SIZE     4
 #define WIRE_MAX_PAYLOAD  2048
 #define WIRE_MAX_COMMAND  256   /* longest host→guest line, '\n' excluded */
+#define WIRE_MAX_REASON   512   /* longest reason (refusal, note) a REPLY carries whole */
 #define WIRE_MAX_ARGS     6     /* argument words an ENTRY record carries at most */
+/* An entry probe's argument map (tracer/core/args.c): a byte per word */
+#define WIRE_ARG_REGISTER 0x80  /* | r: the trapped register r (`reg` numbering) */
+#define WIRE_ARG_WORDS    64    /* k < this: the calling convention's word k */
+#define WIRE_ARG_NONE     0xff  /* nowhere: optimized out */
 
 /* The frame header, little-endian on every arch (frame.c writes it byte by
  * byte; the host reads it with this layout). */
@@ -82,10 +87,13 @@ struct wire_frame_header {
 /* Where the trace travels (HELLO's `channel`); X(name, value, word, meaning).
  * The 16550 always carries the console and the commands; the bulk frames
  * (WIRE_BULK_FRAMES) go over the virtio-console port named
- * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq. */
+ * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq;
+ * under SHM the records are not sent at all (include/shm.h), and the other
+ * bulk frames take the virtio port if there is one. */
 #define WIRE_CHANNELS(X) \
 	X(SERIAL, 1, "serial", "the 16550 that carries the commands") \
-	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled")
+	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled") \
+	X(SHM,    3, "shm", "the per-CPU rings, read by the host out of guest RAM (shm.h)")
 
 /* The virtio port's name (virtserialport name=, libvirt <channel> target). */
 #define WIRE_VIRTIO_PORTS(X) \
@@ -117,7 +125,7 @@ struct wire_hello {
 	uint32_t ncpus;
 	uint32_t timer_hz;
 	uint32_t page_size;
-	uint32_t reserved2;
+	uint32_t shm_table;       /* physical address of struct shm_table (shm.h), 0: none */
 	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
 	uint64_t cycles_hz;       /* its rate, measured by the guest at boot */
 };
@@ -164,7 +172,9 @@ struct wire_result {
 	X(LOG,    6, "a probe program's exit: its log buffer") \
 	X(WATCH,  7, "a watched access (tracer/core/watch.c)") \
 	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS") \
-	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)")
+	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)") \
+	X(SWITCH, 10, "a CPU switched threads (switch_hook.h): WIRE_SWITCH_WORDS") \
+	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -212,6 +222,34 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(COUNT,   0, "records lost") \
 	X(FIRST,   1, "the cycle counter when the first was lost, its low word (host extends it)") \
 	X(THREADS, 2, "bit (id modulo the word's bits) set for each thread that lost one")
+
+/* A context switch, written by the tracer's switch hook while any probe
+ * is armed (switch.c): the CPU's current thread is already TO (the
+ * record's thread), and the next record of this CPU that is not TO's is
+ * none: the only code left on FROM's stack is arch_context_switch, whose
+ * entry record, if probed, comes next and belongs to FROM. Its probe is
+ * WIRE_NO_PROBE; it is counted (recorded, dropped) like any record. */
+#define WIRE_SWITCH_WORDS(X) \
+	X(FROM,  0, "the thread leaving the CPU") \
+	X(TO,    1, "the thread the CPU runs next") \
+	X(WHY,   2, "why FROM stops: WIRE_SWITCH_WHYS") \
+	X(FIRST, 3, "1: TO has never run (it starts with an empty stack)")
+
+/* Why a thread leaves its CPU (guest-kernel/include/switch_hook.h). */
+#define WIRE_SWITCH_WHYS(X) \
+	X(PREEMPTED, 0, "preempted") \
+	X(BLOCKED,   1, "blocked") \
+	X(EXITED,    2, "exited")
+
+/* An interrupt's first and last moments on a CPU, written by the tracer's
+ * interrupt hooks while any probe is armed: the calls between them form a
+ * frame of their own on the interrupted thread's stack. The record's
+ * thread is the interrupted one at ENTER; at EXIT, the thread the
+ * interrupt returns to (another one when it preempted: a SWITCH lies in
+ * between). Its probe is WIRE_NO_PROBE. */
+#define WIRE_IRQ_WORDS(X) \
+	X(VECTOR, 0, "the interrupt's vector (i386) or level (sparc64)") \
+	X(EXIT,   1, "0: entering the handler, 1: leaving it")
 
 /* A probe program's `exit` (below): the log buffer it built, packed into
  * words from DATA on, in the guest's byte order. */
@@ -318,6 +356,12 @@ enum wire_drops_word  { WIRE_DROPS_WORDS(WIRE_DROPS_ENUM) WIRE_DROPS_NWORDS };
 enum wire_log_word    { WIRE_LOG_WORDS(WIRE_LOG_ENUM) };
 enum wire_watch_type  { WIRE_WATCH_TYPES(WIRE_WATCH_TYPE_ENUM) };
 enum wire_watch_word  { WIRE_WATCH_WORDS(WIRE_WATCH_WORD_ENUM) WIRE_WATCH_NWORDS };
+#define WIRE_SWITCH_ENUM(name, value, meaning)     WIRE_SWITCH_##name = value,
+#define WIRE_SWITCH_WHY_ENUM(name, value, meaning) WIRE_SWITCH_WHY_##name = value,
+#define WIRE_IRQ_ENUM(name, value, meaning)        WIRE_IRQ_##name = value,
+enum wire_switch_word { WIRE_SWITCH_WORDS(WIRE_SWITCH_ENUM) WIRE_SWITCH_NWORDS };
+enum wire_switch_why  { WIRE_SWITCH_WHYS(WIRE_SWITCH_WHY_ENUM) };
+enum wire_irq_word    { WIRE_IRQ_WORDS(WIRE_IRQ_ENUM) WIRE_IRQ_NWORDS };
 
 struct wire_event {
 	uint8_t  kind;            /* WIRE_EVENT_KINDS */
@@ -353,6 +397,12 @@ struct wire_stats {
 	uint64_t all_dtlb;        /* every DTLB miss on this CPU */
 	uint64_t physical;        /* 1: the buffer is written by physical address */
 	uint64_t own_window;      /* register-window spills/fills at a tracer PC */
+	uint64_t missed;          /* of fired, probes hit while this CPU's tracer
+				     was inside a firing: counted, not recorded
+				     (kprobes' nmissed); fired = recorded
+				     firings + dropped firings + missed */
+	uint64_t switches;        /* SWITCH and IRQ records written or dropped
+				     (not firings: in recorded or dropped) */
 };
 
 struct wire_expect {
@@ -379,7 +429,14 @@ struct wire_expect {
 #define WIRE_PROGRAM_GLOBALS    64    /* shared by every program and CPU */
 #define WIRE_PROGRAM_LOG_BYTES  192   /* a firing's log buffer */
 #define WIRE_PROGRAM_MAX_AGGS   8     /* aggregations one program declares */
-#define WIRE_AGG_MAX_KEYS       2
+#define WIRE_AGG_MAX_KEYS       4     /* 64-bit words each (a stack id is one) */
+#define WIRE_PROGRAM_MAX_ARG    16    /* `arg N` reads arguments 0..N-1 (stack-passed too) */
+#define WIRE_PROGRAM_TLS        16    /* thread-local words (`tget`/`tset`) per thread */
+#define WIRE_PROGRAM_TLS_THREADS 128  /* threads that may hold them at once; a
+				       * store past that is counted, not made */
+#define WIRE_LQUANTIZE_MAX      121   /* lquantize's last bucket: 0 counts below
+				       * its range, 1..levels in it, levels + 1
+				       * above; < WIRE_AGG_MAX_BUCKETS */
 
 /* Stack effects that depend on operand a (WIRE_RPN_OPS' pops column). */
 #define WIRE_RPN_POPS_A         100   /* a items */
@@ -392,7 +449,8 @@ struct wire_expect {
  * instruction), local / global (b: the variable), size,n (b: size, a:
  * how many items), agg,n (b: the aggregation, a: keys, at most
  * WIRE_AGG_MAX_KEYS; the first key popped, the top, is key[0] of the
- * entry). Binary operators pop b then a and push a OP b;
+ * entry; imm: WIRE_RPN_AGG_FLAGS), tls (b: the thread-local word).
+ * Binary operators pop b then a and push a OP b;
  * comparisons push 1 or 0; the *U ones and shr compare and shift unsigned. */
 #define WIRE_RPN_OPS(X) \
 	X(PUSH,     0x01, 0, 1, "push",     "imm",    "push the constant") \
@@ -405,6 +463,7 @@ struct wire_expect {
 	X(THREAD,   0x08, 0, 1, "thread",   "",       "push the thread's id") \
 	X(TIME,     0x09, 0, 1, "time",     "",       "push the cycle counter") \
 	X(PC,       0x0a, 0, 1, "pc",       "",       "push the probed instruction's address") \
+	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns (the low word on a 32-bit arch)") \
 	X(LOAD,     0x0b, 1, 1, "load",     "size",   "replace an address by the a-byte value there (a fault ends the program)") \
 	X(ADD,      0x10, 2, 1, "add",      "",       "a + b") \
 	X(SUB,      0x11, 2, 1, "sub",      "",       "a - b") \
@@ -437,6 +496,8 @@ struct wire_expect {
 	X(GGET,     0x3a, 0, 1, "gget",     "global", "push global variable b") \
 	X(GSET,     0x3b, 1, 0, "gset",     "global", "pop into global variable b (one atomic store)") \
 	X(GADD,     0x3c, 1, 0, "gadd",     "global", "pop and add to global variable b (atomically)") \
+	X(TGET,     0x3d, 0, 1, "tget",     "tls",    "push this thread's thread-local word b (0 if never set)") \
+	X(TSET,     0x3e, 1, 0, "tset",     "tls",    "pop into this thread's thread-local word b (no room: counted, not stored)") \
 	X(LOG,      0x40, WIRE_RPN_POPS_A, 0, "log", "size,n", "pop a items, the top first, and log b bytes of each") \
 	X(LOGM,     0x41, 2, 0, "logm",     "",       "pop an address, then a length: log that memory behind a prefix") \
 	X(LOGS,     0x42, 2, 0, "logs",     "",       "pop an address, then a length: log the string there, up to its NUL") \
@@ -447,7 +508,16 @@ struct wire_expect {
 	X(MIN,      0x52, WIRE_RPN_POPS_A1, 0, "min",      "agg,n", "pop a keys, then a value; keep the least") \
 	X(MAX,      0x53, WIRE_RPN_POPS_A1, 0, "max",      "agg,n", "pop a keys, then a value; keep the greatest") \
 	X(AVG,      0x54, WIRE_RPN_POPS_A1, 0, "avg",      "agg,n", "pop a keys, then a value; sum and count it") \
-	X(QUANTIZE, 0x55, WIRE_RPN_POPS_A1, 0, "quantize", "agg,n", "pop a keys, then a value; count it in its power-of-two bucket")
+	X(QUANTIZE, 0x55, WIRE_RPN_POPS_A1, 0, "quantize", "agg,n", "pop a keys, then a value; count it in its power-of-two bucket") \
+	X(LQUANTIZE, 0x56, WIRE_RPN_POPS_A1, 0, "lquantize", "agg,n", "pop a keys, then a bucket the program computed (0 .. WIRE_LQUANTIZE_MAX, clamped); count one there")
+
+/* An aggregation operation's imm: how it takes a value narrower than 64
+ * bits (a 32-bit arch's word). X(name, bit, meaning) */
+#define WIRE_RPN_AGG_FLAGS(X) \
+	X(UNSIGNED, 1, "the value is unsigned: zero-extended, not sign-extended, to 64 bits")
+
+#define WIRE_RPN_AGG_FLAG_ENUM(name, bit, meaning) WIRE_RPN_AGG_##name = bit,
+enum wire_rpn_agg_flag { WIRE_RPN_AGG_FLAGS(WIRE_RPN_AGG_FLAG_ENUM) };
 
 #define WIRE_RPN_ENUM(name, op, pops, pushes, mnemonic, operands, what) \
 	WIRE_RPN_##name = op,
@@ -461,7 +531,8 @@ enum wire_rpn_op { WIRE_RPN_OPS(WIRE_RPN_ENUM) };
 	X(MIN,      3, "min") \
 	X(MAX,      4, "max") \
 	X(AVG,      5, "avg") \
-	X(QUANTIZE, 6, "quantize")
+	X(QUANTIZE, 6, "quantize") \
+	X(LQUANTIZE, 7, "lquantize")
 
 #define WIRE_AGG_ENUM(name, value, meaning) WIRE_AGG_##name = value,
 enum wire_agg_kind { WIRE_AGG_KINDS(WIRE_AGG_ENUM) };
@@ -498,7 +569,7 @@ struct wire_rpn_insn {
  * host merges the CPUs' entries. An entry keeps at most
  * WIRE_AGG_MAX_BUCKETS buckets, so that it fits a frame whole; a value
  * for a further bucket counts as dropped. */
-#define WIRE_AGG_MAX_BUCKETS    123
+#define WIRE_AGG_MAX_BUCKETS    122
 struct wire_aggs {
 	uint16_t cpu;
 	uint16_t count;
@@ -507,7 +578,8 @@ struct wire_aggs {
 	uint32_t snapshot;        /* which sending of the tables (each `trace
 				     aggregations` or flush is one more); a
 				     later one replaces an earlier one whole */
-	uint32_t reserved;
+	uint32_t tls_dropped;     /* thread-local stores that found no room
+				     since the last `program clear` (all CPUs) */
 };
 
 struct wire_agg {
@@ -517,7 +589,7 @@ struct wire_agg {
 	uint8_t  nkeys;
 	uint16_t nbuckets;        /* QUANTIZE: buckets that follow (non-zero ones) */
 	uint16_t reserved;
-	uint64_t key[2];          /* the keys, nkeys of them */
+	uint64_t key[4];          /* the keys, nkeys of them (WIRE_AGG_MAX_KEYS) */
 	uint64_t count;           /* values counted (COUNT: firings) */
 	int64_t  sum;
 	int64_t  min;
@@ -535,7 +607,7 @@ struct wire_agg_bucket {
 /* PROBES frame: one of these per probe in use (`trace flush`, `trace stats`). */
 struct wire_probe_counts {
 	uint32_t probe;
-	uint32_t reserved;
+	uint32_t missed;          /* hits while its CPU's tracer was inside a firing */
 	uint64_t hits;            /* firings (every CPU) */
 	uint64_t runs;            /* of them, its program ran (the pass count let it) */
 	uint64_t faults;          /* runs a fault ended (a load, a division by 0) */
@@ -546,7 +618,7 @@ _Static_assert(sizeof(struct wire_frame_header) == WIRE_HEADER_SIZE,
 	       "wire_frame_header is WIRE_HEADER_SIZE bytes, no padding");
 _Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
 _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
-_Static_assert(sizeof(struct wire_stats) == 112, "wire_stats has padding");
+_Static_assert(sizeof(struct wire_stats) == 128, "wire_stats has padding");
 _Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
 _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 16, "wire_reply has padding");
@@ -557,7 +629,11 @@ _Static_assert(sizeof(((struct wire_program *)0)->agg_kind) == WIRE_PROGRAM_MAX_
 	       "agg_kind holds WIRE_PROGRAM_MAX_AGGS kinds");
 _Static_assert(sizeof(struct wire_rpn_insn) == 8, "wire_rpn_insn has padding");
 _Static_assert(sizeof(struct wire_aggs) == 16, "wire_aggs has padding");
-_Static_assert(sizeof(struct wire_agg) == 56, "wire_agg has padding");
+_Static_assert(sizeof(struct wire_agg) == 72, "wire_agg has padding");
+_Static_assert(sizeof(((struct wire_agg *)0)->key) == WIRE_AGG_MAX_KEYS * 8,
+	       "wire_agg holds WIRE_AGG_MAX_KEYS keys");
+_Static_assert(WIRE_LQUANTIZE_MAX < WIRE_AGG_MAX_BUCKETS,
+	       "every lquantize bucket fits an entry");
 _Static_assert(sizeof(struct wire_agg_bucket) == 16, "wire_agg_bucket has padding");
 _Static_assert(sizeof(struct wire_probe_counts) == 40, "wire_probe_counts has padding");
 _Static_assert(sizeof(struct wire_aggs) + sizeof(struct wire_agg) +

@@ -160,9 +160,11 @@ def test_an_access_outside_the_recorded_memory_is_reported():
     (msg,) = C.verify([Rec(6, tuple(w))], SITES).mismatches
     assert "address: expected" in msg and "outside the recorded memory" in msg, msg
     w = list(good.words)
-    w[O.W_MEM_STATE] = O.MEM_UNMAPPED   # the guest found the store's page unmapped
-    (msg,) = C.verify([Rec(6, tuple(w))], SITES).mismatches
-    assert "unicorn:" in msg and "outside the memory the guest recorded" in msg, msg
+    w[O.W_MEM_STATE] = O.MEM_UNMAPPED   # the guest found the store's page unmapped:
+    rep = C.verify([Rec(6, tuple(w))], SITES)   # reported, never compared
+    assert rep.mismatches == [] and rep.checked == 0, rep.mismatches
+    (msg,) = rep.not_compared
+    assert "unrecorded" in msg and "the guest found unmapped" in msg, msg
 
 
 def test_a_record_of_the_wrong_length_is_reported():
@@ -199,6 +201,22 @@ def _run(s, g, spec, line):
     return r, cap, firings, C.verify(cap.checks, sites.sites_of(s.image, s.probes))
 
 
+def _write_kernel(stub, addr, data):
+    """Write guest memory at a kernel address. QEMU's sun4u stub translates
+    a virtual address through the TLB alone, so a page no TLB entry holds
+    at the halt answers E14 (which page that is depends on what ran last);
+    the kernel's RAM is identity-mapped (mmu.c), so the same address is
+    then written physically, as bench/debug/sitecheck.py reads code."""
+    try:
+        stub.write_memory(addr, data)
+    except rsp.StubErrorReply:
+        stub.set_physical(True)
+        try:
+            stub.write_memory(addr, data)
+        finally:
+            stub.set_physical(False)
+
+
 def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
     built("sparc64")
     a = arches.get("sparc64")
@@ -221,7 +239,7 @@ def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()
             live = [stub.read_memory(addr, 4) for addr in words]
-            stub.write_memory(flag, (1).to_bytes(4, "big"))
+            _write_kernel(stub, flag, (1).to_bytes(4, "big"))
             stub.detach()
         inc = _first(s.image, "fib", "inc")
         r2, cap2, firings2, rep2 = _run(s, g, f"insn:fib+{inc:#x}", "fib n=6")

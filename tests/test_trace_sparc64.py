@@ -137,11 +137,11 @@ def _hits(g):
 def test_count_only_firings_take_the_quick_path_and_count_exactly(sparc64, image):
     """Every instruction of calltree's functions probed with the null
     action on preempted threads: the entries' saves, the branches on the
-    CCR, the calls and the out-of-line words resume from fbt.c's quick
-    path (no register copy), the returns from the full one. The workload
-    checks its own answers, each entry's hits equal its calls, and every
-    probe's hits equal the same run's with the record action, which
-    takes the full path everywhere."""
+    CCR, the calls and the out-of-line words resume from the quick
+    path (tracer/arch/sparc64/quick.h: no register copy), the returns
+    from the full one. The workload checks its own answers, each
+    entry's hits equal its calls, and every probe's hits equal the same
+    run's with the record action, which takes the full path everywhere."""
     with Guest(sparc64, label="quick-path") as g:
         s = open_session(g)
         assert g.command("timer 20000").ok

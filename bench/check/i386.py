@@ -275,9 +275,7 @@ def verify(checks, sites) -> CheckReport:
                 continue
             if kind not in checkers:
                 checkers[kind] = kind.Checker(sites)
-            diffs = checkers[kind].verify_one(pid, site, w)
-            if diffs:
-                report.mismatches.append(f"{head}: " + "; ".join(diffs))
+            report.add(head, kind.FORM, checkers[kind].verify_one(pid, site, w))
             continue
         form = forms[pid]
         head = f"probe {pid} at {site.addr:#x}"

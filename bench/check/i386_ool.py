@@ -20,8 +20,9 @@ one instruction, and compares:
     above ESP after (below it the int3's frame wrote: dead stack);
   - every memory access the model made lies inside what the guest
     recorded: an access elsewhere would read a value the host cannot
-    know, and it is reported, never guessed; so is an access to an
-    operand the guest did not read (outside RAM).
+    know, and it is reported, never guessed; an access to an operand the
+    guest did not read (outside RAM) makes the record one not compared
+    ("unrecorded read at ADDR", report.py).
 
 Expected values are unicorn's, actual the record's, as for the int3 forms.
 One unicorn instance serves up to SiteChecker.RECYCLE records (x86_unicorn.py); every site's code is
@@ -34,8 +35,9 @@ only the fresh result is reported.
 from __future__ import annotations
 
 from ..wire import cdefs
-from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm, hx,
-                          reg_diffs)
+from .report import unrecorded
+from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm,
+                          guesses_dropped, hx, reg_diffs)
 from .x86_unicorn import pages as _pages
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
@@ -107,16 +109,20 @@ def diffs(w, result) -> list[str]:
     out += reg_diffs(after, w)
     regs = regions(w)
     spans = [(a, b) for a, b, _ in regs]
+    not_held, astray = [], []
     for kind, address, size in accesses:
         if _inside(address, size, spans):
             continue
         if w[W_MEM_STATE] == MEM_OUTSIDE and _inside(address, size,
                                                      [(w[W_MEM], bytes(4 * MEM_WORDS))]):
-            out.append(f"{kind} of {size} bytes at {hx(address)}: the memory "
-                       f"operand, outside the RAM the guest reads, not recorded")
-        else:
-            out.append(f"{kind} of {size} bytes at {hx(address)}, outside the "
-                       f"recorded memory")
+            not_held.append(unrecorded(kind, address, size, "the memory operand, "
+                                       "outside the RAM the guest reads"))
+        else:       # the guest recorded an operand, and not this one: a mismatch
+            astray.append(f"{kind} of {size} bytes at {hx(address)}, outside the "
+                          f"recorded memory")
+    if not_held and not astray:
+        return guesses_dropped(out, not_held)
+    out += astray + not_held
     esp = after[I_ESP]
     for what, (base, _, got), want in zip(("stack word", "memory word"), regs, mem):
         for i in range(0, len(got), 4):

@@ -19,7 +19,10 @@ end of the displaced run, and compares:
     live (below it the detour's own calls wrote, dead stack);
   - every memory access the model made lies inside the window: the guest
     recorded nothing else, so a read elsewhere would be a value the host
-    cannot know, and it is reported, never guessed.
+    cannot know: the record is reported as not compared ("unrecorded read
+    at ADDR", report.py), never guessed, and nothing else of it is
+    compared. (The guest refuses such sites in check mode:
+    opt_checkable in tracer/arch/i386/opt_check.c.)
 
 Expected values are unicorn's, actual the record's, as for the int3 forms.
 One unicorn instance serves up to SiteChecker.RECYCLE records (x86_unicorn.py); every site's code is
@@ -32,8 +35,9 @@ only the fresh result is reported.
 from __future__ import annotations
 
 from ..wire import cdefs
-from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm, hx,
-                          reg_diffs)
+from .report import unrecorded
+from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm,
+                          guesses_dropped, hx, reg_diffs)
 from .x86_unicorn import pages as _pages
 
 CHECK = cdefs.load("tracer/arch/i386/check.h")
@@ -93,10 +97,12 @@ def diffs(w, result) -> list[str]:
     out = [f"unicorn: {err}"] if err else []
     out += reg_diffs(after, w)
     base, lo, hi = w[W_WIN], w[W_WIN], (w[W_WIN] + 4 * WINDOW) & M32
-    for kind, address, size in accesses:
-        if not (lo <= address and address + size <= hi):
-            out.append(f"{kind} of {size} bytes at {hx(address)}, outside the "
-                       f"recorded window {hx(lo)}..{hx(hi)}")
+    outside = [unrecorded(kind, address, size, f"outside the recorded window "
+                          f"{hx(lo)}..{hx(hi)}")
+               for kind, address, size in accesses
+               if not (lo <= address and address + size <= hi)]
+    if outside:
+        return guesses_dropped(out, outside)
     esp = after[I_ESP]
     for i in range(WINDOW):
         a = (base + 4 * i) & M32

@@ -180,8 +180,7 @@ def verify(checks, sites) -> CheckReport:
                                                                before, caller, fresh))
                     finally:
                         fresh.close()
-            if diffs:
-                report.mismatches.append(f"{head}: " + "; ".join(diffs))
+            report.add(head, cls, diffs)
     finally:
         model.close()
         if ool_model:

@@ -22,7 +22,8 @@ compares:
     record's; the doublewords after;
   - every data access the model made lies inside the recorded doublewords:
     an access elsewhere would read a value the host cannot know, and it is
-    reported, never guessed; so is one to memory the guest found unmapped.
+    reported, never guessed; one to memory the guest found unmapped makes
+    the record one not compared ("unrecorded read at ADDR", report.py).
 
 A word that traps in the model (a misaligned access, which the guest
 would have stopped on) is reported. Expected values are unicorn's, actual
@@ -37,6 +38,7 @@ from unicorn import UcError
 
 from ..wire import cdefs
 from .ref_sparc64 import ModelError, Reference, slot
+from .report import unrecorded
 
 CHECK = cdefs.load("tracer/arch/sparc64/check.h")
 _TABLE = sorted(CHECK.table("SPARC64_CHECK_REGS"), key=lambda e: e.value)
@@ -105,6 +107,7 @@ class Model:
         if (w[W_MEM_STATE] == MEM_NONE) != (ea is None):
             out.append(f"memory state {w[W_MEM_STATE]} for a word that is "
                        f"{'no' if ea is None else 'a'} load or store")
+        address_ok = not out            # the guest's own address and state agree
         span = _span(w)
         memory = [(span[0], span[1])] if span else []
         try:
@@ -113,6 +116,9 @@ class Model:
         except ModelError as e:
             return out + [f"unicorn: {e}, which the guest would have stopped on"]
         except UcError as e:
+            if w[W_MEM_STATE] == MEM_UNMAPPED and address_ok:
+                return [unrecorded("access", w[W_MEM], 8, f"memory the guest found "
+                                   f"unmapped ({e})")]
             return out + [f"unicorn: {e}: an access outside the memory the guest "
                           f"recorded ({w[W_MEM_STATE] == MEM_UNMAPPED and 'unmapped' or 'none'})"]
         after = w[NREGS:2 * NREGS]
@@ -125,15 +131,19 @@ class Model:
         if (after[I_FSR] ^ before[I_FSR]) & FCC_MASK:
             out.append(f"fsr fcc: expected {before[I_FSR] & FCC_MASK:#x} (unchanged) "
                        f"vs actual {after[I_FSR] & FCC_MASK:#x}")
+        not_held = []
         for kind, address, size in accesses:
             if span and span[0] <= address and address + size <= span[0] + len(span[1]):
                 continue
             if w[W_MEM_STATE] == MEM_UNMAPPED:
-                out.append(f"{kind} of {size} bytes at {address:#x}: memory the "
-                           f"guest found unmapped, not recorded")
+                not_held.append(unrecorded(kind, address, size, "memory the guest "
+                                           "found unmapped"))
             else:
                 out.append(f"{kind} of {size} bytes at {address:#x}, outside the "
                            f"recorded memory")
+        if not_held and address_ok:
+            return not_held             # every value after is a guess: not compared
+        out += not_held
         if span:
             for i in range(0, len(span[2]), 8):
                 e = int.from_bytes(mem[0][i:i + 8], "big")

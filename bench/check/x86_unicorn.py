@@ -25,8 +25,13 @@ from capstone import CS_ARCH_X86, CS_MODE_32, Cs
 from unicorn import (UC_ARCH_X86, UC_HOOK_MEM_READ, UC_HOOK_MEM_UNMAPPED,
                      UC_HOOK_MEM_WRITE, UC_MODE_32, Uc, UcError)
 from unicorn import x86_const as X
+from unicorn.unicorn_const import UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_UNMAPPED
 
 from ..wire import cdefs
+
+# An unmapped data access is a read or a write like any other (a fetch
+# stays what it is): memory the record does not hold either way.
+_UNMAPPED = {UC_MEM_READ_UNMAPPED: "read", UC_MEM_WRITE_UNMAPPED: "write"}
 
 PAGE = 0x1000
 M32 = 0xffffffff
@@ -131,7 +136,7 @@ class SiteModel(Machine):
         self.accesses.append(("write", address, size))
 
     def _on_unmapped(self, uc, access, address, size, value, user):
-        self.accesses.append(("unmapped access", address, size))
+        self.accesses.append((_UNMAPPED.get(access, "unmapped access"), address, size))
         return False
 
     def run_over(self, w, memory, site: int, until: int, count: int, code_after=None):
@@ -215,3 +220,10 @@ class SiteChecker:
         if d:                           # confirm on an instance with no past
             d = self.diffs(w, self.fresh(site, w, n))
         return out + d
+
+
+def guesses_dropped(out: list[str], unrecorded: list[str]) -> list[str]:
+    """A record's diffs when its run touched memory it does not hold
+    (unrecorded, report.unrecorded's lines): those alone, since every
+    register and word compared after such a read is a guess; else out."""
+    return unrecorded or out

@@ -38,6 +38,7 @@ class _Traced:
     capture: object             # the decoded trace
     reply: object               # the run command's Reply
     stub_states: list           # the sites the GDB stub read: armed, disarmed
+    window: tuple               # cycles at which every probe was armed, disarmed
 
 
 def cmd_run(args) -> int:
@@ -51,7 +52,9 @@ def cmd_run(args) -> int:
     _print_trace(args, arch, t, formatter, line)
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
                         allow_missing=args.mechanism in arch.lossy,
-                        refused=t.session.refused)
+                        refused=t.session.refused, window=t.window,
+                        accounting=not (args.check or program or args.pass_count
+                                        or args.maxhits or args.mechanism in arch.lossy))
     _print_setup(args, t)
     for ln in summary_lines(rep):
         print(ln)
@@ -83,18 +86,25 @@ def _program_and_formatter(args, arch):
     return program, formatter
 
 
-def _trace_workload(args, arch, program, image, elf, line) -> _Traced:
+def _trace_workload(args, arch, program, image, elf, line, load=None,
+                    spec=None) -> _Traced:
     """Boot, arm the probes, run the workload, disarm, drain; with
-    --stub-check, the sites read through the GDB stub armed and disarmed."""
+    --stub-check, the sites read through the GDB stub armed and disarmed.
+    load(session), if given, puts programs on the probes once they are
+    added (`trace` loads one per group of probes); spec replaces
+    --probes."""
     stub_states = []
     with open_guest(arch, label="run", smp=args.smp, image=image, elf=elf,
                     command_timeout=args.timeout, gdbstub=args.stub_check) as g:
         s = open_session(g)
-        s.setup(args.probes, args.mechanism, check=args.check,
+        s.setup(spec or args.probes, args.mechanism, check=args.check,
                 buffer_bytes=args.buffer, strict=False, program=program,
                 pass_count=args.pass_count, maxhits=args.maxhits)
+        if load is not None:
+            load(s)
         s.must(f"trace kick {args.kick}")
         s.enable(True)
+        armed = s.arm_window()
         for n in s.notes:
             print(f"note: {n}")
         if args.timer_hz:
@@ -104,13 +114,13 @@ def _trace_workload(args, arch, program, image, elf, line) -> _Traced:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism,
                                                     {p.id for p in s.probes}))
-        s.enable(False)
+        window = (armed, s.disarm_window())
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism, set()))
         cap = s.finish()
         g.exit(0)
-    return _Traced(g, s, cap, r, stub_states)
+    return _Traced(g, s, cap, r, stub_states, window)
 
 
 def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
@@ -126,6 +136,9 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
         for ln in aggregate.lines(aggregate.merge(cap.aggs), s.programs, names,
                                   arch.word_bytes):
             print(ln)
+    if cap.tls_dropped:
+        print(f"PROBLEM: {cap.tls_dropped} thread-local stores found no room in the "
+              "guest's pool: those threads' words read 0")
     write_exports(args, cap, s.probes, s.image, g.hello,
                   {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in t.reply.results:
@@ -189,20 +202,8 @@ def _stub_verdict(stub_states: list) -> int:
 
 def _exec_count(args, arch, s, rep, line, image, elf) -> int:
     """Every insn probe's firings against QEMU's count in an unprobed twin
-    (bench/trace/execcount.py); REP-prefixed instructions are left out."""
-    insns = [p for p in s.probes if p.kind == "insn"
-             and s.image.code(p.addr, 1) not in (b"\xf2", b"\xf3")]
-    if not insns:
-        print("PROBLEM: --exec-count: no insn probe to count")
-        return EXIT_FAILED
-    counts = execcount.count(arch, [p.addr for p in insns], line, s.image.symbols,
-                             smp=args.smp,
-                             before=[f"timer {args.timer_hz}"] if args.timer_hz else (),
-                             image=image, elf=elf)
-    bad = [p for p in insns if rep.insns[p.id] != counts[p.addr]]
-    print(f"exec-count: {len(insns)} insn probes, {sum(counts.values())} executions "
-          f"in the unprobed twin, {len(insns) - len(bad)} equal, {len(bad)} differ")
-    for p in bad[:20]:
-        print(f"PROBLEM: {p.spec}: {rep.insns[p.id]} firings, QEMU ran it "
-              f"{counts[p.addr]} times")
-    return EXIT_FAILED if bad or rep.dropped else EXIT_OK
+    (bench/trace/execcount.py, which names each probe it leaves out)."""
+    equal, lines = execcount.compare(arch, s, rep, line, args.smp, args.timer_hz,
+                                     args.timeout, image=image, elf=elf)
+    print("\n".join(lines))
+    return EXIT_OK if equal and not rep.dropped else EXIT_FAILED

@@ -4,7 +4,7 @@ check is `make check` (pytest, every arch's guest self-tests at each
 -smp it is checked at, and the matrix's quick group; one summary row each
 and JUnit XML in build/junit/); selftest and matrix run those parts alone
 (bench/suite/selftest.py, the matrix in bench/suite/matrix.py); bench is
-`make bench`, the seeds' experiments (bench/suite/perf.py); fuzz holds the
+`make bench`, the seeds' experiments (bench/suite/perf/); fuzz holds the
 host-compiled probe emulator against unicorn (bench/check/fuzz.py),
 libfuzz the libFuzzer targets over the guest's C (bench/check/libfuzz.py);
 boot-time and avoid measure the boot and seed 003's interrupt-avoidance

@@ -17,8 +17,11 @@ The guest refuses tracer and trap-path code, each with its reason. A spec that n
 
 plan() numbers the probes from 0, in spec order and then by address, and
 notes every function that matched but has no site of a kind (a function
-with no ret has no return probe, say). A site wanted twice (a ret
-is a return and a branch) keeps its first probe. The probe kinds' words
+with no ret has no return probe, say). A site wanted twice (a ret is a
+return and a branch; a one-instruction function's `ret` is its entry and
+its return) keeps its first probe, since the guest holds one probe per
+site; the second is noted with the probe that holds the site, never
+dropped silently (taken()). The probe kinds' words
 come from wire.h (WIRE_PROBE_KINDS), the same words `probe add` takes.
 """
 
@@ -48,6 +51,8 @@ class Probe:
     refused: str = ""    # the guest's reason, if it refused
     program: str = ""    # the program it runs instead of recording, if any
     offset: int = 0      # insn probes: bytes from the function's start
+    argmap: str = ""     # entry probes: where each word is, hex (types.py), if not
+                         # where the calling convention puts it
 
     @property
     def spec(self) -> str:
@@ -120,6 +125,14 @@ def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _argmap(f, kind: str) -> str:
+    """An entry probe's argument map for `probe add`, hex ('' if none)."""
+    sig = f.signature
+    if kind != "entry" or sig is None or not sig.argmap:
+        return ""
+    return bytes(sig.argmap).hex()
+
+
 def _words(f, kind: str, image: Image) -> int:
     """What `probe add` asks to record: an entry's argument words, a
     return's value words (0: the guest's default of one)."""
@@ -150,6 +163,20 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
             matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
         else:
             matched = [image.functions[pattern]] if pattern in image.functions else []
+        glob = any(c in pattern for c in "*?[")
+        if not matched and not glob and pattern in image.unprobeable:
+            raise SpecError(f"{provider}:{pattern}:{kind}: refused: {pattern} is "
+                            f"{image.unprobeable[pattern]}")
+        # A kernel-wide glob names the functions it cannot take (not every
+        # assembly label: those are code points, seldom functions).
+        refusals = [f"{n}: no {kind} probe: refused: {n} is {why}"
+                    for n, why in sorted(image.unprobeable.items())
+                    if glob and module == "kernel" and n in image.code_functions
+                    and fnmatch.fnmatchcase(n, pattern)]
+        if not matched and refusals:
+            raise SpecError(f"{provider}:{pattern}:{kind} matches no function a probe "
+                            "may take:\n  " + "\n  ".join(refusals))
+        notes += refusals
         if not matched:
             raise SpecError(f"{provider}:{pattern}:{kind} matches no function"
                             + ("" if "*" in pattern else " (unknown symbol)"))
@@ -173,12 +200,28 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
                 if not addrs:
                     notes.append(f"{f.name}: no return probe: no ret instruction")
             for a in addrs:
-                if a in seen:
+                if taken(a, f.name, kind, probes, seen, notes):
                     continue
                 seen.add(a)
                 probes.append(Probe(len(probes), f.name, kind, a,
-                                    _words(f, kind, image)))
+                                    _words(f, kind, image), argmap=_argmap(f, kind)))
     return probes, notes
+
+
+def taken(addr: int, function: str, kind: str, probes: list[Probe], seen: set,
+          notes: list[str]) -> bool:
+    """Whether addr already holds a probe of this plan; if so, a note says
+    which, and why the probe of `kind` is not added (one probe per site)."""
+    if addr not in seen:
+        return False
+    holder = next(p for p in probes if p.addr == addr)
+    why = (f"{function}: no {kind} probe at {addr:#x}: the site holds probe "
+           f"{holder.id} ({holder.function} {holder.kind}) and takes one probe")
+    if (holder.function == function, holder.kind, kind) == (True, "entry", "return"):
+        why += (f"; {function} is one instruction, so each of its entries is "
+                "also a return")
+    notes.append(why)
+    return True
 
 
 def _insn_probes(f, off: str, image: Image, probes: list[Probe], notes: list[str],
@@ -202,7 +245,7 @@ def _insn_probes(f, off: str, image: Image, probes: list[Probe], notes: list[str
                             f"instruction boundary: it is {where}")
         addrs = [f.addr + n]
     for a in addrs:
-        if a in seen:
+        if taken(a, f.name, "insn", probes, seen, notes):
             continue
         seen.add(a)
         probes.append(Probe(len(probes), f.name, "insn", a, offset=a - f.addr))

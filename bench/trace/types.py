@@ -24,7 +24,18 @@ for void; `?` for a value wider than the register.
 
 DWARF at -O2 may split a function into an abstract and a concrete DIE
 (DW_AT_abstract_origin, DW_AT_specification): names and types are taken
-from wherever they are.
+from wherever they are; the parameters are the concrete DIE's, so a
+.constprop/.isra clone has the ones it really has.
+
+Where each parameter is at entry comes from its DWARF location
+(locations.py), not from the convention alone: where every parameter is
+where the convention puts it, the record reads as above; where one is not
+(i386 passes a static function's arguments in registers), the Signature
+carries an argument map (argmap, a byte per word: wire.h's WIRE_ARG_*,
+tracer/core/args.c), word i the i-th parameter's first, which the probe
+is given, so the record and a program's `arg N` read each where it is. A
+parameter optimized out prints `?` and why; a constant (a .constprop
+clone's) prints its value, marked.
 """
 
 from __future__ import annotations
@@ -32,8 +43,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..wire.frames import WIRE
+from .locations import Locator
 
 MAX_ARGS = WIRE.const("WIRE_MAX_ARGS")   # words an entry record carries at most
+ARG_REGISTER = WIRE.const("WIRE_ARG_REGISTER")
+ARG_NONE = WIRE.const("WIRE_ARG_NONE")
 
 # DW_ATE_* encodings (DWARF 5, 7.8)
 _BOOLEAN, _FLOAT, _SIGNED, _SIGNED_CHAR, _UNSIGNED, _UNSIGNED_CHAR = 2, 4, 5, 6, 7, 8
@@ -84,9 +98,12 @@ class Param:
     word: int | None            # index among the argument words; None: not carried
     words: int = 1              # how many words hold it
     why: str = ""               # why it is not carried
+    const: int | None = None    # its value, where DWARF says it is a constant
 
     def format(self, args: tuple, word_bytes: int) -> str:
         """name=value from a record's argument words, or name=? (why)."""
+        if self.const is not None:
+            return f"{self.name}={self.type.format(self.const)} (constant)"
         if self.word is None or self.word + self.words > len(args):
             return f"{self.name}=?" + (f" ({self.why})" if self.why else "")
         if self.type.kind == "aggregate":
@@ -103,10 +120,13 @@ class Signature:
     params: tuple[Param, ...]
     ret: CType
     variadic: bool = False
+    argmap: tuple[int, ...] = ()    # where each word is (see the top); (): the convention
 
     @property
     def nwords(self) -> int:
         """Argument words an entry record should carry."""
+        if self.argmap:
+            return len(self.argmap)
         return min(MAX_ARGS, max((p.word + p.words for p in self.params
                                   if p.word is not None), default=0))
 
@@ -232,24 +252,85 @@ def _place(params: list[tuple[str, CType]], word_bytes: int,
     return tuple(out)
 
 
-def signatures(elf, word_bytes: int, arg_registers: int) -> dict[int, Signature]:
-    """Function address -> Signature, for every defined function with DWARF."""
+def _convention(params, word_bytes: int, arg_registers: int) -> list[tuple]:
+    """Each parameter's words where the convention puts them, past the
+    words a record carries too (a 7th parameter on i386's stack is where
+    the convention says, and needs no map for `arg N` to read it)."""
+    out, word = [], 0
+    for i, (name, ct) in enumerate(params):
+        if arg_registers:
+            out.append((("word", i),))
+            continue
+        n = max(1, -(-max(ct.size, 1) // word_bytes))
+        out.append(tuple(("word", word + j) for j in range(n)))
+        word += n
+    return out
+
+
+def _source_byte(source) -> int:
+    kind, n = source
+    return ARG_REGISTER | n if kind == "reg" else n
+
+
+def _place_at_entry(params, entries, word_bytes: int,
+                    arg_registers: int) -> tuple[tuple[Param, ...], tuple[int, ...]]:
+    """Params and the argument map from each parameter's place at entry
+    (locations.Entry): no map where every placed parameter is where the
+    convention puts it (see the top)."""
+    default = _place(params, word_bytes, arg_registers)
+    conventional = all(not e.sources or e.sources == want
+                       for want, e in zip(_convention(params, word_bytes,
+                                                      arg_registers), entries))
+    if conventional:
+        return tuple(
+            Param(d.name, d.type, None, d.words, const=e.const) if e.const is not None
+            else Param(d.name, d.type, None, d.words, e.why) if not e.sources
+            else d for d, e in zip(default, entries)), ()
+    out, argmap = [], []
+    for (name, ct), e in zip(params, entries):
+        n = max(1, len(e.sources))
+        if len(argmap) + n > MAX_ARGS:
+            out.append(Param(name, ct, None, n, f"past the {MAX_ARGS} words recorded"))
+            continue
+        if e.sources:
+            out.append(Param(name, ct, len(argmap), n))
+            argmap += [_source_byte(s) for s in e.sources]
+        else:                           # a word all the same: arg N stays param N
+            out.append(Param(name, ct, None, 1, e.why, e.const))
+            argmap.append(ARG_NONE)
+    return tuple(out), tuple(argmap)
+
+
+def signatures(elf, word_bytes: int, arg_registers: int,
+               arg_location=None) -> dict[int, Signature]:
+    """Function address -> Signature, for every defined function with DWARF;
+    with arg_location (arches.Arch.arg_location), parameters are placed by
+    their DWARF locations at entry (see the top)."""
     out: dict[int, Signature] = {}
     if not elf.has_dwarf_info():
         return out
     cache: dict = {}
-    for cu in elf.get_dwarf_info().iter_CUs():
+    dwarf = elf.get_dwarf_info()
+    locator = Locator(dwarf, arg_location) if arg_location else None
+    for cu in dwarf.iter_CUs():
         for die in cu.iter_DIEs():
             if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
                 continue
-            params, variadic = [], False
+            params, entries, variadic = [], [], False
             for c in die.iter_children():
                 if c.tag == "DW_TAG_formal_parameter":
-                    params.append((_name(c) or f"arg{len(params)}",
-                                   _type_of(c, cache)))
+                    ct = _type_of(c, cache)
+                    params.append((_name(c) or f"arg{len(params)}", ct))
+                    if locator:
+                        entries.append(locator.entry(c, die, cu, _origin(c), ct.size,
+                                                     word_bytes))
                 elif c.tag == "DW_TAG_unspecified_parameters":
                     variadic = True
+            if locator and not variadic:
+                placed, argmap = _place_at_entry(params, entries, word_bytes,
+                                                 arg_registers)
+            else:
+                placed, argmap = _place(params, word_bytes, arg_registers), ()
             out[die.attributes["DW_AT_low_pc"].value] = Signature(
-                _name(die), _place(params, word_bytes, arg_registers),
-                _type_of(die, cache), variadic)
+                _name(die), placed, _type_of(die, cache), variadic, argmap)
     return out

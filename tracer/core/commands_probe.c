@@ -67,8 +67,9 @@ static const char *const probe_state_names[] = {
 	[PROBE_ENABLED] = "enabled",
 };
 
-/* probe add ID ADDR KIND [NARGS]: NARGS words of arguments for an entry,
- * of the value for a return (2 where a value takes two registers) */
+/* probe add ID ADDR KIND [NARGS [MAP]]: NARGS words of arguments for an
+ * entry, of the value for a return (2 where a value takes two registers);
+ * MAP, an entry's: where each word is (args.c) */
 static int probe_add(const struct subcommand *s, int argc, char **argv,
 		     struct command_reply *r)
 {
@@ -76,15 +77,20 @@ static int probe_add(const struct subcommand *s, int argc, char **argv,
 	uint64_t addr, nargs = 0;
 	char kinds[64];
 
-	if (argc < 5 || argc > 6 || !parse_id(argv[2], &id) ||
+	if (argc < 5 || argc > 7 || !parse_id(argv[2], &id) ||
 	    !parse_u64(argv[3], &addr) ||
-	    (argc == 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS))) {
+	    (argc >= 6 && (!parse_u64(argv[5], &nargs) || nargs > TRACER_MAX_ARGS))) {
 		tracer_probe_kind_words(kinds, sizeof kinds, "|", "|");
 		return command_reply(r, WIRE_REPLY_BAD_ARGS,
-				     "usage: probe add ID ADDR %s [NARGS], ID < %d, "
+				     "usage: probe add ID ADDR %s [NARGS [MAP]], ID < %d, "
 				     "NARGS <= %d", kinds, TRACER_MAX_PROBES,
 				     TRACER_MAX_ARGS);
 	}
+	uint8_t map[TRACER_MAX_ARGS];
+	char why[WIRE_MAX_REASON];
+	if (argc == 7 && tracer_argmap_parse(argv[6], (unsigned)nargs, map, why,
+					     sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "%s", why);
 	int kind = tracer_probe_kind(argv[4]);
 	if (kind < 0) {
 		tracer_probe_kind_words(kinds, sizeof kinds, ", ", " or ");
@@ -94,10 +100,11 @@ static int probe_add(const struct subcommand *s, int argc, char **argv,
 	if ((uint64_t)(uintptr_t)addr != addr)
 		return command_reply(r, WIRE_REPLY_FAILED, "refused: 0x%llx is outside "
 				     "kernel text", (unsigned long long)addr);
-	char why[128];
 	if (tracer_probe_add(id, (uintptr_t)addr, (unsigned)kind, (unsigned)nargs, why,
 			     sizeof why) != 0)
 		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	if (argc == 7)
+		tracer_probe_argmap(id, map, (unsigned)nargs);
 	return command_reply(r, WIRE_REPLY_OK, "probe %u at 0x%lx", id,
 			     (unsigned long)addr);
 }
@@ -109,7 +116,7 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 	bool enable = strcmp(s->name, "enable") == 0;
 	unsigned ids[COMMAND_MAX_ARGS];
 	unsigned n = 0;
-	char why[128], other[128];
+	char why[WIRE_MAX_REASON], other[WIRE_MAX_REASON];
 
 	if (argc < 3)
 		return subcommand_usage(s, argv, r);
@@ -132,10 +139,14 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 		}
 		/* Every CPU executes the new bytes before the window opens. */
 		tracer_settle();
+		/* Refused ones stay as they were (the host knows them from
+		 * enabling each); the rest form the window all the same. */
 		if (refused)
 			return command_reply(r, WIRE_REPLY_FAILED,
-					     "%u probes enabled, %u refused; first: %s",
-					     changed, refused, why);
+					     "%u probes enabled, %u refused, cycles=%llu; "
+					     "first: %s", changed, refused,
+					     (unsigned long long)(enable ? arch_cycles()
+								 : before), why);
 		return command_reply(r, WIRE_REPLY_OK,
 				     "%u probes %s, %u enabled, cycles=%llu", changed,
 				     enable ? "enabled" : "disabled",
@@ -201,7 +212,7 @@ static int probe_action(const struct subcommand *s, int argc, char **argv,
 			struct command_reply *r)
 {
 	unsigned action = TRACER_NACTIONS, n = 0;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	if (argc >= 4)
 		for (unsigned a = 0; a < TRACER_NACTIONS; a++)
@@ -239,7 +250,7 @@ static int probe_program(const struct subcommand *s, int argc, char **argv,
 {
 	uint64_t v = 0;
 	unsigned n;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	bool none = argc >= 4 && strcmp(argv[argc - 1], "none") == 0;
 
 	if (argc < 4 || (!none && (!parse_u64(argv[argc - 1], &v) || v >= WIRE_PROGRAMS)))
@@ -267,7 +278,7 @@ static int probe_count_limit(const struct subcommand *s, int argc, char **argv,
 	bool pass = strcmp(s->name, "pass") == 0;
 	uint64_t v;
 	unsigned n;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	if (argc < 4 || !parse_u64(argv[argc - 1], &v) ||
 	    (pass && v > UINT32_MAX) || (unsigned long)v != v)

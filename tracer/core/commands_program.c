@@ -22,7 +22,7 @@ static int program_load_cmd(const struct subcommand *s, int argc, char **argv,
 			    struct command_reply *r)
 {
 	uint64_t slot, offset;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (argc != 5 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &offset) ||
 	    slot >= WIRE_PROGRAMS || offset >= PROGRAM_MAX_BYTES)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program load SLOT "
@@ -41,7 +41,7 @@ static int program_check_cmd(const struct subcommand *s, int argc, char **argv,
 			     struct command_reply *r)
 {
 	uint64_t slot, bytes;
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	if (argc != 4 || !parse_u64(argv[2], &slot) || !parse_u64(argv[3], &bytes) ||
 	    slot >= WIRE_PROGRAMS)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program check SLOT "
@@ -61,7 +61,7 @@ static int program_clear_cmd(const struct subcommand *s, int argc, char **argv,
 			     struct command_reply *r)
 {
 	uint64_t slot = 0;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (argc > 3 || (argc == 3 && (!parse_u64(argv[2], &slot) ||
 				       slot >= WIRE_PROGRAMS)))
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program clear "

@@ -107,6 +107,7 @@ int tracer_probe_program(unsigned id, int slot, char *why, size_t why_size)
 		compiler_barrier();
 		regate(p);
 	}
+	tracer_recount_recording();
 	tracer_unlock();
 	return 0;
 }
@@ -144,7 +145,7 @@ void gate_reap(void)
 		return;
 	spent = false;
 	unsigned n = 0;
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
 		struct probe *p = &tracer_probes[i];
 		unsigned long max = probe_gates[i].maxhits;
@@ -169,6 +170,7 @@ void gate_send_counts(void)
 		struct wire_probe_counts c = {
 			.probe = p->id, .hits = tracer_probe_hits(i), .runs = g->runs,
 			.faults = g->faults, .over = g->over,
+			.missed = (uint32_t)tracer_probe_missed_count(i),
 		};
 		if (used + sizeof c > WIRE_MAX_PAYLOAD) {
 			link_send(WIRE_FRAME_PROBES, frame, used, 0, 0);
@@ -190,9 +192,14 @@ void gate_reset_counts(void)
 	}
 }
 
+bool gate_runs_program(unsigned id)
+{
+	return probe_gates[id].program != 0;
+}
+
 void gate_detach(unsigned slot)
 {
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		if (tracer_probes[i].state != PROBE_FREE &&
 		    probe_gates[i].program == &programs[slot])

@@ -22,7 +22,7 @@
 static void check_row(const struct tarch_context_check *c)
 {
 	struct wire_rpn_insn insn[8];
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	unsigned n = 0;
 	for (unsigned i = 0; i < c->nread; i++)
 		insn[n++] = c->read[i];
@@ -55,7 +55,7 @@ static void check_row(const struct tarch_context_check *c)
 
 static void selftest_program_context(void)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	report_prefix_push("context");
 	for (unsigned i = 0; i < tarch_ncontext_checks; i++)
 		check_row(&tarch_context_checks[i]);

@@ -84,7 +84,7 @@ static const struct probe_gate *gate(void)
 /* A fresh probe at prog_target's entry, enabled, running slot (or none). */
 static bool arm(int slot)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	tracer_clear();
 	if (tracer_probe_add(PROBE_ID, (uintptr_t)prog_target, WIRE_EVENT_ENTRY, 2, why,
 			     sizeof why) != 0 ||
@@ -99,14 +99,14 @@ static bool arm(int slot)
 
 static void disarm(void)
 {
-	char why[64];
+	char why[WIRE_MAX_REASON];
 	tracer_probe_set(PROBE_ID, false, why, sizeof why);
 	tracer_settle();
 }
 
 static void install(unsigned slot, const struct wire_rpn_insn *insn, unsigned n)
 {
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	if (tp_install(slot, insn, n, 0, 0, why, sizeof why) != 0)
 		report_info("slot %u: %s", slot, why);
 }
@@ -164,7 +164,7 @@ static void test_faults(const char *mechanism)
 
 static void test_pass_and_maxhits(void)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (!arm(P_LOG))
 		return;
 	tracer_probe_pass(PROBE_ID, 3, why, sizeof why);
@@ -211,7 +211,7 @@ static void test_pass_and_maxhits(void)
 static void test_slots(void)
 {
 	static const struct wire_rpn_insn other[] = { INSN(ABORT, 0, 0, 0) };
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	if (!arm(P_LOG))
 		return;
 	int rc = tp_install(P_LOG, other, 1, 0, 0, why, sizeof why);
@@ -281,7 +281,7 @@ static void selftest_program_probes(void)
 	test_pass_and_maxhits();
 	test_slots();
 	tracer_clear();
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	program_clear(P_FAULT, why, sizeof why);
 	program_clear(P_LOG, why, sizeof why);
 	program_clear(P_REGS, why, sizeof why);

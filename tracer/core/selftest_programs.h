@@ -58,7 +58,7 @@ static inline bool tp_program(struct program *prog, unsigned slot,
 			      unsigned naggs, const uint8_t *kinds)
 {
 	static uint8_t bytes[PROGRAM_MAX_BYTES];
-	char why[160];
+	char why[WIRE_MAX_REASON];
 	size_t size = tp_bytes(bytes, insn, n, naggs, kinds);
 	if (program_validate(bytes, size, why, sizeof why) != 0) {
 		report_info("refused: %s", why);

@@ -269,7 +269,7 @@ static int action_of(const char *word)
  * record it sends fires it again) | watch remove ID | watch list | watch clear */
 static int cmd_watch(int argc, char **argv, const char *rest, struct command_reply *r)
 {
-	char why[160], types[48];
+	char why[WIRE_MAX_REASON], types[48];
 	uint64_t id, addr, len;
 	(void)rest;
 	type_list(types, sizeof types);

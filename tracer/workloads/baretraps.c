@@ -8,8 +8,8 @@
  * guest exception under its one big lock, so trap round trips from several
  * vCPUs are serialised in QEMU itself; the aggregate rate of this workload
  * at 1, 2 and 4 threads is what any trap-based fire path's scaling is held
- * against (perf.py: probe scaling / bare-trap scaling). value = the traps
- * taken; the run's cycles give the rate.
+ * against (bench/suite/perf/scaling.py: probe scaling / bare-trap
+ * scaling). value = the traps taken; the run's cycles give the rate.
  */
 #include "thread.h"
 #include "tracer.h"

@@ -20,7 +20,7 @@
  * with the one of M.abort give the cost of an RPN instruction.
  * (M is a mechanism's name: `int3.null`, `shellgame.pair`.)
  *
- * The host compiles and loads the programs (bench/suite/perf.py) and
+ * The host compiles and loads the programs (bench/suite/perf/dprobes.py) and
  * passes their slots; an experiment whose slot is WIRE_PROGRAMS (the
  * default) is left out, so `run dprobes` alone measures 1, 2 and M.null.
  *
@@ -77,7 +77,7 @@ static uint64_t time_loop(void (*loop)(unsigned long), uint64_t n)
  * UINT64_MAX if the mechanism cannot arm them. */
 static uint64_t pair(const char *mechanism, uint64_t n)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (tracer_probe_add(DP_PAIR_A, (uintptr_t)bench_loop2_a, bench_loop_kind, 0,
 			     why, sizeof why) != 0 ||
 	    tracer_probe_add(DP_PAIR_B, (uintptr_t)bench_loop2_b, bench_loop_kind, 0,
@@ -133,7 +133,7 @@ static const struct {
 static uint64_t probed(const char *mechanism, const char *suffix, int slot,
 		       uint64_t n, bool drained)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	if (tracer_probe_program(DP_PROBE, slot, why, sizeof why) != 0) {
 		kprintf("dp %s%s refused: %s\n", mechanism, suffix, why);
 		return n;
@@ -159,7 +159,7 @@ static uint64_t probed(const char *mechanism, const char *suffix, int slot,
 static void run_dprobes(const uint64_t *v, struct workload_result *res)
 {
 	uint64_t n = v[0], base_n = n * v[1];
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	tries = (unsigned)v[2];
 	res->value = n;

@@ -129,7 +129,7 @@ static void report_plain(const char *name, void (*fn)(void), unsigned n,
 static void run_firepath(const uint64_t *v, struct workload_result *res)
 {
 	unsigned n = (unsigned)v[0];
-	char why[128], name[64];
+	char why[WIRE_MAX_REASON], name[64];
 
 	res->ok = true;
 	res->value = n;

@@ -76,7 +76,7 @@ static void run_probecost(const uint64_t *v, struct workload_result *res)
 {
 	enum { ID_F = 4094, ID_G = 4095 };
 	uint64_t n = v[0];
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	res->ok = true;
 	res->value = n;

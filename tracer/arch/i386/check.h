@@ -128,7 +128,7 @@ _Static_assert(I386_CHECK_OOL_WORDS != I386_CHECK_WORDS &&
 #include <stdint.h>
 struct trapframe;
 /* One register set (I386_CHECK_REGS) from the trap frame, with EIP and
- * EFLAGS as given: every record kind's "before" and "after" (fbt.c). */
+ * EFLAGS as given: every record kind's "before" and "after" (check.c). */
 void i386_check_frame(const struct trapframe *tf, uint32_t eip, uint32_t eflags,
 		      unsigned long *w);
 

@@ -1,6 +1,6 @@
 /*
  * insn.c — IA-32 instruction lengths, and which instructions may run out
- * of line (a copy in a tracer-owned slot followed by a jmp back, fbt.c).
+ * of line (a copy in a tracer-owned slot followed by a jmp back, ool.c).
  *
  * The decoder walks legacy prefixes, the one-, two- (0F) and three-byte
  * (0F 38, 0F 3A) opcode maps, ModRM, SIB, displacement and immediate, in

@@ -4,7 +4,7 @@
  * matching return, nested calls included.
  *
  * Start: the entry probe of the function (an int3 or ud probe, fbt.c)
- * fires; fbt.c emulates its instruction and calls i386_itrace_probe(),
+ * fires; fire.c emulates its instruction and calls i386_itrace_probe(),
  * which, if this thread may start a region (skip and region budget),
  * takes a state from the pool, keeps it in the thread's slot (thread.h),
  * records the emulated span and sets EFLAGS.TF in the trap frame. TF then
@@ -28,7 +28,7 @@
  * probe's trap byte may stand there instead of the code — where PREVIOUS
  * reads only code that just ran (and only its decoded length: nothing of
  * the page after it). Probes inside a region still fire: a probe's
- * trap replaces the #DB of the instruction it emulates, so fbt.c's call
+ * trap replaces the #DB of the instruction it emulates, so fire.c's call
  * records that span as emulated.
  *
  * The end: when a step leaves ESP above the entry's ESP (the matching
@@ -340,7 +340,7 @@ static struct itrace_state *claim_state(void)
 	return 0;
 }
 
-/* fbt.c, after p's trap at site emulated the instruction(s) there: tf is
+/* fire.c, after p's trap at site emulated the instruction(s) there: tf is
  * the state they left (EIP the next instruction; ESP resume_esp). */
 void i386_itrace_probe(const struct probe *p, uint32_t site, struct trapframe *tf)
 {

@@ -1,5 +1,5 @@
 /*
- * itrace.h — what fbt.c calls of i386 instruction tracing (itrace.c): its
+ * itrace.h — what fire.c calls of i386 instruction tracing (itrace.c): its
  * hooks' registration at init, and the call after a probe's emulation,
  * made only while i386_itrace_live (an `itrace on` armed, or a region
  * still running), so that tracing off costs the fire path one load.

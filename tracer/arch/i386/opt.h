@@ -1,6 +1,7 @@
 /*
- * opt.h — the jump-optimized mechanism's layout, shared by opt.c and
- * opt_detour.S, and what fbt.c's fire path asks of it.
+ * opt.h — the jump-optimized mechanism's layout, shared by its C files
+ * (opt.c, opt_detour.c, opt_stage.c; opt_slots.h holds their private
+ * part) and opt_detour.S, and what the fire path (fire.c) asks of it.
  */
 #ifndef I386_OPT_H
 #define I386_OPT_H
@@ -52,7 +53,7 @@ uint32_t opt_resume(const struct probe *p);
 /* Whether addr lies in the displaced tail (bytes 1..len-1) of an armed
  * opt probe other than self. */
 const struct probe *opt_covering(uintptr_t addr);
-/* The detour's C half (fbt.c); in check mode's detour, the same and
+/* The detour's C half (fire.c); in check mode's detour, the same and
  * then the state before the copies run (opt_check.c). */
 void i386_opt_fire(struct trapframe *tf);
 void i386_opt_fire_checked(struct trapframe *tf);
@@ -62,6 +63,9 @@ bool opt_checked(const struct probe *p);
  * frame or the int3 stage's trap frame), kept for this CPU, and IF
  * cleared in tf so that the copies run with interrupts masked ... */
 void opt_check_before(const struct probe *p, struct trapframe *tf);
+/* Whether check mode's record holds every memory access the len displaced
+ * bytes at code make (the stack window only); false with *why if not. */
+bool opt_checkable(const uint8_t *code, unsigned len, const char **why);
 /* ... and, from the second call after the copies, the CHECK record of
  * both states, IF put back as it was. */
 void i386_opt_after(struct trapframe *tf);

@@ -4,7 +4,7 @@
  * were when the probed instruction was about to run (esp the interrupted
  * stack pointer, eip the probed instruction). The host's compiler reads
  * the names from this table (bench/program/), the guest's fire path the
- * numbers (fbt.c).
+ * numbers (fire.c).
  *
  * X(NAME, number, "name")
  */

@@ -285,7 +285,7 @@ static bool run_case(const struct dt_form *f, unsigned fi, unsigned id,
 	struct dt_regs in;
 	struct dt_run base = { .in = &in, .entry = f->site };
 	struct dt_run probed = { .in = &in, .entry = f->site };
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	bool ok = true;
 	uint8_t orig[2] = { (uint8_t)f->site[0], (uint8_t)f->site[1] };
 
@@ -385,7 +385,7 @@ static void test_form(const struct dt_form *f, unsigned fi, enum mech m)
 	const char *mechanism = mech_names[m];
 	bool ud = m == M_UD;
 	unsigned id = PROBE_ID_BASE + fi;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	report_prefix_push(f->name);
 	report_prefix_push(mechanism);
@@ -448,7 +448,7 @@ static void test_opt_stage(void)
 	const unsigned fi = NFORMS - 4;            /* opt_sub */
 	const struct dt_form *f = &forms[fi];
 	const unsigned id = PROBE_ID_BASE + fi;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	uint8_t orig[5];
 	memcpy(orig, f->site, 5);
 
@@ -508,7 +508,7 @@ out:
 static void selftest_probes(void)
 {
 	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	bool added[NFORMS];
 
 	for (unsigned fi = 0; fi < NFORMS; fi++) {

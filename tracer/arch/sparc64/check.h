@@ -102,7 +102,7 @@ struct trapframe;
 struct sparc_regs;
 /* One state's SPARC64_CHECK_REGS words from the trapped registers r
  * (sparc64_load_regs with the window) and the frame's %y, with %fsr read
- * now (fbt.c). */
+ * now (check.c). */
 void sparc64_check_state(const struct trapframe *tf, const struct sparc_regs *r,
 			 unsigned long *w);
 

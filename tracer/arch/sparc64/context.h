@@ -2,7 +2,7 @@
  * context.h — what a probe program reads of a sparc64 firing (tracer_arch.h):
  * the registers as sparc64_load_regs() found them before any emulation —
  * %g/%o from the frame, %l/%i from the trapped window's save area — and the
- * frame's %y. Both fire paths make one (fbt.c, watch.c); watch.c's hook is
+ * frame's %y. Both fire paths make one (fire.c, watch.c); watch.c's hook is
  * registered by tarch_init through sparc64_watch_init.
  */
 #ifndef SPARC64_CONTEXT_H

@@ -8,8 +8,8 @@
  * surroundings — a slot holding another word, a register, %y or the CCR
  * the fire path did not give back, a resume at the wrong place — so check
  * mode records what the copy did, and the host runs the site's own word
- * from the same state and compares, as it re-runs the emulations (fbt.c's
- * check_before/check_after) and i386's out-of-line slots (its
+ * from the same state and compares, as it re-runs the emulations (check.c's
+ * sparc64_check_before/after) and i386's out-of-line slots (its
  * ool_check.c, the model here).
  *
  * How. A probe armed while check mode is on gets a checked slot of two

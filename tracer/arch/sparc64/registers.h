@@ -4,7 +4,7 @@
  * instruction names them (%sp and %fp are %o6 and %i6), then PC, nPC,
  * CCR and %y of the trapped context. The host's compiler reads the names
  * from this table (bench/program/), the guest's fire path the numbers
- * (fbt.c). %g0 reads 0.
+ * (context.c). %g0 reads 0.
  *
  * X(NAME, number, "name")
  */

@@ -50,7 +50,7 @@ static const uint64_t operands[][2] = {
 
 static void selftest_ool(void)
 {
-	char why[128];
+	char why[WIRE_MAX_REASON];
 	uint64_t want[NOPS];
 	unsigned bad = 0;
 

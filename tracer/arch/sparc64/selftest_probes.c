@@ -1,6 +1,6 @@
 /*
  * selftest_probes.c — differential self-test of the sparc64 probe
- * emulator (tracer/arch/sparc64/emulate.c and the fire path in fbt.c).
+ * emulator (tracer/arch/sparc64/emulate.c and the fire path in fire.c).
  *
  * Every CTI the emulator handles is generated at run time into the one
  * site of selftest_probes.S (dt_site, written through a writable alias of

@@ -83,7 +83,7 @@ void dt_test_every_cti(void)
 	unsigned per_class[5] = { 0 }, nctis = 0, refused = 0, others = 0;
 	uint64_t ctis = 0, fired0 = 0, fired1 = 0;
 	struct caught_trap c;
-	char why[128];
+	char why[WIRE_MAX_REASON];
 
 	report_prefix_push("every CTI");
 	if (trap_try(tb_run_fn, &plain, &c)) {

@@ -269,7 +269,7 @@ void dt_site_close(void)
 void dt_run_word(struct group *g, struct dt_word *w,
 		 const struct dt_state *states, unsigned n)
 {
-	char why[128], what[200], sd[64];
+	char why[WIRE_MAX_REASON], what[200], sd[64];
 	bool fp = w->cls == K_FBFCC || w->cls == K_FBPFCC;
 
 	g->words++;

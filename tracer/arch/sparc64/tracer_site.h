@@ -34,9 +34,10 @@ struct tarch_site {
 	/* An OOL site armed in check mode: its firings run the checked
 	 * slot (ool_check.c). Set when the probe is armed. */
 	uint8_t          checked;
-	/* A count-only firing may take fbt.c's quick path: an emulate probe,
-	 * not checked, on an OOL site, a save reading no %l/%i, or a branch
-	 * on the CCR or a call. Set when the probe is armed. */
+	/* A count-only firing may take the quick path (quick.h): an
+	 * emulate probe, not checked, on an OOL site, a save reading no
+	 * %l/%i, or a branch on the CCR or a call. Set when the probe is
+	 * armed. */
 	uint8_t          quick;
 	struct sparc_cti cti;      /* CTI sites */
 };

@@ -1,0 +1,70 @@
+"""`make bench`'s command: measure, then write results.json, plots, the table.
+
+results.json holds every figure with the configuration it was measured
+in (QEMU version, accel, smp per boot, git commit, sizes, repetitions)
+and the host wall time of each boot and experiment; stdout gets the
+table (targets beside the figures they judge), the notes, and the same
+timings, so that where the minutes went is seen every run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from ... import arches
+from ...guest import build
+from ...paths import BUILD, REPO
+from .core import TARGETS, Sizes
+from .plan import measure
+from .plots import plots
+from .table import missed_targets, table
+
+
+def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
+        out=None) -> int:
+    arch = arches.get(arch_name)
+    t_image = time.monotonic()
+    build.ensure_image(arch)
+    t0 = time.monotonic()
+    sizes = Sizes.small() if small else Sizes()
+    on_line(f"bench {arch.name}: {reps} repetitions of every figure"
+            + (" (small sizes)" if small else ""))
+    b = measure(arch, reps, sizes, on_line)
+    b.timings.insert(0, {"boot": "", "experiment": "image",
+                         "seconds": round(t0 - t_image, 1)})
+    out = out or BUILD / "bench" / arch.name
+    out.mkdir(parents=True, exist_ok=True)
+    made = plots(b, out)
+    rows = table(b)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                            text=True).stdout.strip()
+    qemu = subprocess.run([arch.qemu, "--version"], capture_output=True,
+                          text=True).stdout.splitlines()[:1]
+    results = {
+        "figures": b.figures,
+        "targets": {k: v[0] for k, v in TARGETS.items()},
+        "missed_targets": missed_targets(b),
+        "notes": b.notes,
+        "plots": made,
+        "timings": b.timings,
+        "config": {"arch": arch.name, "accel": "tcg", "qemu": qemu[0] if qemu else "",
+                   "git_commit": commit, "boots": b.boots, "repetitions": reps,
+                   "sizes": sizes.__dict__, "small": small,
+                   "seconds": round(time.monotonic() - t0, 1)},
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'figure':{width}}  {'measured (median [min..max])':>40}  target")
+    for name, value, target in rows:
+        print(f"{name:{width}}  {value:>40}  {target}")
+    for n in b.notes:
+        print(f"note: {n}")
+    print(f"results: {out / 'results.json'}"
+          + (f"; plots: {', '.join(made)}" if made else ""))
+    print("host wall time per boot and experiment (s):")
+    for t in b.timings:
+        print(f"  {t['boot']:2} {t['experiment']:24} {t['seconds']:7.1f}")
+    print(f"bench {arch.name}: {results['config']['seconds']} s")
+    return 0

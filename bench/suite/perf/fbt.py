@@ -1,0 +1,142 @@
+"""Function-boundary tracing: fib and calltree untraced and under every
+mechanism, and the same workloads built with -finstrument-functions.
+
+Each (workload, mechanism) is run `reps` times with its probes enabled
+(or the compiler's hooks on) and the trace verified: guest time, records
+per second, what was missed and dropped, bytes on the wire. Emulating
+mechanisms and the hooks must miss nothing (the `missed_emulated`
+target); the per-CPU buffers are large enough that no drop is the
+drain's fault. The 4-CPU variants run calltree on 8 threads.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ...guest.qemu import Guest
+from ...trace.session import TraceError, open_session
+from ...trace.stress import LOSSLESS_FUNCS
+from ...trace.verify import verify
+from ...wire import frames
+from .core import Bench, Sizes, figure
+
+FBT_BUFFER = 8 << 20       # bytes per CPU
+HOOKS = ["hooks_off", "finstrument"]
+
+
+def workloads(sz: Sizes, threads: int = 1):
+    """(name, probe spec, command): fib and calltree, or calltree alone
+    on `threads` threads."""
+    fib = ("fib", "fbt:fib:entry,fbt:fib:return", f"run fib n={sz.fib_n}")
+    ct = (f"calltree{threads}" if threads > 1 else "calltree", LOSSLESS_FUNCS,
+          f"run calltree threads={threads} iters={sz.ct_iters}")
+    return [fib, ct] if threads == 1 else [ct]
+
+
+def probed(b: Bench, g: Guest) -> None:
+    """fib and calltree, one thread, untraced and under every mechanism."""
+    fbt(b, g, workloads(b.sizes), ["untraced", *b.arch.mechanisms])
+
+
+def hooked(b: Bench, g: Guest) -> None:
+    """The instrumented image's fib and calltree, hooks off and on."""
+    fbt(b, g, workloads(b.sizes), HOOKS, hooks=True)
+
+
+def probed_smp(b: Bench, g: Guest) -> None:
+    """calltree on 8 threads, 4 CPUs, untraced and under every mechanism."""
+    fbt(b, g, workloads(b.sizes, b.sizes.ct_threads_smp),
+        ["untraced", *b.arch.mechanisms], tag="_smp4")
+
+
+def hooked_smp(b: Bench, g: Guest) -> None:
+    """The instrumented calltree on 8 threads, 4 CPUs, hooks off and on."""
+    fbt(b, g, workloads(b.sizes, b.sizes.ct_threads_smp), HOOKS, hooks=True,
+        tag="_smp4")
+
+
+def fbt(b: Bench, g: Guest, workloads, mechanisms, hooks: bool = False,
+        tag: str = "") -> None:
+    """Figures fbt_WORKLOAD_MECHANISM[TAG], one per pair."""
+    s = open_session(g)
+    # Room for every record of a run, however far the drain falls behind
+    # (a drop would show as missed): the largest run is ~90,000 records.
+    g.command("probe clear")
+    s.must(f"trace buffer {FBT_BUFFER}", timeout=60)
+    for wl, spec, cmd in workloads:
+        for mechanism in mechanisms:
+            traced = mechanism not in ("untraced", "hooks_off")
+            g.command("probe clear")
+            s.setup(spec, b.arch.default_mechanism if hooks or not traced
+                    else mechanism, buffer_bytes=None, strict=False)
+            # The hooks write RETURN records under the entry probe's id,
+            # which verify counts by function, as a trap's.
+            if traced and not hooks:
+                s.enable(True)
+                s.enable(False)
+                for n in s.notes:
+                    b.notes.append(f"{wl} {mechanism}: {n}")
+            vprobes = list(s.probes) if traced else None
+            rows = [_run(b, g, s, cmd, mechanism, hooks, vprobes)
+                    for _ in range(b.reps)]
+            key = f"fbt_{wl}_{mechanism}{tag}"
+            b.figures[key] = _figure(b, rows, cmd, mechanism, g.hello["ncpus"])
+            med = b.figures[key]
+            b.say(f"  {wl}{tag} {mechanism}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
+                  f"{med['events']['median']:,.0f} records"
+                  + (f", missed {med['missed']['median']}" if traced else ""))
+
+
+def _run(b: Bench, g: Guest, s, cmd: str, mechanism: str, hooks: bool,
+         vprobes: list | None) -> dict:
+    """One repetition: enable, run, disable, drain, verify (against
+    vprobes; None: untraced, hooks off)."""
+    traced = vprobes is not None
+    ids = [str(p.id) for p in s.probes]
+    s.must("trace reset")
+    mark = len(g.trace_frames)
+    if hooks and traced:
+        s.must("probe hooks on")
+    elif traced:
+        for k in range(0, len(ids), 12):
+            s.must("probe enable " + " ".join(ids[k:k + 12]))
+    t0 = time.monotonic()
+    r = s.cmd(cmd, timeout=600)
+    wall = time.monotonic() - t0
+    if hooks:
+        s.must("probe hooks off")
+    elif traced:
+        s.must("probe disable all")
+    s.must("trace flush", timeout=600)
+    if not r.ok or not r.results:
+        raise TraceError(f"{cmd} under {mechanism} failed: {r.message}")
+    cap = g.capture(mark)
+    rep = verify(cap, vprobes or [], (), allow_missing=True)
+    cycles = r.results[-1]["cycles"]
+    ev = len(cap.events)
+    return {
+        "wall": wall, "cycles": cycles, "events": ev,
+        "events_per_s": ev / (cycles / b.hz),
+        "missed": rep.missed if traced else None,
+        "dropped": rep.dropped if traced else None,
+        "wire_bytes": sum(frames.HEADER_SIZE + len(f.payload) + frames.CRC_SIZE
+                          for f in g.trace_frames[mark:] if f.type == frames.T_EVENTS),
+        "expected": rep.expected_firings if traced else None}
+
+
+def _figure(b: Bench, rows: list[dict], cmd: str, mechanism: str, ncpus: int) -> dict:
+    def col(k):
+        return [row[k] for row in rows]
+    return {
+        "workload": cmd, "mechanism": mechanism, "smp": ncpus,
+        "repetitions": len(rows),
+        "wall": figure(col("wall"), "s"),
+        "guest_cycles": figure(col("cycles"), "guest cycles"),
+        "guest_seconds": figure([c / b.hz for c in col("cycles")], "s"),
+        "events": figure(col("events"), "records"),
+        "events_per_s": figure(col("events_per_s"), "records/s (guest time)"),
+        "missed": figure(col("missed"), "firings"),
+        "dropped": figure(col("dropped"), "records"),
+        "wire_bytes": figure(col("wire_bytes"), "bytes (EVENTS frames)"),
+        "expected": figure(col("expected"), "firings"),
+    }

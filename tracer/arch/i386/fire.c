@@ -1,0 +1,313 @@
+/*
+ * fire.c — the i386 fire path: the #BP and #UD hook (i386_probe_trap), the
+ * record of a firing, the emulation of the displaced instruction on the
+ * trapped state, and opt's detour's way into C.
+ *
+ * The fire path is a trap hook (trap.h) on #BP and #UD, registered at
+ * init (fbt.c) with the step baseline's on #DB (step.c). It finds the
+ * probe by the trapped EIP, counts or records the firing, then resumes by
+ * mechanism and site: the step baseline, opt's int3 stage (the detour's
+ * copy), an out-of-line slot (ool.c), or the emulation. The emulating fire path records
+ * the event, then applies the displaced instruction to the trapped state
+ * (emulate.c) instead of executing it: the probe stays armed and nothing
+ * is ever written back. A ring-0 trap frame has no ESP slot — the
+ * interrupted stack pointer is the address just above EFLAGS — so an
+ * instruction that moves ESP moves the frame: as in the lossless-fbt
+ * patent's Figs. 4–6, the hook sets the frame's resume_esp, trap_dispatch
+ * hands it to entry.S, and entry.S copies the whole frame down (push,
+ * enter) or up (pop, leave, ret) so that IRET pops EIP/CS/EFLAGS just
+ * below it. The one stack store push/enter make (the old %ebp at old
+ * ESP - 4) lies inside the old frame, so it is deferred too: its address
+ * and value travel in the frame's vector/error slots, and entry.S stores
+ * it after the copy (trapframe.h).
+ *
+ * Every stack read the emulation makes is checked against the mapped
+ * range first: an instruction whose native execution would fault makes the
+ * kernel stop with a message naming the probe, not read garbage.
+ *
+ * A probe program (program.h) reads the trapped state through the
+ * tarch_context the fire path hands tracer_fire: the frame's registers
+ * by registers.h's numbers, the arguments on the stack at an entry site
+ * (fault-safely: a program may run at a probe whatever the stack), eax as
+ * the return value at a return site. It runs before the emulation, which
+ * a program's fault does not touch.
+ */
+#include "arch.h"
+#include "arch/trapframe.h"
+#include "arch/vectors.h"
+#include "check.h"
+#include "context.h"
+#include "console.h"
+#include "cpu.h"
+#include "emulate.h"
+#include "fire.h"
+#include "itrace.h"
+#include "ool.h"
+#include "opt.h"
+#include "registers.h"
+#include "stamp.h"
+#include "trap.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "wire.h"
+
+extern const char tracer_bare_int3[];
+
+/* The general emulator's stack accesses (emulate.h's i386_mem): checked
+ * against the mapped range, and the one word touched kept for check mode. */
+static int log_read(void *ctx, uint32_t addr, uint32_t *value)
+{
+	struct access_log *log = ctx;
+	if (!mapped(addr))
+		return -1;
+	*value = *(const volatile uint32_t *)addr;
+	if (!log->used)
+		*log = (struct access_log){ addr, *value, *value, true, false };
+	return 0;
+}
+
+/* Stores are deferred: entry.S makes them once the frame has moved. */
+static int log_write(void *ctx, uint32_t addr, uint32_t value)
+{
+	struct access_log *log = ctx;
+	if (!mapped(addr) || log->store_pending)
+		return -1;
+	uint32_t before = *(const volatile uint32_t *)addr;
+	*log = (struct access_log){ addr, before, value, true, true };
+	return 0;
+}
+
+void i386_regs_from_frame(const struct trapframe *tf, uint32_t site,
+			  struct i386_regs *r)
+{
+	*r = (struct i386_regs){
+		.eax = tf->eax, .ecx = tf->ecx, .edx = tf->edx, .ebx = tf->ebx,
+		.esp = trapframe_sp(tf), .ebp = tf->ebp, .esi = tf->esi,
+		.edi = tf->edi, .eip = site, .eflags = tf->eflags,
+	};
+}
+
+/* ---- a probe program's view ---- */
+
+#define REGISTER_ENUM(name, number, text) TREG_##name = number,
+enum { TARCH_REGISTERS(REGISTER_ENUM) };
+#undef REGISTER_ENUM
+
+bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned reg, unsigned long *value)
+{
+	const struct trapframe *tf = ctx->tf;
+	switch (reg) {
+	case TREG_EAX:    *value = tf->eax; return true;
+	case TREG_ECX:    *value = tf->ecx; return true;
+	case TREG_EDX:    *value = tf->edx; return true;
+	case TREG_EBX:    *value = tf->ebx; return true;
+	case TREG_ESP:    *value = trapframe_sp(tf); return true;
+	case TREG_EBP:    *value = tf->ebp; return true;
+	case TREG_ESI:    *value = tf->esi; return true;
+	case TREG_EDI:    *value = tf->edi; return true;
+	case TREG_EIP:    /* a watch's is where the trap left it (watch.c) */
+		*value = p->kind == WIRE_EVENT_WATCH ? tf->eip : p->addr;
+		return true;
+	case TREG_EFLAGS: *value = tf->eflags; return true;
+	}
+	return false;
+}
+
+/* At an entry site [esp] is the return address and the arguments follow
+ * (cdecl), as record_fire reads them — but fault-safely. */
+bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
+		       unsigned n, unsigned long *value)
+{
+	if (p->kind != WIRE_EVENT_ENTRY)
+		return false;
+	return tracer_read(trapframe_sp(ctx->tf) + 4 + 4 * n, 4, value);
+}
+
+/* At every return site (pop %ebp, leave, ret) the value is in eax. */
+bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
+			  unsigned long *value)
+{
+	if (p->kind != WIRE_EVENT_RETURN)
+		return false;
+	*value = ctx->tf->eax;
+	return true;
+}
+
+/* ---- the firing ---- */
+
+static void record_fire(const struct probe *p, const struct trapframe *tf)
+{
+	const struct tarch_context ctx = { tf };
+	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
+	uint32_t sp = trapframe_sp(tf);
+	unsigned n;
+
+	if (tracer_counts_only(p)) {
+		tracer_fire_count(p, this_cpu()->id);
+		return;
+	}
+	if (p->kind == WIRE_EVENT_INSN) {
+		w[WIRE_INSN_PC] = p->addr;
+		w[WIRE_INSN_SP] = sp;
+		n = WIRE_INSN_SP + 1;
+	} else if (p->kind == WIRE_EVENT_ENTRY) {
+		w[WIRE_ENTRY_PC] = p->addr;
+		w[WIRE_ENTRY_SP] = sp;
+		/* At the first instruction, [sp] is the return address and the
+		 * arguments follow (cdecl), as ctrace reads them. */
+		for (unsigned i = 0; i < p->nargs; i++) {
+			uint32_t a = sp + 4 + 4 * i;
+			unsigned long v = 0;
+			if (p->nargmap)         /* where -O2 put them (core/args.c) */
+				tracer_arg(&ctx, p, i, &v);
+			else
+				v = mapped(a) ? *(const uint32_t *)a : 0;
+			w[WIRE_ENTRY_ARG0 + i] = v;
+		}
+		n = WIRE_ENTRY_ARG0 + p->nargs;
+	} else {
+		w[WIRE_RETURN_PC] = p->addr;
+		w[WIRE_RETURN_SP] = sp;
+		w[WIRE_RETURN_VALUE] = tf->eax;
+		w[WIRE_RETURN_VALUE_HIGH] = tf->edx;     /* a 64-bit value's high half */
+		n = p->nargs >= 2 ? WIRE_RETURN_VALUE_HIGH + 1 : WIRE_RETURN_VALUE + 1;
+	}
+	tracer_fire(p, p->kind, w, n, &ctx);
+}
+
+static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
+{
+	panic("probe %u at 0x%x (%s): the displaced instruction would fault at "
+	      "0x%x", p->id, (unsigned)p->addr,
+	      i386_site_kind_names[p->site.insn.kind], addr);
+}
+
+/* Emulate p's instruction on the trapped state; an ESP it moved goes to
+ * tf->resume_esp, with the deferred stack store (trapframe.h). Out of
+ * line: the hook's own frame stays the small one its inline entry forms
+ * need. */
+static __attribute__((noinline)) void emulate(const struct probe *p, struct trapframe *tf)
+{
+	if (tracer_check_mode && i386_emulate_entry_checked(p, tf))
+		return;
+
+	struct i386_regs r;
+	struct access_log log = { 0 };
+	const struct i386_mem mem = { log_read, log_write, &log };
+	uint32_t fault = 0;
+	unsigned long w[I386_CHECK_WORDS];
+
+	i386_regs_from_frame(tf, (uint32_t)p->addr, &r);
+	if (tracer_check_mode)
+		i386_check_regs(&r, w);
+	uint32_t old_sp = r.esp;
+	struct i386_site push_alone = { .kind = I386_PUSH_EBP, .len = 1 };
+	const struct i386_site *insn = p->site.split ? &push_alone : &p->site.insn;
+	if (i386_emulate(insn, &r, &mem, &fault) != 0)
+		emulation_fault(p, fault);
+
+	if (tracer_check_mode)
+		i386_check_emulation(p, &r, &log, w);
+
+	tf->eax = r.eax; tf->ecx = r.ecx; tf->edx = r.edx; tf->ebx = r.ebx;
+	tf->ebp = r.ebp; tf->esi = r.esi; tf->edi = r.edi;
+	tf->eip = r.eip; tf->eflags = r.eflags;
+	if (r.esp == old_sp && !log.store_pending)
+		return;
+	/* push and enter store below the old ESP, inside the frame: only a
+	 * move makes the store (entry.S), and every form that stores moves. */
+	if (r.esp == old_sp)
+		panic("probe %u at 0x%x (%s): a stack store without a move of ESP",
+		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind]);
+	tf->vector = log.store_pending ? log.addr : 0;
+	tf->error = log.after;
+	tf->resume_esp = r.esp;
+}
+
+/* A trap at an address no probe holds any more, whose trap byte(s) are
+ * gone: the probe was disarmed and cleared after this CPU trapped and
+ * before its lookup (a vCPU descheduled in between). Its original is
+ * back, so it runs again, as kprobes does with an int3 that vanished. */
+static bool site_restored(unsigned vector, uint32_t site)
+{
+	const volatile uint8_t *b = (const volatile uint8_t *)(uintptr_t)site;
+	if (vector == VEC_BP)
+		return b[0] != 0xcc;
+	return vector == VEC_UD && !(b[0] == 0x0f && b[1] == 0x0b);
+}
+
+/* The #BP and #UD hook (trap.h): a probe's trap, or declined. */
+int i386_probe_trap(struct trapframe *tf)
+{
+	tracer_stamp(TRACER_STAMP_ENTRY);
+	uint32_t site = tf->vector == VEC_BP ? tf->eip - 1 : tf->eip;
+	if (tf->vector == VEC_BP && site == (uint32_t)tracer_bare_int3)
+		return TRAP_HANDLED;    /* the bare round trip: nothing to do */
+	struct probe *p = tracer_lookup(site);
+	/* #UD only from a ud probe; #BP from any (a ud site passes through
+	 * int3 while it changes). */
+	if (!p && site_restored(tf->vector, site)) {
+		tf->eip = site;         /* run what is there now */
+		return TRAP_HANDLED;
+	}
+	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
+		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
+	tracer_stamp(TRACER_STAMP_LOOKUP);
+	if (tracer_counts_only(p))
+		tracer_fire_count(p, this_cpu()->id);
+	else
+		record_fire(p, tf);
+	tracer_stamp(TRACER_STAMP_FIRE);
+
+	if (p->mechanism == MECHANISM_STEP) {     /* the lossy baseline (step.c) */
+		i386_step_fire(p, tf, site);
+		return TRAP_HANDLED;
+	}
+	if (jumps(p)) {         /* its int3 stage: run the detour's copy */
+		uint32_t copy = opt_resume(p);
+		if (copy) {
+			/* EIP first: the frame's words below ESP are in the
+			 * window check mode's detour reads now, and the copy's
+			 * address stays there while the copies run. */
+			tf->eip = copy;
+			if (opt_checked(p))     /* check mode's detour: the state here */
+				opt_check_before(p, tf);
+			return TRAP_HANDLED;
+		}
+	}
+	if (p->site.insn.kind == I386_OOL) {    /* run the slot's copy (ool.c) */
+		tf->eip = ool_slot(p);
+		if (p->site.checked)    /* check mode's slot: the state here */
+			ool_check_before(p, tf);
+		tracer_stamp(TRACER_STAMP_EMULATE);
+		return TRAP_HANDLED;
+	}
+	if (tracer_check_mode || !emulate_entry(p, tf))    /* inline: no call */
+		emulate(p, tf);
+	tracer_stamp(TRACER_STAMP_EMULATE);
+	if (i386_itrace_live)
+		i386_itrace_probe(p, site, tf);
+	return TRAP_HANDLED;
+}
+
+/* An opt probe's detour (opt_detour.S), interrupts masked: tf is a frame
+ * of a trap at the site, the probe in its error slot. The displaced
+ * instructions run natively after it returns. */
+void i386_opt_fire(struct trapframe *tf)
+{
+	tracer_stamp(TRACER_STAMP_ENTRY);
+	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
+	tracer_stamp(TRACER_STAMP_LOOKUP);
+	record_fire(p, tf);
+	tracer_stamp(TRACER_STAMP_FIRE);
+}
+
+/* Check mode's detour: the same, then the state before the copies run
+ * (opt_check.c). */
+void i386_opt_fire_checked(struct trapframe *tf)
+{
+	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
+	record_fire(p, tf);
+	opt_check_before(p, tf);
+}

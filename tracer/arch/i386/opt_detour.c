@@ -1,0 +1,157 @@
+/*
+ * opt_detour.c — writing an opt probe's detour slot: the code a site's
+ * jmp goes to, in one of opt_detour.S's two layouts, for the slot's probe
+ * and the bytes its jmp displaces (planned by opt.c; the slot is written
+ * by opt_stage.c while no thread can be inside it).
+ *
+ * The detour (opt_detour.S) builds a struct trapframe of a trap at the
+ * site, records with interrupts masked through the fire path's own
+ * record_fire (fire.c), restores every register and EFLAGS, runs the copy
+ * of the displaced instructions and jumps back to site + len.
+ *
+ * Check mode picks the detour when the slot is written: with `probe check
+ * on`, a slot gets check mode's variant (opt_detour.S: a second call after
+ * the copies, opt_check.c), and a slot written in the other mode is
+ * rewritten at its next arming from the site's own bytes, through the same
+ * stages and scan as a slot given to another probe (a re-arm that finds
+ * the jmp or its rel32 still there keeps the detour it has). With check
+ * mode off the detour and the site's cost are those of a build without
+ * check mode.
+ */
+#include "cpu.h"
+#include "console.h"
+#include "opt.h"
+#include "opt_slots.h"
+#include "stamp.h"
+#include "tracer.h"
+
+_Static_assert(offsetof(struct probe, id) == OPT_PROBE_ID &&
+	       offsetof(struct probe, action) == OPT_PROBE_ACTION &&
+	       offsetof(struct probe, gated) == OPT_PROBE_GATED &&
+	       sizeof ((struct probe *)0)->id == 4 &&
+	       TRACER_ACTION_NULL == OPT_ACTION_NULL &&
+	       sizeof tracer_hits[0] == OPT_HITS_ROW &&
+	       sizeof tracer_hits[0][0] == 4 &&
+	       sizeof(struct tracer_fired) == 1u << OPT_FIRED_SHIFT &&
+	       offsetof(struct cpu, self) == 0 &&
+	       offsetof(struct cpu, id) == OPT_CPU_ID,
+	       "opt.h: the counting path's offsets are the C structures'");
+
+_Static_assert(OPT_COPY_OFFSET_CHECKED + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
+	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
+_Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + 5 <= OPT_SLOW_OFFSET &&
+	       OPT_SLOW_OFFSET + 23 <= OPT_DETOUR_BYTES,
+	       "opt.h: a plain detour (counting path, copy, jmp, way into C) fits a slot");
+
+/* Bytes at d, in order; the number written. */
+static unsigned put(uintptr_t d, const uint8_t *b, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		store(d + i, b[i]);
+	return n;
+}
+
+/* opcode [modrm] disp32 [imm8]: an instruction with an absolute or
+ * base-plus-disp32 operand; the number of bytes written. */
+static unsigned put_disp(uintptr_t d, const uint8_t *op, unsigned n, uint32_t disp,
+			 int imm8)
+{
+	unsigned k = put(d, op, n);
+	store32(d + k, disp);
+	k += 4;
+	if (imm8 >= 0)
+		store(d + k++, (uint8_t)imm8);
+	return k;
+}
+
+/* The plain detour (opt_detour.S): the counting path, the copy, the jmp
+ * back, and the way into C. */
+static void write_plain(uintptr_t d, const struct opt_slot *s, const struct probe *p)
+{
+	static const uint8_t cmpb[] = { 0x80, 0x3d }, cmpl[] = { 0x83, 0x3d };
+	static const uint8_t cpu_id[] = { 0x64, 0xa1, OPT_CPU_ID, 0, 0, 0 };  /* movl %fs:id,%eax */
+	static const uint8_t imul[] = { 0x69, 0xc0 }, incl[] = { 0xff, 0x80 };
+	static const uint8_t shl[] = { 0xc1, 0xe0, OPT_FIRED_SHIFT };
+	static const uint8_t add[] = { 0x83, 0x80 }, adc[] = { 0x83, 0x90 };
+	uintptr_t c = d, probe = (uintptr_t)p;
+	uintptr_t hits = (uintptr_t)&tracer_hits[0][p->id];
+	uintptr_t fired = (uintptr_t)&tracer_fired[0].n;
+
+	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
+	c += put(c, cpu_id, sizeof cpu_id);
+	c += put_disp(c, imul, 2, OPT_HITS_ROW, -1);                  /* imull $row,%eax,%eax */
+	c += put_disp(c, incl, 2, (uint32_t)hits, -1);                /* incl hits(%eax) */
+	c += put(c, cpu_id, sizeof cpu_id);
+	c += put(c, shl, sizeof shl);                                 /* shll $6,%eax */
+	c += put_disp(c, add, 2, (uint32_t)fired, 1);                 /* addl $1,fired(%eax) */
+	c += put_disp(c, adc, 2, (uint32_t)fired + 4, 0);             /* adcl $0,fired+4(%eax) */
+	c += put(c, (const uint8_t[]){ 0x58, 0x9d }, 2);              /* popl %eax; popfl */
+	if (c != d + OPT_COPY_OFFSET)
+		panic("opt: the counting path is %u bytes, opt.h says %u",
+		      (unsigned)(c - d), OPT_COPY_OFFSET);
+	c += put(c, s->bytes, s->len);                                /* the copy */
+	store(c, 0xe9);                                               /* jmp site + len */
+	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
+
+	c = d + OPT_SLOW_OFFSET;
+	store(c, 0x0e);                                               /* pushl %cs */
+	store(c + 1, 0x68);                                           /* pushl $site */
+	store32(c + 2, (uint32_t)p->addr);
+	store(c + 6, 0x68);                                           /* pushl $probe */
+	store32(c + 7, (uint32_t)probe);
+	store(c + 11, 0xe8);                                          /* call opt_common */
+	store32(c + 12, (uint32_t)((uintptr_t)opt_common - (c + 16)));
+	c += 16;
+	c += put(c, (const uint8_t[]){ 0x8d, 0x64, 0x24, 0x0c, 0x9d }, 5);  /* leal 12(%esp),%esp; popfl */
+	store(c, 0xeb);                                               /* jmp copy */
+	store(c + 1, (uint8_t)(d + OPT_COPY_OFFSET - (c + 2)));
+}
+
+/* Check mode's detour (opt_detour.S): no counting path; a second call
+ * after the copy. */
+static void write_checked(uintptr_t d, const struct opt_slot *s, const struct probe *p)
+{
+	static const uint8_t head[] = { 0x9c, 0xfa, 0x0e };    /* pushfl; cli; push %cs */
+	static const uint8_t tail[] = { 0x8d, 0x64, 0x24, 0x0c, 0x9d };  /* leal 12(%esp),%esp; popfl */
+	put(d, head, sizeof head);
+	store(d + 3, 0x68);                                    /* push $site */
+	store32(d + 4, (uint32_t)p->addr);
+	store(d + 8, 0x68);                                    /* push $probe */
+	store32(d + 9, (uint32_t)(uintptr_t)p);
+	store(d + 13, 0xe8);                                   /* call opt_common_checked */
+	store32(d + 14, (uint32_t)((uintptr_t)opt_common_checked - (d + 18)));
+	put(d + 18, tail, sizeof tail);
+	uintptr_t c = d + OPT_COPY_OFFSET_CHECKED;
+	c += put(c, s->bytes, s->len);
+	store(c, 0x9c);                                        /* pushfl */
+	store(c + 1, 0x0e);                                    /* push %cs */
+	store(c + 2, 0x68);                                    /* push $site + len */
+	store32(c + 3, (uint32_t)(p->addr + s->len));
+	store(c + 7, 0x68);                                    /* push $probe */
+	store32(c + 8, (uint32_t)(uintptr_t)p);
+	store(c + 12, 0xe8);                                   /* call opt_common_after */
+	store32(c + 13, (uint32_t)((uintptr_t)opt_common_after - (c + 17)));
+	put(c + 17, tail, sizeof tail);                        /* leal; popfl */
+	c += OPT_AFTER_BYTES;
+	store(c, 0xe9);                                        /* jmp site + len */
+	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
+}
+
+void opt_write_slot(unsigned i, const struct probe *p)
+{
+	struct opt_slot *s = &opt_slots[i];
+	bool checked = tracer_check_mode;
+	uintptr_t d = (uintptr_t)slot_code_at(i);
+	if (checked)
+		write_checked(d, s, p);
+	else
+		write_plain(d, s, p);
+	s->checked = checked;
+}
