@@ -3,7 +3,10 @@ every crash input kept in tests/fuzz/regressions/ replays clean; each
 target runs a short campaign (FUZZ_SECONDS each, default 1; `make fuzz`
 and the matrix's full group run them long) and finds nothing; and guests
 broken on purpose are caught — a validator that lets a program fall off
-its end (the walker in `validate`, ASan's poisoned tail in `run`) and a
+its end (the walker in `validate`, ASan's poisoned tail in `run`), one
+that lets a thread-local index past WIRE_PROGRAM_TLS (the walker's
+operand bounds: in program_tls.c's table it would land, unseen by ASan, in
+the next thread's words) and a
 `probe enable` that keeps what it armed before a refusal (`command`, on
 its kept regression input)."""
 
@@ -12,6 +15,7 @@ import os
 import pytest
 
 from bench.check import libfuzz
+from bench.program import asm
 
 SECONDS = int(os.environ.get("FUZZ_SECONDS", "1"))
 
@@ -59,3 +63,23 @@ def test_partial_enable_is_caught():
         "while (i--)\n", "while (0 && i--)\n")
     [(_, ok, tail)] = libfuzz.replay("command", libfuzz.regressions("command"), exe)
     assert not ok and "refused line changed" in tail
+
+
+NO_TLS_CHECK = ("if (i->b < WIRE_PROGRAM_TLS)", "if (i->b < 256)")
+
+
+@pytest.mark.parametrize("target,prefix", [("validate", b""), ("run", bytes(8) + b"\x01")])
+def test_validator_without_tls_bound_is_caught(tmp_path, target, prefix):
+    """tget of word WIRE_PROGRAM_TLS, which the broken validator accepts:
+    the walker (both targets) says the operand is out of bounds."""
+    tls = asm.LIMITS["TLS"]
+    prog = asm.assemble(f"tget {tls - 1}\nexit", "sparc64").image("<")
+    other = asm.assemble(f"tget {tls - 2}\nexit", "sparc64").image("<")
+    [at] = [k for k in range(len(prog)) if prog[k] != other[k]]     # b's byte
+    bad = tmp_path / "tget-past"
+    bad.write_bytes(prefix + prog[:at] + bytes([tls]) + prog[at + 1:])
+    [(_, ok, tail)] = libfuzz.replay(target, [bad])
+    assert ok, tail                     # the real validator refuses it
+    exe = libfuzz.build_broken(target, "tracer/core/program_check.c", *NO_TLS_CHECK)
+    [(_, ok, tail)] = libfuzz.replay(target, [bad], exe)
+    assert not ok and "thread-local past WIRE_PROGRAM_TLS" in tail, tail

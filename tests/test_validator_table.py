@@ -10,7 +10,7 @@ program the text cannot say (a header the assembler writes itself, an
 aggregation it declares on first use).
 
 The limits that other work may change are read from wire.h (STACK,
-MAX_KEYS); the registers are sparc64's, as in the fuzz targets' host build.
+MAX_KEYS, MAX_ARG, TLS, LQUANTIZE_MAX, the aggregation flags); the registers are sparc64's, as in the fuzz targets' host build.
 
 The baddof test beside it, after DTrace's (it flips every bit of valid
 DIF objects): every bit of every example program in bench/programs/
@@ -30,6 +30,11 @@ from bench.paths import REPO
 ARCH = arches.get("sparc64")
 STACK = asm.LIMITS["STACK"]
 MAX_KEYS = asm.MAX_KEYS
+MAX_ARG = asm.LIMITS["MAX_ARG"]
+TLS = asm.LIMITS["TLS"]
+LQ_MAX = asm.WIRE.const("WIRE_LQUANTIZE_MAX")
+UNSIGNED = asm.AGG_FLAGS["unsigned"]
+ALL_FLAGS = sum(asm.AGG_FLAGS.values())
 EXIT = ("exit", 0, 0, 0)
 REGS = {v: k for k, v in sorted(asm._registers(ARCH).items(), key=lambda kv: -len(kv[0]))}
 BY_VALUE = {e.value: e for e in asm.WIRE.table("WIRE_RPN_OPS")}
@@ -158,10 +163,14 @@ TABLE = [
      [(255, 0, 0, 0), EXIT],
      'instruction 0 (op 0xff): unknown operation',
      "unknown instruction 'opff'"),
-    ('unknown op 0x0c', {},
+    ('unknown op 0x0d', {},
+     [(13, 0, 0, 0), EXIT],
+     'instruction 0 (op 0x0d): unknown operation',
+     "unknown instruction 'op0d'"),
+    ('timens (op 0x0c)', {},
      [(12, 0, 0, 0), EXIT],
-     'instruction 0 (op 0x0c): unknown operation',
-     "unknown instruction 'op0c'"),
+     'ok',
+     'ok'),
     ('reg 0', {},
      [('reg', 0, 0, 0), EXIT],
      'ok',
@@ -188,12 +197,40 @@ TABLE = [
      'ok'),
     ('arg 6', {},
      [('arg', 6, 0, 0), EXIT],
-     'instruction 0 (arg): argument 6: at most 6 are read',
-     'argument 6: at most 6 are read'),
+     'ok',
+     'ok'),
+    ("arg MAX_ARG - 1", {},
+     [('arg', MAX_ARG - 1, 0, 0), EXIT],
+     'ok',
+     'ok'),
+    ("arg MAX_ARG", {},
+     [('arg', MAX_ARG, 0, 0), EXIT],
+     f'instruction 0 (arg): argument {MAX_ARG}: at most {MAX_ARG} are read',
+     f'argument {MAX_ARG}: at most {MAX_ARG} are read'),
     ('arg 99', {},
      [('arg', 99, 0, 0), EXIT],
-     'instruction 0 (arg): argument 99: at most 6 are read',
-     'argument 99: at most 6 are read'),
+     f'instruction 0 (arg): argument 99: at most {MAX_ARG} are read',
+     f'argument 99: at most {MAX_ARG} are read'),
+    ("tget TLS - 1", {},
+     [('tget', 0, TLS - 1, 0), EXIT],
+     'ok',
+     'ok'),
+    ("tget TLS", {},
+     [('tget', 0, TLS, 0), EXIT],
+     f'instruction 0 (tget): thread-local {TLS}: there are {TLS}',
+     f'thread-local {TLS} is outside 0..{TLS - 1}'),
+    ('tset 0', {},
+     [('push', 0, 0, 1), ('tset', 0, 0, 0), EXIT],
+     'ok',
+     'ok'),
+    ("tset TLS", {},
+     [('push', 0, 0, 1), ('tset', 0, TLS, 0), EXIT],
+     f'instruction 1 (tset): thread-local {TLS}: there are {TLS}',
+     f'thread-local {TLS} is outside 0..{TLS - 1}'),
+    ('tset on empty', {},
+     [('tset', 0, 0, 0), EXIT],
+     'instruction 0 (tset): stack underflow: pops 1, 0 on the stack',
+     'tset: needs 1 on the stack, which holds 0'),
     ('load 1', {},
      [('push', 0, 0, 0), ('load', 1, 0, 0), EXIT],
      'ok',
@@ -314,9 +351,45 @@ TABLE = [
      [EXIT],
      'aggregation 0: no kind 0',
      None),
-    ('agg kind 7', {'aggs': [7]},
+    ('agg kind 7 (lquantize)', {'aggs': [7]},
      [EXIT],
-     'aggregation 0: no kind 7',
+     'ok',
+     None),
+    ('agg kind 8', {'aggs': [8]},
+     [EXIT],
+     'aggregation 0: no kind 8',
+     None),
+    ('lquantize with a key', {'aggs': [7]},
+     [('push', 0, 0, LQ_MAX), ('probe', 0, 0, 0), ('lquantize', 1, 0, 0), EXIT],
+     'ok',
+     'ok'),
+    ('lquantize without bucket', {'aggs': [7]},
+     [('lquantize', 0, 0, 0), EXIT],
+     'instruction 0 (lquantize): stack underflow: pops 1, 0 on the stack',
+     'lquantize: needs 1 on the stack, which holds 0'),
+    ('lquantize into quantize', {'aggs': [6]},
+     [('push', 0, 0, 1), ('lquantize', 0, 0, 0), EXIT],
+     'instruction 1 (lquantize): aggregation 0 is declared quantize',
+     '@a0 is a quantize aggregation, not lquantize'),
+    ("count MAX_KEYS keys", {'aggs': [1]},
+     [("push", 0, 0, i) for i in range(MAX_KEYS)] + [("count", MAX_KEYS, 0, 0), EXIT],
+     'ok',
+     'ok'),
+    ("count MAX_KEYS + 1 keys", {'aggs': [1]},
+     [("push", 0, 0, i) for i in range(MAX_KEYS + 1)] + [("count", MAX_KEYS + 1, 0, 0), EXIT],
+     f'instruction {MAX_KEYS + 1} (count): {MAX_KEYS + 1} keys: at most {MAX_KEYS}',
+     f'{MAX_KEYS + 1} keys: at most {MAX_KEYS}'),
+    ('sum unsigned flag', {'aggs': [2]},
+     [('push', 0, 0, -1), ('sum', 0, 0, UNSIGNED), EXIT],
+     'ok',
+     'ok'),
+    ('sum unknown flag', {'aggs': [2]},
+     [('push', 0, 0, 1), ('sum', 0, 0, 2), EXIT],
+     f'instruction 1 (sum): flags 0x2: only 0x{ALL_FLAGS:x} are known',
+     None),
+    ('lquantize every flag bit', {'aggs': [7]},
+     [('push', 0, 0, 1), ('lquantize', 0, 0, -1), EXIT],
+     f'instruction 1 (lquantize): flags 0xffffffff: only 0x{ALL_FLAGS:x} are known',
      None),
     ('9 aggs', {'naggs': 9},
      [EXIT],
@@ -394,7 +467,10 @@ def text(head: dict, insns) -> str:
         operands = {"": "", "imm": f" {imm}", "reg": f" %{REGS.get(a, f'r{a}')}",
                     "n": f" {a}", "size": f" {a}", "label": f" L{b}", "local": f" {b}",
                     "global": f" {b}", "size,n": f" {b}, {a}",
-                    "agg,n": f" @a{b}, {a}"}[asm.OPS[m].more[0]]
+                    "tls": f" {b}",
+                    "agg,n": f" @a{b}, {a}" + "".join(
+                        f", {w}" for w, bit in asm.AGG_FLAGS.items() if imm & bit)
+                    }[asm.OPS[m].more[0]]
         lines.append(label + m + operands)
     lines += [f"L{b}:" for b in sorted(targets) if b >= len(insns)]
     return "\n".join(lines) + "\n"

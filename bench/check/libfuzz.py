@@ -37,13 +37,13 @@ INCLUDES = ["tests/fuzz", "tests/fuzz/host", "include", "guest-kernel/include",
 
 # The guest's C every tracer target links (stubs.c stands in for the rest).
 GUEST = [
-    "tracer/core/aggregate.c", "tracer/core/buffer.c", "tracer/core/commands.c",
+    "tracer/core/aggregate.c", "tracer/core/args.c", "tracer/core/buffer.c", "tracer/core/commands.c",
     "tracer/core/commands_probe.c", "tracer/core/commands_program.c",
     "tracer/core/commands_trace.c", "tracer/core/frame.c", "tracer/core/gate.c",
     "tracer/core/hits.c", "tracer/core/hooks.c", "tracer/core/itrace.c",
     "tracer/core/peek.c", "tracer/core/probe.c", "tracer/core/program.c",
     "tracer/core/program_check.c", "tracer/core/program_run.c",
-    "tracer/core/watch.c", "tracer/core/stamp.c",
+    "tracer/core/program_tls.c", "tracer/core/ring.c", "tracer/core/watch.c", "tracer/core/stamp.c",
     "guest-kernel/core/command.c", "guest-kernel/core/printf.c",
     "guest-kernel/core/link.c", "guest-kernel/core/string.c", "tests/fuzz/stubs.c",
 ]

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stub_context ctx;
 	for (unsigned i = 0; i < STUB_REGS; i++)
 		ctx.reg[i] = pick(&seed);
-	for (unsigned i = 0; i < 16; i++)
+	for (unsigned i = 0; i < STUB_ARGS; i++)
 		ctx.arg[i] = pick(&seed);
 	ctx.have_args = data[8] & 1;
 	const uint8_t *prog = data + 9;

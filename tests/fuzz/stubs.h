@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "wire.h"
 
 #define STUB_STR1(x) #x
 #define STUB_STR(x) STUB_STR1(x)
@@ -45,11 +46,15 @@ void stub_on_line(void);
 void stub_on_write(void);
 
 /* The context a program's reg/arg/retval read (tarch_context is opaque to
- * the tracer's core). */
+ * the tracer's core). An argument is a calling-convention word: `arg n`
+ * asks for n < WIRE_PROGRAM_MAX_ARG, an argument map for k < WIRE_ARG_WORDS
+ * (args.c), stack words included; arg[] holds the larger. */
 #define STUB_REGS 64
+#define STUB_ARGS WIRE_ARG_WORDS
+_Static_assert(WIRE_PROGRAM_MAX_ARG <= STUB_ARGS, "every `arg n` has a word");
 struct stub_context {
 	unsigned long reg[STUB_REGS];
-	unsigned long arg[16];
+	unsigned long arg[STUB_ARGS];
 	bool          have_args;
 };
 

@@ -5,7 +5,13 @@
  * change here): every instruction's depth the same on every path, never
  * below what it pops nor above WIRE_PROGRAM_STACK after it pushes, labels
  * strictly forward and inside the program, and a last instruction that
- * does not go on. walk() returns 0 if the program keeps every promise,
+ * does not go on; and each operand, by its kind in the operands column,
+ * inside wire.h's limits (an argument below WIRE_PROGRAM_MAX_ARG, a local,
+ * global or thread-local word inside its array, an aggregation declared,
+ * with at most WIRE_AGG_MAX_KEYS keys and only WIRE_RPN_AGG_FLAGS' bits),
+ * so the interpreter indexes nothing past its arrays. A kind the walker
+ * does not know is a promise it cannot check: wrong, until written here.
+ * walk() returns 0 if the program keeps every promise,
  * else a message; the targets abort when the validator accepted a program
  * the walker finds wrong. depth[] gets each reachable instruction's depth.
  */
@@ -29,6 +35,37 @@ static int walk_goes_on(const struct walk_op *o)
 	       strcmp(o->mnemonic, "abort");
 }
 
+#define WALK_FLAG_BIT(name, bit, meaning) | bit
+#define WALK_AGG_FLAGS (0 WIRE_RPN_AGG_FLAGS(WALK_FLAG_BIT))
+
+/* The operand's index inside its limit, by the operands column. */
+static const char *walk_operand(const struct wire_program *h, const struct walk_op *o,
+				const struct wire_rpn_insn *i)
+{
+	const char *k = o->operands;
+	if (!strcmp(k, "n"))                    /* arg's: the only "n" alone */
+		return i->a < WIRE_PROGRAM_MAX_ARG ? 0 : "argument past WIRE_PROGRAM_MAX_ARG";
+	if (!strcmp(k, "local"))
+		return i->b < WIRE_PROGRAM_LOCALS ? 0 : "local past WIRE_PROGRAM_LOCALS";
+	if (!strcmp(k, "global"))
+		return i->b < WIRE_PROGRAM_GLOBALS ? 0 : "global past WIRE_PROGRAM_GLOBALS";
+	if (!strcmp(k, "tls"))
+		return i->b < WIRE_PROGRAM_TLS ? 0 : "thread-local past WIRE_PROGRAM_TLS";
+	if (!strcmp(k, "agg,n")) {
+		if (i->b >= h->naggs || i->b >= WIRE_PROGRAM_MAX_AGGS)
+			return "aggregation not declared";
+		if (i->a > WIRE_AGG_MAX_KEYS)
+			return "keys past WIRE_AGG_MAX_KEYS";
+		if ((uint32_t)i->imm & ~(uint32_t)WALK_AGG_FLAGS)
+			return "aggregation flags unknown";
+		return 0;
+	}
+	if (!strcmp(k, "") || !strcmp(k, "imm") || !strcmp(k, "reg") ||
+	    !strcmp(k, "size") || !strcmp(k, "label") || !strcmp(k, "size,n"))
+		return 0;                       /* the runtime's own checks, or none */
+	return "an operand kind the walker does not know";
+}
+
 static const char *walk(const struct wire_program *h, const struct wire_rpn_insn *insn,
 			int *depth)
 {
@@ -42,6 +79,9 @@ static const char *walk(const struct wire_program *h, const struct wire_rpn_insn
 		const struct walk_op *o = &walk_ops[insn[at].op];
 		if (!o->mnemonic)
 			return "unknown operation";
+		const char *bad = walk_operand(h, o, &insn[at]);
+		if (bad)
+			return bad;
 		if (!strcmp(o->operands, "label") &&
 		    (insn[at].b <= at || insn[at].b >= n))
 			return "label not forward inside the program";
