@@ -32,7 +32,7 @@ OPS = {e.meaning: e.value for e in WIRE.table("WIRE_RPN_OPS")}
     ("gset 64\nabort", "1:6", "global 64 is outside 0..63"),
     ("push 0\nload 8\nabort", "2:6", "size 8"),
     ("push 1\npush 2\npush 3\npush 4\npush 5\ncount @c, 5\nabort", "6:11", "at most 4"),
-    ("arg 99\ndrop\nabort", "1:5", "argument 99: the guest reads arguments 0..15"),
+    ("arg 99\ndrop\nabort", "1:5", "argument 99: at most 16 are read"),
     ("tget 16\ndrop\nabort", "1:6", "thread-local 16 is outside 0..15"),
     ("push 1\nsum @s, 0, signed\nabort", "2:12", "'signed' is no aggregation flag"),
     ("push 1\nsum @x, 0\npush 1\ncount @x, 0\nabort", "4:7", "@x is a sum aggregation"),
