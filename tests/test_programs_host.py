@@ -189,6 +189,14 @@ def test_tables_print_keys_as_what_they_are():
                             {0: prog}, {3: "ct_add", 4: "ct_mul"}, 4)
     assert lines[0] == "@calls (count, by probe)"
     assert lines[1].split() == ["ct_mul", "2000"] and lines[2].split() == ["ct_add", "6000"]
+    # An lquantize prints its buckets by the numbers the program computed.
+    prog = assemble("push 3\nprobe\nlquantize @gap, 1\nabort", "i386", "gap.rpn")
+    lines = aggregate.lines(aggregate.merge([_entry(0, 7, [3], 2, buckets={3: 2}),
+                                             _entry(1, 7, [3], 2, buckets={3: 1, 0: 1})]),
+                            {0: prog}, {3: "ct_add"}, 4)
+    assert lines[0] == "@gap (lquantize, by probe)" and lines[1].split() == ["ct_add"]
+    assert lines[3].split() == ["0", "|" + "@" * 10, "1"]
+    assert lines[4].split() == ["3", "|" + "@" * 30, "3"]
     lines = aggregate.lines({}, {}, {}, 4, dropped=3)
     assert lines[-1].startswith("PROBLEM: 3 aggregation entries found no room")
 
