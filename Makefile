@@ -33,6 +33,9 @@
 #                                the correctness matrix (ci/matrix.cfg): a
 #                                group's cells in parallel; JUnit XML and TAP
 #                                in build/matrix/ (GROUP=full: the nightly)
+#   make fuzz [SECONDS=60] [TARGET=t]
+#                                the libFuzzer targets over the guest's C
+#                                (tests/fuzz/): each for SECONDS, crashes kept
 #   make image [ARCH=a]          build guest images into build/<arch>/
 #   make clean                   remove build/
 #
@@ -51,7 +54,7 @@ MECHANISM ?= $(MODE)
 MECH_OPT = $(if $(MECHANISM),--mechanism $(MECHANISM))
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check lint selftest boot-time bench run trace lossless toggle image clean matrix
+.PHONY: help deps check lint selftest boot-time bench run trace lossless toggle image clean matrix fuzz
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -104,6 +107,9 @@ debug:
 matrix:
 	$(BENCH) matrix --group $(or $(GROUP),quick) $(ARCH_OPT) $(if $(JOBS),--jobs $(JOBS)) \
 		$(foreach h,$(HOSTS),--host '$(h)')
+
+fuzz: deps
+	$(BENCH) libfuzz --seconds $(or $(SECONDS),60) $(if $(TARGET),--target $(TARGET))
 
 image:
 	$(BENCH) image $(ARCH_OPT)

@@ -230,6 +230,30 @@ def _fuzz(s) -> None:
                    "host's CPU count)")
 
 
+def _libfuzz(s) -> None:
+    s.add_argument("--arch", default="sparc64", choices=["sparc64"],
+                   help="whose registers and word size the host build's validator "
+                   "checks programs against: sparc64's, whose 64-bit word is the "
+                   "host's (the default and only choice)")
+    s.add_argument("--target", action="append", metavar="NAME",
+                   help="only this target (repeatable): command, args, validate, "
+                   "run, frame (default: every one)")
+    s.add_argument("--seconds", type=int, default=60,
+                   help="each target's campaign (default 60)")
+    s.add_argument("--execs", type=int, default=0,
+                   help="stop each target after this many executions instead")
+    s.add_argument("--replay", action="store_true",
+                   help="only replay the kept regressions (tests/fuzz/regressions/)")
+
+
+def _fuzz_guest(s) -> None:
+    s.add_argument("--arch", required=True)
+    s.add_argument("--count", type=int, default=100000,
+                   help="command lines to send (default 10^5)")
+    s.add_argument("--seed", type=int, default=0, help="another sequence of lines")
+    s.add_argument("--smp", type=int, default=1)
+
+
 def _avoid(s) -> None:
     s.add_argument("--arch", required=True)
     s.add_argument("--smp", type=int, default=1)
@@ -343,6 +367,13 @@ SUBCOMMANDS = (
     ("fuzz", _fuzz,
      "the probe emulator (compiled for the host) against unicorn on random "
      "states, class by class"),
+    ("libfuzz", _libfuzz,
+     "the libFuzzer targets over the guest's own C (tests/fuzz/): command "
+     "loop, arguments, validator, interpreter, frames; coverage and crashes"),
+    ("fuzz-guest", _fuzz_guest,
+     "a booted guest under random and mutated command lines and probe "
+     "programs: every line answered, the guest alive, nothing armed that was "
+     "refused"),
     ("avoid", _avoid,
      "seed 003's interrupt-avoidance methods (sun4u): each off and on, the "
      "misses and faults the tracer caused, cycles per traced instruction, "

@@ -32,7 +32,7 @@ OPS = {e.meaning: e.value for e in WIRE.table("WIRE_RPN_OPS")}
     ("gset 64\nabort", "1:6", "global 64 is outside 0..63"),
     ("push 0\nload 8\nabort", "2:6", "size 8"),
     ("push 1\npush 2\npush 3\npush 4\npush 5\ncount @c, 5\nabort", "6:11", "at most 4"),
-    ("arg 99\ndrop\nabort", "1:5", "argument 99: the guest reads arguments 0..15"),
+    ("arg 99\ndrop\nabort", "1:5", "argument 99: at most 16 are read"),
     ("tget 16\ndrop\nabort", "1:6", "thread-local 16 is outside 0..15"),
     ("push 1\nsum @s, 0, signed\nabort", "2:12", "'signed' is no aggregation flag"),
     ("push 1\nsum @x, 0\npush 1\ncount @x, 0\nabort", "4:7", "@x is a sum aggregation"),
@@ -56,6 +56,11 @@ def test_a_bad_program_is_refused_with_its_place(source, where, words):
 def test_arch_rules_differ():
     assemble("arg 6\nabort", "sparc64")                  # a stack word on both
     assemble("arg 15\nabort", "i386")
+    # The guest reads at most WIRE_PROGRAM_MAX_ARG arguments on every arch:
+    # the assembler refuses the rest in the guest's words.
+    for arch in ("sparc64", "i386"):
+        with pytest.raises(AsmError, match="argument 16: at most 16 are read"):
+            assemble("arg 16\nabort", arch)
     p = assemble("arg 0\nsum @s, 0, unsigned\nabort", "i386")
     assert p.insns[1].imm == 1 and p.insns[1].a == 0
     p = assemble("push 0x123456789\nlog q, 1\nexit", "sparc64")
@@ -184,6 +189,14 @@ def test_tables_print_keys_as_what_they_are():
                             {0: prog}, {3: "ct_add", 4: "ct_mul"}, 4)
     assert lines[0] == "@calls (count, by probe)"
     assert lines[1].split() == ["ct_mul", "2000"] and lines[2].split() == ["ct_add", "6000"]
+    # An lquantize prints its buckets by the numbers the program computed.
+    prog = assemble("push 3\nprobe\nlquantize @gap, 1\nabort", "i386", "gap.rpn")
+    lines = aggregate.lines(aggregate.merge([_entry(0, 7, [3], 2, buckets={3: 2}),
+                                             _entry(1, 7, [3], 2, buckets={3: 1, 0: 1})]),
+                            {0: prog}, {3: "ct_add"}, 4)
+    assert lines[0] == "@gap (lquantize, by probe)" and lines[1].split() == ["ct_add"]
+    assert lines[3].split() == ["0", "|" + "@" * 10, "1"]
+    assert lines[4].split() == ["3", "|" + "@" * 30, "3"]
     lines = aggregate.lines({}, {}, {}, 4, dropped=3)
     assert lines[-1].startswith("PROBLEM: 3 aggregation entries found no room")
 

@@ -5,7 +5,8 @@ check is `make check` (pytest, every arch's guest self-tests at each
 and JUnit XML in build/junit/); selftest and matrix run those parts alone
 (bench/suite/selftest.py, the matrix in bench/suite/matrix.py); bench is
 `make bench`, the seeds' experiments (bench/suite/perf/); fuzz holds the
-host-compiled probe emulator against unicorn (bench/check/fuzz.py);
+host-compiled probe emulator against unicorn (bench/check/fuzz.py),
+libfuzz the libFuzzer targets over the guest's C (bench/check/libfuzz.py);
 boot-time and avoid measure the boot and seed 003's interrupt-avoidance
 methods. Each returns an exit status from bench/errors.py.
 """
@@ -19,12 +20,12 @@ import subprocess
 import sys
 
 from .. import arches
-from ..check import fuzz
+from ..check import fuzz, libfuzz
 from ..errors import EXIT_FAILED, EXIT_OK, BenchError, HostLost, UsageError
 from ..guest import build, libvirt
 from ..guest.backend import open_guest
 from ..paths import BUILD
-from ..suite import hosts, junit, lint, matrix, perf, selftest
+from ..suite import guestfuzz, hosts, junit, lint, matrix, perf, selftest
 from ..trace import avoid
 
 
@@ -164,6 +165,54 @@ def cmd_bench(args) -> int:
     for name in arches.names(args.arch):
         worst = max(worst, perf.run(name, reps=args.reps, small=args.small))
     return worst
+
+
+def cmd_libfuzz(args) -> int:
+    names = args.target or list(libfuzz.TARGETS)
+    unknown = [n for n in names if n not in libfuzz.TARGETS]
+    if unknown:
+        raise UsageError(f"no fuzz target {', '.join(unknown)}: "
+                         f"{', '.join(libfuzz.TARGETS)}")
+    exes = libfuzz.build(names)
+    failed = 0
+    for n in names:
+        for path, ok, tail in libfuzz.replay(n, libfuzz.regressions(n), exes[n]):
+            print(f"regression {n}/{path.name}: {'passed' if ok else 'FAILED'}")
+            if not ok:
+                failed += 1
+                print(tail)
+    if args.replay:
+        return EXIT_FAILED if failed else EXIT_OK
+    for n in names:
+        c = libfuzz.run(n, seconds=0 if args.execs else args.seconds, runs=args.execs,
+                        exe=exes[n])
+        print(f"libfuzz {n}: {c.execs} executions in {c.seconds:.0f} s "
+              f"({c.rate:.0f}/s), cov {c.cov} ft {c.ft}, corpus {c.corpus}, "
+              f"{len(c.crashes)} crashes", flush=True)
+        for crash in c.crashes:
+            print(f"  crash input: {crash}")
+        if c.crashes or c.returncode not in (0,):
+            failed += 1
+            print(c.tail)
+    print(f"libfuzz: {len(names)} targets, {failed} failed")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_fuzz_guest(args) -> int:
+    if args.count < 1:
+        raise UsageError("--count must be at least 1")
+    st = guestfuzz.run(args.arch, args.count, args.seed, args.smp,
+                       echo=lambda l: print(l, flush=True))
+    answered = sum(st.answered.values())
+    print(f"fuzz-guest {args.arch}: {st.sent} lines sent, {answered} answered "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(st.answered.items()))}), "
+          f"{st.programs_sent} programs checked, {st.programs_accepted} accepted, "
+          f"fired {st.fired} times, {st.seconds:.0f} s")
+    for p in st.problems:
+        print(f"PROBLEM: {p}")
+    print(f"fuzz-guest {args.arch}: guest {'alive' if not st.problems else 'in trouble'}, "
+          f"{len(st.problems)} problems")
+    return EXIT_FAILED if st.problems or answered != st.sent else EXIT_OK
 
 
 def cmd_fuzz(args) -> int:

@@ -4,7 +4,9 @@ The guest keeps each aggregation per CPU, without a lock (wire.h: AGGS
 frames); this merges the CPUs' entries of one key — counts and sums add,
 min and max compare, averages are sums over counts, quantize buckets add —
 and prints a table per aggregation, a row per key with its value sorted by
-value, and a quantize as a histogram:
+value, and a quantize as a histogram (an lquantize too, by the bucket
+numbers the program computed itself: 0 below its range, WIRE_LQUANTIZE_MAX
+above — an RPN program declares no range the host could print):
 
     @calls (count, by probe)
       ct_mul                  2000
@@ -52,7 +54,7 @@ class Row:
     def value(self, kind: str):
         return {"count": self.count, "sum": self.sum, "min": self.min,
                 "max": self.max, "avg": self.sum / self.count if self.count else 0,
-                "quantize": self.count}[kind]
+                "quantize": self.count, "lquantize": self.count}[kind]
 
 
 @dataclass
@@ -112,6 +114,18 @@ def histogram(buckets: dict[int, int], indent: str = "  ") -> list[str]:
     return out
 
 
+def bucket_rows(buckets: dict[int, int], indent: str = "  ") -> list[str]:
+    """An lquantize's picture by bucket number, a row per bucket counted in."""
+    if not buckets:
+        return [f"{indent}(no values)"]
+    total = sum(buckets.values())
+    out = [f"{indent}{'bucket':>16}  {'-' * 13} Distribution {'-' * 13} count"]
+    for i in sorted(buckets):
+        bar = "@" * round(WIDTH * buckets[i] / total)
+        out.append(f"{indent}{i:>16} |{bar:<{WIDTH}} {buckets[i]}")
+    return out
+
+
 def format_key(key: int, what, names: dict, word_bytes: int) -> str:
     """A key as what it is (see the top)."""
     bits = 8 * word_bytes
@@ -143,9 +157,9 @@ def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
             label = "  ".join(format_key(k, keyinfo[i] if i < len(keyinfo) else "value",
                                          probe_names, word_bytes)
                               for i, k in enumerate(r.keys)) or "(all)"
-            if t.kind == "quantize":
+            if t.kind in ("quantize", "lquantize"):
                 out.append(f"  {label}")
-                out += histogram(r.buckets, "    ")
+                out += (histogram if t.kind == "quantize" else bucket_rows)(r.buckets, "    ")
             else:
                 v = r.value(t.kind)
                 text = f"{v:.1f}" if t.kind == "avg" else str(v)

@@ -283,10 +283,11 @@ class _Assembler:
 
     def _n(self, ins, word0, tok, tcol, line) -> None:
         v = _number(tok, tcol, line)
-        top = LIMITS["MAX_ARG"]
-        if not 0 <= v < top:
-            raise line.err(tcol, f"argument {v}: the guest reads arguments "
-                           f"0..{top - 1}")
+        if not 0 <= v <= 255:
+            raise line.err(tcol, f"{v} is outside 0..255")
+        top = LIMITS["MAX_ARG"]                 # the guest's words (program_check.c)
+        if word0 == "arg" and v >= top:
+            raise line.err(tcol, f"argument {v}: at most {top} are read")
         ins["a"] = v
 
     def _size_operand(self, ins, word0, tok, tcol, line) -> None:

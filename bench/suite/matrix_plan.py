@@ -44,13 +44,15 @@ KINDS: dict[str, tuple[str, tuple[str, ...], float]] = {
     "fuzz":         ("fuzz",     ("states",), 1800),
     "itrace":       ("itrace",   ("mechanism", "workload"), 600),
     "avoid":        ("avoid",    ("iters",), 600),
+    "libfuzz":      ("libfuzz",  (), 3600),
+    "fuzz-guest":   ("fuzz-guest", (), 1800),
 }
 COMMON_KEYS = ("arch", "smp", "kind", "extra_params", "timeout", "groups", "xfail")
 KEYS = {
     "arch": "i386 or sparc64 (required)",
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
     "kind": "trace | check | differential | lossless | toggle | fuzz | itrace | avoid "
-            "(required)",
+            "| libfuzz | fuzz-guest (required)",
     "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
@@ -92,7 +94,7 @@ class Cell:
         """The `python3 -m bench` arguments this cell runs."""
         sub = KINDS[self.kind][0]
         a = [sub, "--arch", self.arch]
-        if self.kind != "fuzz":
+        if self.kind not in ("fuzz", "libfuzz"):
             a += ["--smp", str(self.smp)]
         if self.kind == "differential":
             a += ["--area", "probes"]
@@ -226,8 +228,8 @@ def _axes(s: _Section, cell: Cell, arch) -> None:
     parameters, each against what the arch has and what the kind takes."""
     sec, kind = s.sec, cell.kind
     if "smp" in sec:
-        if kind == "fuzz":
-            raise s.err("smp", "does not apply to kind fuzz (it boots no guest)")
+        if kind in ("fuzz", "libfuzz"):
+            raise s.err("smp", f"does not apply to kind {kind} (it boots no guest)")
         cell.smp = s.integer("smp", 1, arch.max_smp)
     if "mechanism" in KINDS[kind][1]:
         cell.mechanism = sec.get("mechanism", arch.default_mechanism).strip()

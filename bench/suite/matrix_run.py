@@ -253,7 +253,7 @@ class _Runner:
             if self.cap is not None and len(self.running) >= self.cap:
                 return
             cell, excluded, attempts = item
-            if self.hosts is None or cell.kind == "fuzz":
+            if self.hosts is None or cell.kind in ("fuzz", "libfuzz"):
                 if sum(r.host is None for r in self.running) < self.local_jobs:
                     self.pending.remove(item)
                     self.start(cell, None, excluded, attempts)

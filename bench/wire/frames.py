@@ -122,6 +122,7 @@ class Deframer:
     # The stream's name, carried by its errors: each stream (the 16550,
     # the virtio port) has its own deframer and its own seq.
     stream: str = "serial"
+    ending: bool = False            # finish(): no more bytes will come
 
     def feed(self, data: bytes) -> list:
         self.buf += data
@@ -138,15 +139,26 @@ class Deframer:
         return out
 
     def finish(self) -> list:
-        """End of stream: whatever is left is a truncated frame or junk."""
-        out = self._flush_junk()
+        """End of stream. A frame still waiting for bytes never gets them:
+        its length may be the damage (a flipped bit in it claims a longer
+        payload, swallowing the frames after it), so what it claimed is
+        searched again, one byte on, for whole frames; what is left is a
+        truncated frame or junk. Returns frames and errors, as feed()."""
+        self.ending = True
+        out: list = []
+        while True:
+            item = self._step()
+            if item is None:
+                break
+            out.extend(item)
+        out += self._flush_junk()
         if self.buf:
             out.append(LinkError("junk", self.base, len(self.buf),
                                  "stream ended inside a frame"))
             self.base += len(self.buf)
             self.buf.clear()
         out = [self._named(e) for e in out]
-        self.errors.extend(out)
+        self.errors.extend(e for e in out if isinstance(e, LinkError))
         return out
 
     def _named(self, item):
@@ -190,7 +202,11 @@ class Deframer:
             return []
         total = HEADER_SIZE + length + CRC_SIZE
         if len(self.buf) < total:
-            return None
+            if not self.ending:
+                return None
+            # It never completes: junk; resynchronise one byte on.
+            self._skip(1)
+            return []
         body = bytes(self.buf[:HEADER_SIZE + length])
         (crc,) = struct.unpack_from("<I", self.buf, HEADER_SIZE + length)
         if zlib.crc32(body) != crc:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from ..errors import ProtocolError
-from . import frames
+from . import cdefs, frames
 from .frames import WIRE
 
 EVENT = WIRE.structs["wire_event"]
@@ -179,7 +179,11 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     for fr in frame_list:
         step = d.FRAMES.get(fr.type)
         if step is not None:
-            step(d, fr, fr.payload)
+            try:
+                step(d, fr, fr.payload)
+            except cdefs.CdefsError as e:    # a payload shorter than its struct
+                raise ProtocolError(f"{frames.FRAME_NAMES[fr.type]} frame seq "
+                                    f"{fr.seq}: {e}") from None
     d.events.sort(key=lambda e: e.cycles)
     d.switches.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,

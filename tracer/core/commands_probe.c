@@ -163,11 +163,19 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 			return command_reply(r, WIRE_REPLY_FAILED, "no probe %u", ids[n]);
 		n++;
 	}
-	for (unsigned i = 0; i < n; i++)
+	/* A probe refused (a watch, a site the mechanism cannot arm) puts back
+	 * those this line already switched: a refused line arms nothing. */
+	uint8_t was[COMMAND_MAX_ARGS];
+	for (unsigned i = 0; i < n; i++) {
+		was[i] = tracer_probes[ids[i]].state;
 		if (tracer_probe_set(ids[i], enable, why, sizeof why) != 0) {
+			while (i--)
+				tracer_probe_set(ids[i], was[i] == PROBE_ENABLED, other,
+						 sizeof other);
 			tracer_settle();
 			return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
 		}
+	}
 	tracer_settle();
 	return command_reply(r, WIRE_REPLY_OK, "%u enabled", tracer_probes_enabled());
 }
