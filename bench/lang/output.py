@@ -1,7 +1,7 @@
 """A compiled script's results as DTrace prints them.
 
 printf and trace() lines come from the LOG records of the compiled
-programs (major codegen.MAJOR, minor the slot): the group's Printf says
+programs (major model.MAJOR, minor the slot): the group's Printf says
 what each argument was — a word (signed or not), a string behind a
 logs prefix, a probe id for probefunc/probename, a constant the host
 kept — and the C format, turned into
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..program import aggregate
 from ..wire.records import K_LOG, log_data
-from . import codegen
+from . import model
 
 TOKENS_STRING = 0x01
 
@@ -193,7 +193,7 @@ def printf_lines(compiled, events, probes: dict, order: str, word: int,
         if ev.kind != K_LOG:
             continue
         major, minor, data = log_data(ev, order, word)
-        if major != codegen.MAJOR or minor >= len(compiled.groups):
+        if major != model.MAJOR or minor >= len(compiled.groups):
             continue
         pf = compiled.groups[minor].printf
         if pf is None:

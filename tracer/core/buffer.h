@@ -1,5 +1,5 @@
 /*
- * buffer.h — the tracer core's view of its per-CPU buffers (buffer.c).
+ * buffer.h — the tracer core's view of its per-CPU buffers (buffer.c, drain.c).
  * The fire path's half (tracer_fire, tracer_record) is in tracer.h.
  */
 #ifndef TRACER_BUFFER_H

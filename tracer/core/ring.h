@@ -2,8 +2,8 @@
  * ring.h — a CPU's trace ring as sub-buffers the host reads out of guest
  * RAM (the `shm` channel; layout and protocol: include/shm.h).
  *
- * buffer.c owns the ring's memory and chooses, per CPU, between its byte
- * ring (drained into frames) and this writer. The writer is inlined into
+ * buffer.c owns the ring's memory and drain.c chooses, per CPU, between its
+ * byte ring (drained into frames) and this writer. The writer is inlined into
  * the fire path: a record goes at `off` in the open sub-buffer; one that
  * does not fit closes it (subbuf_commit) and opens the next
  * (subbuf_open), which fails while every slot still waits for the host:

@@ -1,0 +1,50 @@
+/*
+ * buffer_cpu.h — one CPU's trace buffer as buffer.c and drain.c share it.
+ *
+ * The ring (data, size, head, tail) has one producer, its CPU's fire path
+ * (buffer.c), and one consumer, that CPU's drain thread (drain.c); the
+ * counters beside it are the fire path's, read by the drain for STATS.
+ * The few switches the drains and the rings' owner both read (paused,
+ * shm wanted) are here too. Private to those two files: the rest of the
+ * tracer sees buffer.h and tracer.h.
+ */
+#ifndef TRACER_BUFFER_CPU_H
+#define TRACER_BUFFER_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "arch.h"
+#include "ring.h"
+
+#define compiler_barrier() __asm__ volatile("" ::: "memory")
+
+struct tracer_cpu {
+	uint8_t           *data;
+	uintptr_t          phys;       /* data's physical address, when written so */
+	uint32_t           size;       /* bytes, a power of two */
+	volatile uint32_t  head;       /* bytes ever written (producer) */
+	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
+	volatile uint64_t  recorded, dropped, sent;   /* fired: tracer_fired */
+	uint64_t           marks;      /* of recorded, DROPS records */
+	uint64_t           scheds;     /* SWITCH/IRQ records written or lost (stamp) */
+	uint64_t           scheds_written;   /* of recorded, those written */
+	uint64_t           kicks;      /* drain wake-ups asked for (half full) */
+	volatile bool      kicked;     /* asked, and the ring not yet emptied */
+	/* Lost since the last record written, not yet marked (DROPS). */
+	uint32_t           lost;
+	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
+	uint64_t           lost_first;     /* cycles at the first of them */
+	struct subbuf_writer sb;           /* the shm channel's form (ring.h) */
+	volatile bool      flush_wanted;   /* shm: commit the open sub-buffer */
+} __attribute__((aligned(64)));
+
+#define BITS_PER_WORD (8 * sizeof(unsigned long))
+
+/* Per CPU; `tcpu` is also the name bench/debug/gdbext.py reads. */
+extern struct tracer_cpu tcpu[KERNEL_MAX_CPUS];
+/* The drains leave the rings alone (buffer_resize, tracer_drain_pause). */
+extern volatile bool draining_paused;
+/* Every ring as sub-buffers (the shm channel), once its drain switched it. */
+extern volatile bool shm_wanted;
+
+#endif
