@@ -308,6 +308,41 @@ static int probe_check(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "check mode %s", argv[2]);
 }
 
+/* probe ride ENTRY RETURN: RETURN's firings come from ENTRY's return
+ * trampoline under a mechanism that has one (mechanism.h); both added and
+ * disabled, ENTRY an entry probe and RETURN a return probe. `probe ride`
+ * alone: how many calls were trampolined, fell back to the return site's
+ * trap, and were abandoned (never returned through their `ret`). */
+static int probe_ride(const struct subcommand *s, int argc, char **argv,
+		      struct command_reply *r)
+{
+	unsigned e, x;
+	if (argc == 2) {
+		unsigned long n[TARCH_RIDE_STATS] = { 0 };
+		tarch_ride_stats(n);
+		return command_reply(r, WIRE_REPLY_OK, "trampolined %lu fallbacks %lu "
+				     "abandoned %lu", n[0], n[1], n[2]);
+	}
+	if (argc != 4 || !parse_id(argv[2], &e) || !parse_id(argv[3], &x))
+		return subcommand_usage(s, argv, r);
+	struct probe *entry = &tracer_probes[e], *ret = &tracer_probes[x];
+	const char *why = 0;
+	tracer_lock();
+	if (entry->state == PROBE_FREE || ret->state == PROBE_FREE)
+		why = "both probes must be added";
+	else if (entry->kind != WIRE_EVENT_ENTRY || ret->kind != WIRE_EVENT_RETURN)
+		why = "the first must be an entry probe, the second a return probe";
+	else if (entry->state != PROBE_DISABLED || ret->state != PROBE_DISABLED)
+		why = "both probes must be disabled";
+	else if (!(tarch_mechanisms[tracer_mechanism].flags & MECHANISM_RETURN_TRAMPOLINE))
+		why = "the mechanism has no return trampoline";
+	int rc = why ? -1 : tarch_probe_ride(entry, ret, &why);
+	tracer_unlock();
+	if (rc != 0)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	return command_reply(r, WIRE_REPLY_OK, "probe %u rides on probe %u", x, e);
+}
+
 /* probe list: a TEXT line per probe, the totals in the reply */
 static int probe_list(const struct subcommand *s, int argc, char **argv,
 		      struct command_reply *r)
@@ -366,6 +401,7 @@ static const struct subcommand probe_rows[] = {
 	{ "maxhits",   "all|ID... N",                  probe_count_limit },
 	{ "hooks",     "on|off",                       probe_hooks },
 	{ "check",     "on|off",                       probe_check },
+	{ "ride",      "[ENTRY RETURN]",               probe_ride },
 	{ "list",      "",                             probe_list },
 	{ "clear",     "",                             probe_clear },
 };

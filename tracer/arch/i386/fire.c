@@ -44,6 +44,7 @@
 #include "itrace.h"
 #include "ool.h"
 #include "opt.h"
+#include "opt_return.h"
 #include "registers.h"
 #include "stamp.h"
 #include "trap.h"
@@ -176,6 +177,11 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	tracer_fire(p, p->kind, w, n, &ctx);
 }
 
+void i386_record_fire(const struct probe *p, const struct trapframe *tf)
+{
+	record_fire(p, tf);
+}
+
 static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 {
 	panic("probe %u at 0x%x (%s): the displaced instruction would fault at "
@@ -238,10 +244,14 @@ int i386_probe_trap(struct trapframe *tf)
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	tracer_stamp(TRACER_STAMP_LOOKUP);
-	if (tracer_counts_only(p))
+	if (p->site.ride && opt_return_rides(p) && opt_return_trampolined(p, tf))
+		;               /* the fallback's int3: the trampoline records it */
+	else if (tracer_counts_only(p))
 		tracer_fire_count(p, this_cpu()->id);
 	else
 		record_fire(p, tf);
+	if (p->site.ride)       /* an entry under opt: its return rides on it */
+		opt_return_enter(p, trapframe_sp(tf));
 	tracer_stamp(TRACER_STAMP_FIRE);
 
 	if (p->mechanism == MECHANISM_STEP) {     /* the lossy baseline (step.c) */
@@ -284,6 +294,7 @@ void i386_opt_fire(struct trapframe *tf)
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
 	tracer_stamp(TRACER_STAMP_LOOKUP);
 	record_fire(p, tf);
+	opt_return_enter(p, trapframe_sp(tf));
 	tracer_stamp(TRACER_STAMP_FIRE);
 }
 
@@ -293,5 +304,6 @@ void i386_opt_fire_checked(struct trapframe *tf)
 {
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
 	record_fire(p, tf);
+	opt_return_enter(p, trapframe_sp(tf));  /* before the state is kept */
 	opt_check_before(p, tf);
 }

@@ -79,7 +79,9 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	/* jne slow; a probe whose return rides on it always goes (jmp). */
+	c += put(c, (const uint8_t[]){ p->site.ride ? 0xeb : 0x75,
+				       (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
@@ -154,4 +156,5 @@ void opt_write_slot(unsigned i, const struct probe *p)
 	else
 		write_plain(d, s, p);
 	s->checked = checked;
+	s->rides = p->site.ride != 0;
 }

@@ -20,6 +20,11 @@ struct tarch_site {
 	/* OOL: the slot holds check mode's variant (ool_check.c), written
 	 * so when the probe was armed with check mode on. */
 	uint8_t          checked;
+	/* Under opt (opt_return.c): an entry's riding return probe, a return
+	 * probe's entry, id + 1 (0: none; `probe ride`); and whether a
+	 * riding return probe's int3 is written (the fallback). */
+	uint16_t         ride;
+	uint8_t          trapping;
 };
 
 #endif
