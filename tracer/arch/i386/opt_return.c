@@ -38,6 +38,7 @@
 #include "console.h"
 #include "fire.h"
 #include "opt_return.h"
+#include "retaddr.h"
 #include "spinlock.h"
 #include "thread.h"
 #include "tracer.h"
@@ -212,7 +213,15 @@ int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why)
 	return 0;
 }
 
+/* retaddr.h's filter: an i386 frame's return address is the word above
+ * its saved %ebp. */
+static uintptr_t real_return(const struct thread *t, const void *frame, uintptr_t value)
+{
+	return opt_return_real(t, (uint32_t)(uintptr_t)frame + 4, (uint32_t)value);
+}
+
 void opt_return_init(void)
 {
 	ret_slot = thread_slot_claim();
+	return_address_set_filter(real_return);
 }
