@@ -325,20 +325,8 @@ static int probe_ride(const struct subcommand *s, int argc, char **argv,
 	}
 	if (argc != 4 || !parse_id(argv[2], &e) || !parse_id(argv[3], &x))
 		return subcommand_usage(s, argv, r);
-	struct probe *entry = &tracer_probes[e], *ret = &tracer_probes[x];
-	const char *why = 0;
-	tracer_lock();
-	if (entry->state == PROBE_FREE || ret->state == PROBE_FREE)
-		why = "both probes must be added";
-	else if (entry->kind != WIRE_EVENT_ENTRY || ret->kind != WIRE_EVENT_RETURN)
-		why = "the first must be an entry probe, the second a return probe";
-	else if (entry->state != PROBE_DISABLED || ret->state != PROBE_DISABLED)
-		why = "both probes must be disabled";
-	else if (!(tarch_mechanisms[tracer_mechanism].flags & MECHANISM_RETURN_TRAMPOLINE))
-		why = "the mechanism has no return trampoline";
-	int rc = why ? -1 : tarch_probe_ride(entry, ret, &why);
-	tracer_unlock();
-	if (rc != 0)
+	char why[WIRE_MAX_REASON];
+	if (tracer_probe_ride(e, x, why, sizeof why) != 0)
 		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
 	return command_reply(r, WIRE_REPLY_OK, "probe %u rides on probe %u", x, e);
 }

@@ -293,7 +293,10 @@ void i386_opt_fire(struct trapframe *tf)
 	tracer_stamp(TRACER_STAMP_ENTRY);
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
 	tracer_stamp(TRACER_STAMP_LOOKUP);
-	record_fire(p, tf);
+	if (tracer_counts_only(p))      /* a riding return's entry comes here */
+		tracer_fire_count(p, this_cpu()->id);
+	else
+		record_fire(p, tf);
 	opt_return_enter(p, trapframe_sp(tf));
 	tracer_stamp(TRACER_STAMP_FIRE);
 }

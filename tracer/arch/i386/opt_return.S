@@ -6,11 +6,13 @@
  *     pushl $0                 the slot again: the real address goes here
  *     pushfl                   eflags as the function left them
  *     cli                      one CPU, one producer per CPU buffer
- *     pushl %cs; pushl $opt_return_trampoline; pushl $0
- *     call  opt_return_common  a struct trapframe (opt_detour.S's shape):
- *                              its sp is the slot, as an int3 at the ret's
- *     leal  12(%esp), %esp
- *     popfl
+ *     pushl %cs; pushl $opt_return_trampoline; pushl $0; pushl $0
+ *     pushal; push the segments   a struct trapframe (opt_detour.S's
+ *     call  i386_opt_return    shape, the vector slot a 0 instead of a
+ *                              return address: one call and one return
+ *                              fewer); its sp is the slot, as an int3's
+ *                              at the ret
+ *     popal; leal 16(%esp), %esp; popfl
  *     ret                      to the real address, written into the slot
  *
  * It lives in the tracer's text and is never freed: a thread preempted
@@ -25,12 +27,7 @@ opt_return_trampoline:
 	pushl	%cs
 	pushl	$opt_return_trampoline
 	pushl	$0
-	call	opt_return_common
-	leal	12(%esp), %esp
-	popfl
-	ret
-
-opt_return_common:
+	pushl	$0                 /* the vector slot: no call, one return less */
 	pushal
 	pushl	%ds
 	pushl	%es
@@ -38,6 +35,8 @@ opt_return_common:
 	pushl	%gs
 	pushl	%esp
 	call	i386_opt_return
-	addl	$20, %esp
+	addl	$20, %esp          /* the argument and the segment registers */
 	popal
+	leal	16(%esp), %esp     /* vector, error, eip, cs */
+	popfl
 	ret

@@ -36,6 +36,7 @@
 #include "arch.h"
 #include "arch/trapframe.h"
 #include "console.h"
+#include "cpu.h"
 #include "fire.h"
 #include "opt_return.h"
 #include "retaddr.h"
@@ -44,36 +45,21 @@
 #include "tracer.h"
 #include "tracer_arch.h"
 
-struct ret_frame {
-	uint32_t           real;      /* the return address the call pushed */
-	uint32_t           slot;      /* where it was on the stack */
-	const struct probe *ret;      /* the riding return probe ... */
-	uintptr_t          ret_addr;  /* ... at its address then */
-};
-
-struct ret_stack {
-	struct thread   *owner;
-	unsigned         depth;
-	struct ret_frame f[OPT_RETURN_DEPTH];
-};
-
-static struct ret_stack ret_stacks[OPT_RETURN_STACKS];
+struct ret_stack ret_stacks[OPT_RETURN_STACKS];
 static spinlock_t claim_lock = SPINLOCK_INIT("opt-return-claim");
-static unsigned ret_slot;       /* thread slot: shadow stack index + 1 */
-static volatile unsigned long fallbacks, trampolined, dropped_frames;
+unsigned ret_slot;              /* thread slot: shadow stack index + 1 */
+unsigned long opt_return_calls[KERNEL_MAX_CPUS];
+static volatile unsigned long fallbacks, dropped_frames;
 
 void tarch_ride_stats(unsigned long n[TARCH_RIDE_STATS])
 {
-	n[0] = trampolined;
+	n[0] = 0;
+	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++)
+		n[0] += opt_return_calls[c];
 	n[1] = fallbacks;
 	n[2] = dropped_frames;
 }
 
-bool opt_return_rides(const struct probe *p)
-{
-	return p->kind == WIRE_EVENT_RETURN && p->site.ride &&
-	       p->mechanism == MECHANISM_OPT;
-}
 
 /* A stack nobody holds, or whose thread can never return through it. */
 static bool orphaned(unsigned i)
@@ -82,13 +68,7 @@ static bool orphaned(unsigned i)
 	return !o || o->state == THREAD_ZOMBIE || thread_slot(o, ret_slot) != i + 1;
 }
 
-static struct ret_stack *stack_of(const struct thread *t)
-{
-	uintptr_t k = thread_slot(t, ret_slot);
-	return k ? &ret_stacks[k - 1] : 0;
-}
-
-static struct ret_stack *claim(struct thread *me)
+struct ret_stack *opt_return_claim(struct thread *me)
 {
 	struct ret_stack *s = 0;
 	spin_lock(&claim_lock);
@@ -106,7 +86,7 @@ static struct ret_stack *claim(struct thread *me)
 
 /* The int3 on every return probe riding on e, for the calls that could
  * not be trampolined. */
-static void fall_back(const struct probe *e)
+void opt_return_fall_back(const struct probe *e)
 {
 	__atomic_fetch_add(&fallbacks, 1, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
@@ -117,28 +97,6 @@ static void fall_back(const struct probe *e)
 			i386_step_store(r, 0xcc);
 		}
 	}
-}
-
-void opt_return_enter(const struct probe *e, uint32_t sp)
-{
-	if (!e->site.ride || e->kind != WIRE_EVENT_ENTRY)
-		return;
-	const struct probe *r = &tracer_probes[e->site.ride - 1];
-	if (r->state != PROBE_ENABLED || !opt_return_rides(r))
-		return;
-	struct thread *me = thread_current();
-	struct ret_stack *s = stack_of(me);
-	if (!s)
-		s = claim(me);
-	if (!s || s->depth == OPT_RETURN_DEPTH || !mapped(sp)) {
-		fall_back(e);
-		return;
-	}
-	volatile uint32_t *slot = (volatile uint32_t *)(uintptr_t)sp;
-	s->f[s->depth] = (struct ret_frame){ *slot, sp, r, r->addr };
-	s->depth++;
-	*slot = (uint32_t)(uintptr_t)opt_return_trampoline;
-	__atomic_fetch_add(&trampolined, 1, __ATOMIC_RELAXED);
 }
 
 /* Where the `ret` after a return site finds its address. */
@@ -161,14 +119,18 @@ bool opt_return_trampolined(const struct probe *r, const struct trapframe *tf)
 void i386_opt_return(struct trapframe *tf)
 {
 	uint32_t slot = trapframe_sp(tf);
-	struct thread *me = thread_current();
-	struct ret_stack *s = stack_of(me);
+	struct thread *me = this_cpu()->current;
+	struct ret_stack *s = opt_return_stack_of(me);
 	while (s && s->depth) {
 		const struct ret_frame f = s->f[--s->depth];
 		if (f.slot == slot) {
 			const struct probe *r = f.ret;
-			if (r->state == PROBE_ENABLED && r->addr == f.ret_addr &&
-			    opt_return_rides(r))
+			if (r->state != PROBE_ENABLED || r->addr != f.ret_addr ||
+			    !opt_return_rides(r))
+				;               /* disarmed, or cleared: not recorded */
+			else if (tracer_counts_only(r))     /* inline: no call */
+				tracer_fire_count(r, this_cpu()->id);
+			else
 				i386_record_fire(r, tf);
 			*(volatile uint32_t *)(uintptr_t)slot = f.real;
 			return;
@@ -187,7 +149,7 @@ uint32_t opt_return_real(const struct thread *t, uint32_t slot, uint32_t value)
 {
 	if (value != (uint32_t)(uintptr_t)opt_return_trampoline)
 		return value;
-	const struct ret_stack *s = stack_of(t);
+	const struct ret_stack *s = opt_return_stack_of(t);
 	for (unsigned i = s ? s->depth : 0; i-- > 0;)
 		if (s->f[i].slot == slot)
 			return s->f[i].real;

@@ -10,9 +10,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "cpu.h"
+#include "fire.h"
+#include "thread.h"
+#include "tracer.h"
 
-struct probe;
-struct thread;
 struct trapframe;
 
 #define OPT_RETURN_STACKS 64    /* threads with a shadow stack at once */
@@ -22,11 +24,61 @@ extern char opt_return_trampoline[];
 
 /* Whether return probe p rides on its entry (`probe ride`): under opt its
  * own site is written only when a call could not be trampolined. */
-bool opt_return_rides(const struct probe *p);
+static inline bool opt_return_rides(const struct probe *p)
+{
+	return p->kind == WIRE_EVENT_RETURN && p->site.ride &&
+	       p->mechanism == MECHANISM_OPT;
+}
+struct ret_frame {
+	uint32_t           real;      /* the return address the call pushed */
+	uint32_t           slot;      /* where it was on the stack */
+	const struct probe *ret;      /* the riding return probe ... */
+	uintptr_t          ret_addr;  /* ... at its address then */
+};
+
+struct ret_stack {
+	struct thread   *owner;
+	unsigned         depth;
+	struct ret_frame f[OPT_RETURN_DEPTH];
+};
+
+extern struct ret_stack ret_stacks[OPT_RETURN_STACKS];
+extern unsigned ret_slot;              /* the thread slot: index + 1 */
+extern unsigned long opt_return_calls[KERNEL_MAX_CPUS];    /* per CPU */
+struct ret_stack *opt_return_claim(struct thread *me);
+void opt_return_fall_back(const struct probe *e);
+
+static inline struct ret_stack *opt_return_stack_of(const struct thread *t)
+{
+	uintptr_t k = thread_slot(t, ret_slot);
+	return k ? &ret_stacks[k - 1] : 0;
+}
+
 /* Entry probe e fired with sp its stack pointer at the site ([sp] the
  * return address): trampoline this call, if e has a riding return probe
- * that is enabled. Interrupts masked. */
-void opt_return_enter(const struct probe *e, uint32_t sp);
+ * that is enabled. Interrupts masked. Inline in the fire path: under TCG
+ * every return of a call is a block lookup, the most of a firing's cost. */
+static inline void opt_return_enter(const struct probe *e, uint32_t sp)
+{
+	if (!e->site.ride || e->kind != WIRE_EVENT_ENTRY)
+		return;
+	const struct probe *r = &tracer_probes[e->site.ride - 1];
+	if (r->state != PROBE_ENABLED || !opt_return_rides(r))
+		return;
+	struct thread *me = this_cpu()->current;
+	struct ret_stack *s = opt_return_stack_of(me);
+	if (__builtin_expect(!s, 0))
+		s = opt_return_claim(me);
+	if (__builtin_expect(!s || s->depth == OPT_RETURN_DEPTH || !mapped(sp), 0)) {
+		opt_return_fall_back(e);
+		return;
+	}
+	volatile uint32_t *slot = (volatile uint32_t *)(uintptr_t)sp;
+	s->f[s->depth] = (struct ret_frame){ *slot, sp, r, r->addr };
+	s->depth++;
+	*slot = (uint32_t)(uintptr_t)opt_return_trampoline;
+	opt_return_calls[this_cpu()->id]++;
+}
 /* A riding return probe's int3 (the fallback): whether this call's return
  * goes through the trampoline, which records it (so the int3 must not). */
 bool opt_return_trampolined(const struct probe *r, const struct trapframe *tf);

@@ -16,7 +16,7 @@
 #include "opt.h"
 #include "tracer.h"
 
-extern char opt_detours[], opt_detours_end[], opt_common[];
+extern char opt_detours[], opt_detours_end[];
 extern char opt_common_checked[], opt_common_after[];
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
