@@ -130,14 +130,26 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		const char *emulate_why = *why;
 		unsigned len = avail && code[0] != 0xcc ?
 			i386_insn_relocatable(code, avail, why) : 0;
+		unsigned copy_len = len;
+		if (len) {
+			for (unsigned i = 0; i < len; i++)
+				site->copy[i] = code[i];
+		} else if (avail && code[0] != 0xcc) {    /* call *X: rewritten */
+			unsigned n = i386_insn_length(code, avail);
+			copy_len = n ? i386_insn_indirect_call(code, avail,
+					(uint32_t)(addr + n), site->copy, why) : 0;
+			if (copy_len) {
+				len = n;
+				site->icall = 1;
+			}
+		}
 		if (!len) {
 			if (avail && code[0] == 0xcc)
 				*why = emulate_why;
 			return -1;
 		}
 		site->insn = (struct i386_site){ .kind = I386_OOL, .len = (uint8_t)len };
-		for (unsigned i = 0; i < len; i++)
-			site->copy[i] = code[i];
+		site->copy_len = (uint8_t)copy_len;
 		for (unsigned i = 0; i < sizeof site->insn.orig && i < len; i++)
 			site->insn.orig[i] = code[i];
 	}

@@ -160,9 +160,17 @@ uint32_t opt_return_real(const struct thread *t, uint32_t slot, uint32_t value)
  * first linked is the one the trampoline records under (a call returns
  * once, whichever site it leaves by); every linked one leaves its site
  * unwritten. A riding return probe records the calls its entry
- * trampolined: enabled alone, it records nothing. */
+ * trampolined: enabled alone, it records nothing. Not in check mode. */
 int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why)
 {
+	/* Check mode re-runs every firing's instruction in unicorn; a return
+	 * riding on its entry runs none, so a checked run keeps the return
+	 * site's int3 (whose `ret` is emulated and checked). */
+	if (tracer_check_mode) {
+		*why = "check mode: a return riding on its entry emulates nothing to "
+		       "check; its site keeps its int3";
+		return -1;
+	}
 	/* An entry opt would refuse would leave its riders unrecorded: they
 	 * keep their own trap instead. */
 	entry->mechanism = (uint8_t)tracer_mechanism;

@@ -13,7 +13,11 @@
 struct tarch_site {
 	struct i386_site insn;
 	uint8_t          next;     /* the byte after a one-byte site (ud2 covers it) */
-	uint8_t          copy[I386_INSN_MAX];   /* OOL: insn.len bytes */
+	uint8_t          copy[I386_OOL_COPY_MAX];   /* OOL: copy_len bytes: the
+						     * instruction, or an indirect
+						     * call rewritten (insn.h) */
+	uint8_t          copy_len;
+	uint8_t          icall;    /* OOL: the copy is a rewritten indirect call */
 	/* A fused prologue whose mov is another probe's site (an insn probe
 	 * at +1): emulate the push alone, so the mov's own trap fires. */
 	uint8_t          split;
