@@ -169,7 +169,9 @@ struct wire_result {
 	X(LOG,    6, "a probe program's exit: its log buffer") \
 	X(WATCH,  7, "a watched access (tracer/core/watch.c)") \
 	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS") \
-	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)")
+	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)") \
+	X(SWITCH, 10, "a CPU switched threads (switch_hook.h): WIRE_SWITCH_WORDS") \
+	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -217,6 +219,34 @@ enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
 	X(COUNT,   0, "records lost") \
 	X(FIRST,   1, "the cycle counter when the first was lost, its low word (host extends it)") \
 	X(THREADS, 2, "bit (id modulo the word's bits) set for each thread that lost one")
+
+/* A context switch, written by the tracer's switch hook while any probe
+ * is armed (switch.c): the CPU's current thread is already TO (the
+ * record's thread), and the next record of this CPU that is not TO's is
+ * none: the only code left on FROM's stack is arch_context_switch, whose
+ * entry record, if probed, comes next and belongs to FROM. Its probe is
+ * WIRE_NO_PROBE; it is counted (recorded, dropped) like any record. */
+#define WIRE_SWITCH_WORDS(X) \
+	X(FROM,  0, "the thread leaving the CPU") \
+	X(TO,    1, "the thread the CPU runs next") \
+	X(WHY,   2, "why FROM stops: WIRE_SWITCH_WHYS") \
+	X(FIRST, 3, "1: TO has never run (it starts with an empty stack)")
+
+/* Why a thread leaves its CPU (guest-kernel/include/switch_hook.h). */
+#define WIRE_SWITCH_WHYS(X) \
+	X(PREEMPTED, 0, "preempted") \
+	X(BLOCKED,   1, "blocked") \
+	X(EXITED,    2, "exited")
+
+/* An interrupt's first and last moments on a CPU, written by the tracer's
+ * interrupt hooks while any probe is armed: the calls between them form a
+ * frame of their own on the interrupted thread's stack. The record's
+ * thread is the interrupted one at ENTER; at EXIT, the thread the
+ * interrupt returns to (another one when it preempted: a SWITCH lies in
+ * between). Its probe is WIRE_NO_PROBE. */
+#define WIRE_IRQ_WORDS(X) \
+	X(VECTOR, 0, "the interrupt's vector (i386) or level (sparc64)") \
+	X(EXIT,   1, "0: entering the handler, 1: leaving it")
 
 /* A probe program's `exit` (below): the log buffer it built, packed into
  * words from DATA on, in the guest's byte order. */
@@ -323,6 +353,12 @@ enum wire_drops_word  { WIRE_DROPS_WORDS(WIRE_DROPS_ENUM) WIRE_DROPS_NWORDS };
 enum wire_log_word    { WIRE_LOG_WORDS(WIRE_LOG_ENUM) };
 enum wire_watch_type  { WIRE_WATCH_TYPES(WIRE_WATCH_TYPE_ENUM) };
 enum wire_watch_word  { WIRE_WATCH_WORDS(WIRE_WATCH_WORD_ENUM) WIRE_WATCH_NWORDS };
+#define WIRE_SWITCH_ENUM(name, value, meaning)     WIRE_SWITCH_##name = value,
+#define WIRE_SWITCH_WHY_ENUM(name, value, meaning) WIRE_SWITCH_WHY_##name = value,
+#define WIRE_IRQ_ENUM(name, value, meaning)        WIRE_IRQ_##name = value,
+enum wire_switch_word { WIRE_SWITCH_WORDS(WIRE_SWITCH_ENUM) WIRE_SWITCH_NWORDS };
+enum wire_switch_why  { WIRE_SWITCH_WHYS(WIRE_SWITCH_WHY_ENUM) };
+enum wire_irq_word    { WIRE_IRQ_WORDS(WIRE_IRQ_ENUM) WIRE_IRQ_NWORDS };
 
 struct wire_event {
 	uint8_t  kind;            /* WIRE_EVENT_KINDS */
@@ -358,6 +394,12 @@ struct wire_stats {
 	uint64_t all_dtlb;        /* every DTLB miss on this CPU */
 	uint64_t physical;        /* 1: the buffer is written by physical address */
 	uint64_t own_window;      /* register-window spills/fills at a tracer PC */
+	uint64_t missed;          /* of fired, probes hit while this CPU's tracer
+				     was inside a firing: counted, not recorded
+				     (kprobes' nmissed); fired = recorded
+				     firings + dropped firings + missed */
+	uint64_t switches;        /* SWITCH and IRQ records written or dropped
+				     (not firings: in recorded or dropped) */
 };
 
 struct wire_expect {
@@ -540,7 +582,7 @@ struct wire_agg_bucket {
 /* PROBES frame: one of these per probe in use (`trace flush`, `trace stats`). */
 struct wire_probe_counts {
 	uint32_t probe;
-	uint32_t reserved;
+	uint32_t missed;          /* hits while its CPU's tracer was inside a firing */
 	uint64_t hits;            /* firings (every CPU) */
 	uint64_t runs;            /* of them, its program ran (the pass count let it) */
 	uint64_t faults;          /* runs a fault ended (a load, a division by 0) */
@@ -551,7 +593,7 @@ _Static_assert(sizeof(struct wire_frame_header) == WIRE_HEADER_SIZE,
 	       "wire_frame_header is WIRE_HEADER_SIZE bytes, no padding");
 _Static_assert(sizeof(struct wire_event) == 16, "wire_event has padding");
 _Static_assert(sizeof(struct wire_events) == 8, "wire_events has padding");
-_Static_assert(sizeof(struct wire_stats) == 112, "wire_stats has padding");
+_Static_assert(sizeof(struct wire_stats) == 128, "wire_stats has padding");
 _Static_assert(sizeof(struct wire_expect) == 8, "wire_expect has padding");
 _Static_assert(sizeof(struct wire_hello) == 40, "wire_hello has padding");
 _Static_assert(sizeof(struct wire_reply) == 16, "wire_reply has padding");

@@ -14,7 +14,8 @@ import pytest
 
 from bench import cli
 from bench.trace.sites import Probe
-from bench.trace.verify import LOST, NO_ENTRY, verify
+from bench.trace.callstacks import LOST, NO_ENTRY
+from bench.trace.verify import verify
 from bench.wire.records import K_ENTRY, K_RETURN, Capture, Event, Loss
 
 PROBES = [Probe(0, "outer", "entry", 0x100), Probe(1, "outer", "return", 0x110),

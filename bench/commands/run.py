@@ -38,6 +38,7 @@ class _Traced:
     capture: object             # the decoded trace
     reply: object               # the run command's Reply
     stub_states: list           # the sites the GDB stub read: armed, disarmed
+    window: tuple               # cycles at which every probe was armed, disarmed
 
 
 def cmd_run(args) -> int:
@@ -51,7 +52,9 @@ def cmd_run(args) -> int:
     _print_trace(args, arch, t, formatter, line)
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
                         allow_missing=args.mechanism in arch.lossy,
-                        refused=t.session.refused)
+                        refused=t.session.refused, window=t.window,
+                        accounting=not (args.check or program or args.pass_count
+                                        or args.maxhits or args.mechanism in arch.lossy))
     _print_setup(args, t)
     for ln in summary_lines(rep):
         print(ln)
@@ -95,6 +98,7 @@ def _trace_workload(args, arch, program, image, elf, line) -> _Traced:
                 pass_count=args.pass_count, maxhits=args.maxhits)
         s.must(f"trace kick {args.kick}")
         s.enable(True)
+        armed = s.arm_window()
         for n in s.notes:
             print(f"note: {n}")
         if args.timer_hz:
@@ -104,13 +108,13 @@ def _trace_workload(args, arch, program, image, elf, line) -> _Traced:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism,
                                                     {p.id for p in s.probes}))
-        s.enable(False)
+        window = (armed, s.disarm_window())
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism, set()))
         cap = s.finish()
         g.exit(0)
-    return _Traced(g, s, cap, r, stub_states)
+    return _Traced(g, s, cap, r, stub_states, window)
 
 
 def _print_trace(args, arch, t: _Traced, formatter, line) -> None:

@@ -89,8 +89,10 @@ def cmd_toggle(args) -> int:
     if not res.nesting_checked:
         print("  PROBLEM: no return was checked inside an armed window (the workload "
               "ended before the toggles did? raise --iters): the run proves nothing")
+    for prob in rep.accounting:
+        print(f"  PROBLEM: {prob}")
     bad = not res.result_ok or res.nesting_errors or rep.dropped or rep.link_errors \
-        or not res.nesting_checked
+        or not res.nesting_checked or rep.accounting
     if args.check:
         print(f"  {res.check.summary()}")
         for m in res.check.mismatches[:10]:

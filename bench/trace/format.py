@@ -24,6 +24,12 @@ from .sites import Probe
 from .verify import Report
 
 
+# Functions whose calls are always listed (the scheduler's and the IPI's:
+# where a kernel's control flow is not a plain call chain).
+CALLS_SHOWN = ("schedule", "sched_irq_exit", "sched_wake", "lapic_send_fixed",
+               "arch_send_ipi", "arch_context_switch")
+
+
 def summary_lines(rep: Report, losses_shown: int = 8) -> list[str]:
     """A row per probed function — its entries, returns and the workload's
     count, and why a count is not checked — then what nesting checked and
@@ -44,6 +50,11 @@ def summary_lines(rep: Report, losses_shown: int = 8) -> list[str]:
                  if (f, kind) in rep.refused]
         lines.append(row + ("   " + "; ".join(notes) if notes else ""))
     lines.append(f"  {rep.nesting_line()}")
+    if rep.switches or any(rep.calls.open_at.values()):
+        lines += rep.calls_lines(CALLS_SHOWN)
+    if rep.nmissed:
+        lines.append(f"  missed: {rep.nmissed} probe hits inside a firing (counted, "
+                     "not recorded)")
     if rep.insns or rep.insn_probes:
         lines.append(f"  insn: {rep.insn_probes} probes, "
                      f"{sum(rep.insns.values())} firings")

@@ -11,6 +11,9 @@ Which functions a probe glob may match: a user's own workload file when
 one is linked in (its objects sit between __user_workload_start and
 __user_workload_end), else the built-in workloads (__workload_text_start
 .. __workload_text_end); an exact name may be any function of the kernel.
+A name the ELF has that no probe may take (a function outside .text, the
+firmware's; an assembly label without a function type and size) is in
+Image.unprobeable with the reason, for the refusal to give.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Image:
     arch: arches.Arch
     word_bytes: int = 4          # the ELF's class: 4 (i386) or 8 (sparc64)
     objects: dict = field(default_factory=dict)   # data symbol: (addr, size)
+    unprobeable: dict = field(default_factory=dict)   # name: why no probe may take it
+    code_functions: frozenset = frozenset()   # every STT_FUNC, wherever it lives
 
     @cached_property
     def by_start(self) -> dict[int, Function]:
@@ -118,6 +123,10 @@ def _load_image(path: str, mtime: float) -> Image:
                  if s.name and s["st_info"]["type"] == "STT_FUNC"}
         objects = {s.name: (s["st_value"], s["st_size"]) for s in symtab.iter_symbols()
                    if s.name and s["st_info"]["type"] == "STT_OBJECT"}
+        homes = {s.name: elf.get_section(s["st_shndx"]).name
+                 for s in symtab.iter_symbols() if s.name
+                 and s["st_info"]["type"] == "STT_FUNC"
+                 and isinstance(s["st_shndx"], int)}
         text = elf.get_section_by_name(".text")
         text_bytes, text_addr = text.data(), text["sh_addr"]
         word_bytes = elf.elfclass // 8
@@ -128,6 +137,7 @@ def _load_image(path: str, mtime: float) -> Image:
     except (OSError, subprocess.CalledProcessError) as e:
         raise BenchError(f"cannot disassemble {path} with {arch.objdump}: {e}") from None
     functions: dict[str, Function] = {}
+    labels: set[str] = set()
     targets: set[int] = set()
     cur: Function | None = None
     for line in out.splitlines():
@@ -139,6 +149,8 @@ def _load_image(path: str, mtime: float) -> Image:
                 cur = Function(name, int(m.group(1), 16), sizes[name])
                 cur.signature = sigs.get(cur.addr)
                 functions[name] = cur
+            else:
+                labels.add(name)
             continue
         m = _INSN.match(line)
         if not m:
@@ -149,8 +161,23 @@ def _load_image(path: str, mtime: float) -> Image:
             targets.add(int(t.group(1), 16))
         if cur and addr < cur.addr + cur.size:
             cur.insns.append(Insn(addr, raw, text_.strip()))
+    unprobeable = _unprobeable(functions, labels, homes)
     return Image(Path(path), functions, targets, symbols, text_bytes, text_addr, arch,
-                 word_bytes, objects)
+                 word_bytes, objects, unprobeable, frozenset(homes))
+
+
+def _unprobeable(functions: dict, labels: set, homes: dict) -> dict[str, str]:
+    """Why each code symbol that is no Function cannot be probed."""
+    why = {name: (f"a function in {home}, outside the kernel's .text: the tracer "
+                  "patches kernel text only (the firmware's code runs before it "
+                  "and under it)")
+           for name, home in homes.items() if name not in functions and home != ".text"}
+    for name in labels - functions.keys():
+        if not name.startswith("."):
+            why[name] = ("a label in .text without a function type and size in the "
+                         "symbol table (an assembly entry point): where it ends, and so "
+                         "its returns, is unknown")
+    return why
 
 
 def load_image(elf: Path) -> Image:

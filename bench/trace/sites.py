@@ -163,6 +163,20 @@ def plan(spec: str, image: Image, mechanism: str) -> tuple[list[Probe], list[str
             matched = [f for f in pool if fnmatch.fnmatchcase(f.name, pattern)]
         else:
             matched = [image.functions[pattern]] if pattern in image.functions else []
+        glob = any(c in pattern for c in "*?[")
+        if not matched and not glob and pattern in image.unprobeable:
+            raise SpecError(f"{provider}:{pattern}:{kind}: refused: {pattern} is "
+                            f"{image.unprobeable[pattern]}")
+        # A kernel-wide glob names the functions it cannot take (not every
+        # assembly label: those are code points, seldom functions).
+        refusals = [f"{n}: no {kind} probe: refused: {n} is {why}"
+                    for n, why in sorted(image.unprobeable.items())
+                    if glob and module == "kernel" and n in image.code_functions
+                    and fnmatch.fnmatchcase(n, pattern)]
+        if not matched and refusals:
+            raise SpecError(f"{provider}:{pattern}:{kind} matches no function a probe "
+                            "may take:\n  " + "\n  ".join(refusals))
+        notes += refusals
         if not matched:
             raise SpecError(f"{provider}:{pattern}:{kind} matches no function"
                             + ("" if "*" in pattern else " (unknown symbol)"))

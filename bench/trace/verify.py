@@ -12,7 +12,15 @@ instead; after any loss no count is compared (the loss is the problem).
 
 Nesting: per thread, an entry pushes the function and a return must match
 the innermost entry; only functions with an entry and a return probe take
-part. What a run explains is not a break:
+part. The stacks follow threads across CPUs, switches and interrupts as
+the guest's SWITCH records tell (bench/trace/callstacks.py, which walks
+them): a call still open when its thread exits or the run ends is open,
+never a break, and each function's calls end as entries = returns + open
+(Report.calls_lines). With a window (the cycles at which every probe was
+armed and at which the first was disarmed), only records inside it are
+judged; a return there whose call began before it, on a thread that
+existed before it, pairs with nothing and is counted as such. What a run
+explains is not a break:
   - an entry of a function with a refused return site may never see its
     return (it left through the refused site): a return further out pops
     it as unmatched;
@@ -29,7 +37,9 @@ design.
 
 Losses (the guest's drop counters, placed by its DROPS records) and link
 errors (lost or damaged frames) are problems of their own: a loss is never
-silent. The lossy mechanisms and toggled probes measure counts and nesting
+silent. Accounting: every firing is recorded, dropped (counted) or missed
+(a hit inside a firing, counted, kprobes' nmissed), per CPU and per probe;
+a firing that is none of these is a problem. The lossy mechanisms and toggled probes measure counts and nesting
 without holding them against the run (allow_missing).
 
 check_windows() checks nesting inside windows of guest time in which every
@@ -39,125 +49,32 @@ probe was armed (the toggle stress).
 from __future__ import annotations
 
 import bisect
-from collections import Counter, defaultdict, deque
+from collections import Counter
 from dataclasses import dataclass, field
 
-from ..wire.records import K_BRANCH, K_ENTRY, K_INSN, K_RETURN, Capture, Loss
+from ..wire.records import K_BRANCH, K_ENTRY, K_INSN, K_LOG, K_RETURN, Capture, Loss
+from .callstacks import Calls, NestingError, Walk, Walker
 from .sites import Probe
 
-HISTORY = 6          # records of a thread shown with a break
 
-# Why a return was not checked (Report.unchecked's keys).
-LOST = "records were lost"
-NO_ENTRY = "its function's entry site was refused"
-
-
-@dataclass
-class NestingError:
-    """A real break: the message, and the thread's last records up to it."""
-    message: str
-    history: list[str]
-
-    def __str__(self) -> str:
-        return self.message
+def _nesting(events, probes: list[Probe], key, outer_ok: bool, refused=(),
+             losses=(), switches=(), window=None, restarts=()) -> Walk:
+    """Walk events (and SWITCH records) against per-key call stacks
+    (key(ev, thread) is the thread, or (window, thread); None skips the
+    record); window (armed, disarmed) in cycles: only records inside it
+    are judged (callstacks.py has the rules)."""
+    since, until = window if window else (None, None)
+    if until is not None:
+        inner = key
+        key = lambda ev, thread: None if ev.cycles > until else inner(ev, thread)  # noqa: E731
+    return Walker(probes, key, outer_ok, refused, losses, since,
+                  restarts).run(events, switches)
 
 
-@dataclass
-class _Frame:
-    function: str
-    uncertain: bool      # pushed inside a window in which the thread lost records
-    partial: bool        # its function has a refused return site
-
-
-@dataclass
-class _Thread:
-    seen: int = 0                    # losses already weighed for this thread
-    stamp: int = 0                   # of them, those that touched it
-    window_end: float = -1.0         # its records up to here may be incomplete
-
-
-def _nesting(events, probes: list[Probe], key, outer_ok: bool,
-             refused=(), losses=()):
-    """Walk events against per-key call stacks (key(ev) is the thread, or
-    (window, thread); None skips the event); see the top for the rules.
-    Returns (returns judged, errors, unchecked returns by reason, entries
-    left open by a refused return site)."""
-    by_id = {p.id: p for p in probes}
-    both = {p.function for p in probes if p.kind == "entry"} & \
-        {p.function for p in probes if p.kind == "return"}
-    no_return = {p.function for p in refused if p.kind == "return"}
-    no_entry = {p.function for p in refused if p.kind == "entry"}
-    losses = sorted(losses, key=lambda l: l.first)
-    begun = 0                        # losses[:begun] have begun by now
-    threads: dict[int, _Thread] = defaultdict(_Thread)
-    stacks: dict = defaultdict(list)
-    stamps: dict = defaultdict(int)
-    history: dict = defaultdict(lambda: deque(maxlen=HISTORY))
-    checked, errors, unchecked, left_open = 0, [], Counter(), 0
-
-    for ev in events:
-        while begun < len(losses) and losses[begun].first <= ev.cycles:
-            begun += 1
-        p = by_id.get(ev.probe)
-        k = key(ev)
-        if (p is None or k is None or p.function not in both
-                or ev.kind not in (K_ENTRY, K_RETURN)):
-            continue
-        t = threads[ev.thread]
-        while t.seen < begun:                # losses that began meanwhile
-            loss = losses[t.seen]
-            t.seen += 1
-            if loss.affects(ev.thread):
-                t.stamp += 1
-                t.window_end = max(t.window_end, float("inf") if loss.at is None
-                                   else loss.at)
-        st = stacks[k]
-        if stamps[k] != t.stamp:             # it lost records: start afresh
-            stamps[k] = t.stamp
-            st.clear()
-        arrow = "->" if ev.kind == K_ENTRY else "<-"
-        history[k].append(f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} "
-                          f"{arrow} {p.function}")
-        f = p.function
-        if ev.kind == K_ENTRY:
-            st.append(_Frame(f, ev.cycles <= t.window_end, f in no_return))
-            continue
-        # Entries whose return left through a refused site stay open.
-        while st and st[-1].function != f and st[-1].partial:
-            st.pop()
-            left_open += 1
-        if st and st[-1].function == f:
-            st.pop()
-            checked += 1
-            continue
-        where = [i for i, fr in enumerate(st) if fr.function == f]
-        if where:
-            above = st[where[-1] + 1:]
-            del st[where[-1]:]
-            if any(fr.uncertain for fr in above):
-                unchecked[LOST] += 1
-                continue
-            what = f"while the innermost entry is {above[-1].function}"
-        elif f in no_entry:
-            unchecked[NO_ENTRY] += 1
-            continue
-        elif not st:
-            if outer_ok:
-                checked += 1
-                continue
-            if t.stamp:
-                unchecked[LOST] += 1
-                continue
-            what = "with no entry open"
-        elif any(fr.uncertain for fr in st):
-            unchecked[LOST] += 1
-            continue
-        else:
-            what = f"while the innermost entry is {st[-1].function}"
-        checked += 1
-        errors.append(NestingError(f"{k}: t{ev.thread} cpu{ev.cpu}: return from {f} "
-                                   f"{what}", list(history[k])))
-    return checked, errors, unchecked, left_open
+def _others(left_refused: Counter, discarded: Counter) -> str:
+    a, b = sum(left_refused.values()), sum(discarded.values())
+    return ((f" + {a} left by a refused return site" if a else "")
+            + (f" + {b} dropped with lost records or at a break" if b else ""))
 
 
 def _refusal_reason(text: str) -> str:
@@ -189,6 +106,11 @@ class Report:
     program_counts: dict = field(default_factory=dict)
     insns: Counter = field(default_factory=Counter)      # per insn probe id
     insn_probes: int = 0
+    calls: Calls = field(default_factory=Calls)          # per function, how calls ended
+    switches: int = 0           # SWITCH records the nesting walk saw
+    interrupts: int = 0         # interrupt frames it closed (IRQ records)
+    accounting: list = field(default_factory=list)   # firings not accounted for
+    nmissed: int = 0            # firings inside a firing (kprobes' nmissed), STATS
 
     def _per_kind(self):
         return (("entries", "entry", self.entries_probed, self.entries),
@@ -239,63 +161,120 @@ class Report:
         parts.append(f"{len(self.nesting_errors)} broken")
         return ", ".join(parts)
 
+    def calls_lines(self, functions=(), shown: int = 6) -> list[str]:
+        """How every call of the nesting walk ended: per function (those
+        not all returned, and `functions`), entries = returns + open, the
+        open ones named by thread, and the returns that had no entry."""
+        c = self.calls
+        names = sorted(f for f in c.entries.keys() | c.unpaired.keys()
+                       if f in functions or c.open(f) or c.unpaired[f]
+                       or c.left_refused[f] or c.discarded[f])
+        total = sum(c.entries.values())
+        opened = sum(c.open(f) for f in c.entries)
+        lines = [f"  calls: {total} entries = {sum(c.returns.values())} returns + "
+                 f"{opened} open ({sum(c.open_exited.values())} at a thread's exit)"
+                 + _others(c.left_refused, c.discarded)
+                 + f"; {self.switches} SWITCH records, {self.interrupts} "
+                 "interrupt frames"]
+        for f in names:
+            who = sorted(c.open_at[f].items(), key=lambda kv: -kv[1])
+            named = ", ".join(f"{t} {n}" for t, n in who[:shown]) + \
+                (f", ... {len(who) - shown} more threads" if len(who) > shown else "")
+            why = "; ".join(f"{n} returns without an entry: {r}"
+                            for r, n in sorted(c.unpaired[f].items()))
+            lines.append(f"    {f:24s} {c.entries[f]} entries = {c.returns[f]} returns"
+                         f" + {c.open(f)} open" + (f" ({named})" if named else "")
+                         + _others(Counter({f: c.left_refused[f]}),
+                                   Counter({f: c.discarded[f]}))
+                         + ("" if c.balanced(f) else "  UNBALANCED")
+                         + (f"; {why}" if why else ""))
+        return lines
+
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
 def verify(cap: Capture, probes: list[Probe], link_errors=(),
-           allow_missing: bool = False, refused: list[Probe] = ()) -> Report:
-    """Counts, nesting, losses and link errors; `refused` are the probes
-    the guest refused (Probe.refused holds its words). allow_missing is for
-    the lossy baselines and for toggled probes: nesting and counts are then
-    measured but not held against the run."""
-    by_id = {p.id: p for p in probes}
-    entries, returns, branches, insns = Counter(), Counter(), Counter(), Counter()
+           allow_missing: bool = False, refused: list[Probe] = (),
+           window: tuple[int, int] | None = None,
+           accounting: bool | None = None) -> Report:
+    """Counts, nesting, accounting, losses and link errors; `refused` are
+    the probes the guest refused (Probe.refused holds its words).
+    allow_missing is for the lossy baselines and for toggled probes:
+    nesting and counts are then measured but not held against the run.
+    window: (armed, disarmed) cycles, the time every probe was live (the
+    replies of `probe enable all` / `probe disable all`): nesting judges
+    only records inside it. accounting (default: not allow_missing): hold
+    each CPU's and probe's fired = recorded + dropped + missed against it."""
     problems: list[str] = []
+    counts = _count_records(cap, probes, problems)
+    losses = cap.losses()
+    walk = _nesting(cap.events, probes, lambda ev, thread: thread, False, refused,
+                    losses, cap.switches, window)
+    stats = cap.stats.values()
+    rep = Report(counts["entry"], counts["return"], dict(cap.expects), walk.errors,
+                 walk.checked, sum(s["dropped"] for s in stats),
+                 sum(s["fired"] for s in stats), sum(s["recorded"] for s in stats),
+                 list(link_errors), problems,
+                 {p.function for p in probes if p.kind == "entry"},
+                 {p.function for p in probes if p.kind == "return"}, counts["branch"],
+                 losses=losses, unchecked=walk.unchecked, left_open=walk.left_open,
+                 insns=counts["insn"], insn_probes=sum(p.kind == "insn" for p in probes),
+                 calls=walk.calls, switches=walk.switches, interrupts=walk.interrupts,
+                 nmissed=sum(s.get("missed", 0) for s in stats))
+    _program_counts(rep, cap, probes)
+    _refusals(rep, probes, refused)
+    _stream_problems(rep, cap, link_errors)
+    if accounting if accounting is not None else not allow_missing:
+        rep.accounting = accounting_problems(cap, probes)
+        problems += rep.accounting
+    if not allow_missing:
+        _count_problems(rep, probes)
+    return rep
+
+
+def _count_records(cap: Capture, probes: list[Probe], problems: list[str]) -> dict:
+    """Records per function (entry, return, branch) and per insn probe."""
+    by_id = {p.id: p for p in probes}
+    counted = {"entry": Counter(), "return": Counter(), "branch": Counter(),
+               "insn": Counter()}
+    kinds = {K_ENTRY: "entry", K_RETURN: "return", K_BRANCH: "branch"}
     for ev in cap.events:
         p = by_id.get(ev.probe)
         if p is None:
             problems.append(f"record for unknown probe {ev.probe}")
         elif p.program:
-            continue                    # counted by its hits below
-        elif ev.kind == K_ENTRY:
-            entries[p.function] += 1
-        elif ev.kind == K_RETURN:
-            returns[p.function] += 1
-        elif ev.kind == K_BRANCH:
-            branches[p.function] += 1
+            continue                    # counted by its hits (_program_counts)
+        elif ev.kind in kinds:
+            counted[kinds[ev.kind]][p.function] += 1
         elif ev.kind == K_INSN:
-            insns[p.id] += 1
-    losses = cap.losses()
-    checked, nesting_errors, unchecked, left_open = _nesting(
-        cap.events, probes, lambda ev: ev.thread, False, refused, losses)
-    counted = {"entry": entries, "return": returns, "branch": branches}
-    program_counts = {}
+            counted["insn"][p.id] += 1
+    return counted
+
+
+def _program_counts(rep: Report, cap: Capture, probes: list[Probe]) -> None:
+    """A probe that runs a program writes no record: its count is its hits."""
+    counted = {"entry": rep.entries, "return": rep.returns, "branch": rep.branches}
     for p in probes:
         if p.program and p.id in cap.probe_counts:
             c = cap.probe_counts[p.id]
             if p.kind == "insn":
-                insns[p.id] += c["hits"]
+                rep.insns[p.id] += c["hits"]
             else:
                 counted[p.kind][p.function] += c["hits"]
-            program_counts[p.id] = c
+            rep.program_counts[p.id] = c
     if any(p.program for p in probes) and not cap.probe_counts:
-        problems.append("no PROBES frames: the per-probe counts of the probes that "
-                        "run a program never arrived")
+        rep.problems.append("no PROBES frames: the per-probe counts of the probes "
+                            "that run a program never arrived")
     dropped_aggs = sum(cap.agg_dropped.values())
     if dropped_aggs:
-        problems.append(f"{dropped_aggs} aggregation entries found no room (a "
-                        "per-CPU aggregation table was full)")
-    stats = cap.stats.values()
-    rep = Report(entries, returns, dict(cap.expects), nesting_errors, checked,
-                 sum(s["dropped"] for s in stats), sum(s["fired"] for s in stats),
-                 sum(s["recorded"] for s in stats), list(link_errors), problems,
-                 {p.function for p in probes if p.kind == "entry"},
-                 {p.function for p in probes if p.kind == "return"}, branches,
-                 losses=losses, unchecked=unchecked, left_open=left_open,
-                 program_counts=program_counts, insns=insns,
-                 insn_probes=sum(p.kind == "insn" for p in probes))
+        rep.problems.append(f"{dropped_aggs} aggregation entries found no room (a "
+                            "per-CPU aggregation table was full)")
+
+
+def _refusals(rep: Report, probes: list[Probe], refused: list[Probe]) -> None:
+    """rep.refused: (function, kind) -> (sites refused, sites, reasons)."""
     total = Counter((p.function, p.kind) for p in (*probes, *refused))
     for p in refused:
         n, _, reasons = rep.refused.get((p.function, p.kind), (0, 0, []))
@@ -303,6 +282,11 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
                                              reasons + [_refusal_reason(p.refused)])
     for key, (n, t, reasons) in rep.refused.items():
         rep.refused[key] = (n, t, "; ".join(dict.fromkeys(reasons)))
+
+
+def _stream_problems(rep: Report, cap: Capture, link_errors) -> None:
+    """Missing counters, link errors, losses, and records sent but not decoded."""
+    problems, losses = rep.problems, rep.losses
     if not cap.stats:
         problems.append("no STATS frames: the guest's counters never arrived")
     if link_errors:
@@ -318,25 +302,58 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
         if marked > s["dropped"]:
             problems.append(f"cpu{cpu}: its DROPS records count {marked} records "
                             f"lost, its STATS frame {s['dropped']}")
-    sent = sum(s["sent"] for s in stats)
-    got = len(cap.events) + len(cap.checks) + len(cap.marked)
+    sent = sum(s["sent"] for s in cap.stats.values())
+    got = len(cap.events) + len(cap.checks) + len(cap.marked) + len(cap.switches)
     if cap.stats and sent != got:
         problems.append(f"the guest sent {sent} records, the host decoded {got}")
-    if not allow_missing:
-        if nesting_errors:
-            problems.append(f"nesting broken: {nesting_errors[0]}")
-        for what, kind, probed, seen in rep._per_kind():
-            for f in sorted(probed & rep.expected.keys()):
-                if rep.countable(f, kind) and seen[f] != rep.expected[f]:
-                    problems.append(f"{f}: {seen[f]} {what} traced, the workload "
-                                    f"counted {rep.expected[f]} calls")
-        # An insn probe on a function's first byte fires once per call.
-        for p in probes:
-            if (p.kind == "insn" and p.offset == 0 and p.function in rep.expected
-                    and not rep.dropped and rep.insns[p.id] != rep.expected[p.function]):
-                problems.append(f"{p.spec}: {rep.insns[p.id]} firings traced, the "
-                                f"workload counted {rep.expected[p.function]} calls")
-    return rep
+
+
+def accounting_problems(cap: Capture, probes: list[Probe]) -> list[str]:
+    """Every firing accounted for: per CPU, fired = recorded + dropped +
+    missed (the firings' records: SWITCH records, which are no firing, are
+    told apart by the STATS frame's `switches`); per probe, when nothing
+    was lost, its hits (PROBES) = its records + its missed. Only for runs
+    in which a firing writes one record: no program, no check mode, no
+    null action (the caller knows)."""
+    if not cap.stats or any(p.program for p in probes) or cap.checks or \
+            any("missed" not in s for s in cap.stats.values()):
+        return []
+    out = []
+    per_cpu = Counter(ev.cpu for ev in cap.events if ev.kind != K_LOG)
+    sched = Counter(sw.cpu for sw in cap.switches)
+    for cpu, s in sorted(cap.stats.items()):
+        dropped = s["dropped"] - (s["switches"] - sched[cpu])
+        if s["fired"] != per_cpu[cpu] + dropped + s["missed"]:
+            out.append(f"cpu{cpu}: {s['fired']} firings, but {per_cpu[cpu]} recorded + "
+                       f"{dropped} dropped + {s['missed']} missed: "
+                       f"{s['fired'] - per_cpu[cpu] - dropped - s['missed']} unaccounted")
+    if any(s["dropped"] for s in cap.stats.values()):
+        return out
+    per_probe = Counter(ev.probe for ev in cap.events)
+    for p in probes:
+        c = cap.probe_counts.get(p.id)
+        if c is not None and c["hits"] != per_probe[p.id] + c["missed"]:
+            out.append(f"{p.spec}: {c['hits']} hits, but {per_probe[p.id]} recorded + "
+                       f"{c['missed']} missed")
+    return out
+
+
+def _count_problems(rep: Report, probes: list[Probe]) -> None:
+    """Nesting breaks, and counts against the workload's own."""
+    problems = rep.problems
+    if rep.nesting_errors:
+        problems.append(f"nesting broken: {rep.nesting_errors[0]}")
+    for what, kind, probed, seen in rep._per_kind():
+        for f in sorted(probed & rep.expected.keys()):
+            if rep.countable(f, kind) and seen[f] != rep.expected[f]:
+                problems.append(f"{f}: {seen[f]} {what} traced, the workload "
+                                f"counted {rep.expected[f]} calls")
+    # An insn probe on a function's first byte fires once per call.
+    for p in probes:
+        if (p.kind == "insn" and p.offset == 0 and p.function in rep.expected
+                and not rep.dropped and rep.insns[p.id] != rep.expected[p.function]):
+            problems.append(f"{p.spec}: {rep.insns[p.id]} firings traced, the "
+                            f"workload counted {rep.expected[p.function]} calls")
 
 
 def check_windows(cap: Capture, probes: list[Probe], windows: list[tuple[int, int]],
@@ -346,11 +363,13 @@ def check_windows(cap: Capture, probes: list[Probe], windows: list[tuple[int, in
     its window. Returns (returns checked, errors)."""
     starts = [w[0] for w in windows]
 
-    def window_of(ev):
+    def window_of(ev, thread):
         i = bisect.bisect_right(starts, ev.cycles) - 1
         if i < 0 or ev.cycles > windows[i][1]:
             return None
-        return (f"window {i}", ev.thread)
-    checked, errors, _, _ = _nesting(cap.events, probes, window_of, True, refused,
-                                     cap.losses())
-    return checked, errors
+        return (f"window {i}", thread)
+    # Between windows no probe is armed and no SWITCH written: what each
+    # CPU runs is known again from each window's first SWITCH on it.
+    walk = _nesting(cap.events, probes, window_of, True, refused, cap.losses(),
+                    cap.switches, restarts=starts)
+    return walk.checked, walk.errors

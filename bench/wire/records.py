@@ -12,7 +12,8 @@ byte order, from HELLO). What the words mean is wire.h's per-kind tables
 (WIRE_ENTRY_WORDS, WIRE_RETURN_WORDS, WIRE_BRANCH_WORDS, WIRE_BRANCH_BITS,
 WIRE_DROPS_WORDS), read here through cdefs into ENTRY, RETURN, BRANCH,
 BRANCH_BITS and DROPS, so no slot number is typed on the host. CHECK
-records go to the arch's checker (bench/check/) as they are.
+records go to the arch's checker (bench/check/) as they are; SWITCH and
+IRQ records (the scheduler's, no probe's) to Capture.switches.
 
 Losses: a CPU whose buffer was full puts a DROPS record in front of the
 next record it could write, so every loss but those at the very end of a
@@ -54,6 +55,8 @@ K_BRANCH = KINDS["BRANCH"].value
 K_DROPS = KINDS["DROPS"].value
 K_LOG = KINDS["LOG"].value
 K_INSN = KINDS["INSN"].value
+K_SWITCH = KINDS["SWITCH"].value
+K_IRQ = KINDS["IRQ"].value
 NO_PROBE = WIRE.const("WIRE_NO_PROBE")
 
 # The kinds a probe is added as, by their command word ("entry", ...).
@@ -71,6 +74,9 @@ INSN = _slots("WIRE_INSN_WORDS")            # INSN.PC, INSN.SP
 BRANCH_BITS = _slots("WIRE_BRANCH_BITS")    # BRANCH_BITS.TAKEN, .ANNULLED
 DROPS = _slots("WIRE_DROPS_WORDS")          # DROPS.COUNT, .FIRST, .THREADS
 LOG = _slots("WIRE_LOG_WORDS")              # LOG.MAJOR, .MINOR, .BYTES, .DATA
+SWITCH = _slots("WIRE_SWITCH_WORDS")        # SWITCH.FROM, .TO, .WHY, .FIRST
+IRQ = _slots("WIRE_IRQ_WORDS")              # IRQ.VECTOR, IRQ.EXIT
+SWITCH_WHYS = {e.value: e.meaning for e in WIRE.table("WIRE_SWITCH_WHYS")}
 
 
 @dataclass
@@ -130,6 +136,8 @@ class Capture:
     aggs: list[dict] = field(default_factory=list)      # wire_agg + cpu, buckets
     agg_dropped: dict[int, int] = field(default_factory=dict)     # cpu: entries
     probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
+    # SWITCH (and IRQ) records, by cycles like events: the scheduler's, no probe's.
+    switches: list[Event] = field(default_factory=list)
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -172,8 +180,10 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
         if step is not None:
             step(d, fr, fr.payload)
     d.events.sort(key=lambda e: e.cycles)
+    d.switches.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
-                   d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts)
+                   d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts,
+                   d.switches)
 
 
 class _Decoder:
@@ -185,6 +195,7 @@ class _Decoder:
         self.wfmt = {4: "I", 8: "Q"}[word_bytes]
         self.events: list[Event] = []
         self.checks: list[Event] = []
+        self.switches: list[Event] = []
         self.marked: list[Loss] = []
         self.stats: dict[int, dict] = {}
         self.expects: dict[str, int] = {}
@@ -278,7 +289,8 @@ class _Decoder:
             return
         self.ends[cpu] = (index + 1, e["cycles"])
         ev = Event(cpu, e["thread"], e["probe"], e["kind"], e["cycles"], words, index)
-        (self.checks if e["kind"] == K_CHECK else self.events).append(ev)
+        (self.checks if e["kind"] == K_CHECK else
+         self.switches if e["kind"] in (K_SWITCH, K_IRQ) else self.events).append(ev)
 
     FRAMES = {frames.T_STATS: stats_frame, frames.T_EXPECT: expect_frame,
               frames.T_AGGS: aggs_frame, frames.T_PROBES: probes_frame,

@@ -28,6 +28,7 @@
 #include "timer.h"
 #include "waitq.h"
 #include "notrace.h"
+#include "switch_hook.h"
 
 #define SLICE_TICKS  2
 #define MAX_THREADS  128
@@ -36,6 +37,24 @@ static struct thread thread_pool[MAX_THREADS];
 static bool pool_used[MAX_THREADS];
 static spinlock_t pool_lock = SPINLOCK_INIT("threads");
 static volatile unsigned long next_id = 1;
+
+/* switch_hook.h: the client that sees every switch, if any. */
+static switch_hook_fn switch_hook;
+
+void switch_hook_set(switch_hook_fn fn)
+{
+	if (switch_hook)
+		panic("switch_hook_set: a switch hook is set already");
+	switch_hook = fn;
+}
+
+static enum switch_why switch_why_of(const struct thread *prev, bool requeue)
+{
+	if (prev->state == THREAD_ZOMBIE)
+		return SWITCH_EXITED;
+	return requeue || prev->state == THREAD_RUNNABLE ? SWITCH_PREEMPTED
+							 : SWITCH_BLOCKED;
+}
 
 static struct thread *sleepers;
 static spinlock_t sleep_lock = SPINLOCK_INIT("sleepers");
@@ -153,6 +172,10 @@ static void schedule(bool requeue)
 		next->switches_in++;
 	}
 	c->switched_from = prev;
+	bool first = !next->started;
+	next->started = true;
+	if (switch_hook)
+		switch_hook(prev, next, switch_why_of(prev, requeue), first);
 	arch_context_switch(&prev->ctx, &next->ctx);
 	finish_switch();
 }
@@ -476,6 +499,7 @@ void sched_init(void)
 
 	boot_thread.state = THREAD_RUNNABLE;
 	boot_thread.on_cpu = 1;
+	boot_thread.started = true;
 	c->current = &boot_thread;
 	cpu_setup_idle(c);
 }
@@ -483,6 +507,7 @@ void sched_init(void)
 void sched_prepare_cpu(struct cpu *c)
 {
 	cpu_setup_idle(c);
+	c->idle->started = true;        /* it runs from sched_cpu_online, no switch */
 	c->current = c->idle;
 }
 

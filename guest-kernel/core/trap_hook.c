@@ -7,10 +7,21 @@
  * hook costs one load. Hooks are added at init, while no trap on those
  * vectors is expected yet; an entry is one pointer store, so a CPU taking
  * a trap meanwhile sees the hook or not, never half of it. Nothing is
- * ever removed.
+ * ever removed. The interrupt hook (irq_hook.h) is one pointer beside
+ * them, set the same way.
  */
 #include "trap.h"
+#include "irq_hook.h"
 #include "console.h"
+
+irq_hook_fn irq_hook;
+
+void irq_hook_set(irq_hook_fn fn)
+{
+	if (irq_hook)
+		panic("irq_hook_set: an interrupt hook is set already");
+	irq_hook = fn;
+}
 
 trap_hook_fn trap_hooks[ARCH_TRAP_VECTORS][TRAP_HOOKS_PER_VECTOR];
 

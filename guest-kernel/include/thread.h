@@ -53,6 +53,7 @@ struct thread {
 	void           *try_ctx;        /* trap_try state (core/trap.c) */
 	uintptr_t       slot[THREAD_SLOTS];   /* the clients' words (above) */
 	uint64_t        switches_in;
+	bool            started;        /* has run: switched to, or a CPU's first */
 };
 
 #define THREAD_STACK_SIZE 16384

@@ -67,6 +67,8 @@ struct tracer_cpu {
 	volatile uint32_t  tail;       /* bytes ever consumed (consumer) */
 	volatile uint64_t  recorded, dropped, sent;   /* fired: tracer_fired */
 	uint64_t           marks;      /* of recorded, DROPS records */
+	uint64_t           scheds;     /* SWITCH/IRQ records written or lost (stamp) */
+	uint64_t           scheds_written;   /* of recorded, those written */
 	uint64_t           kicks;      /* drain wake-ups asked for (half full) */
 	volatile bool      kicked;     /* asked, and the ring not yet emptied */
 	/* Lost since the last record written, not yet marked (DROPS). */
@@ -91,7 +93,7 @@ uint64_t tracer_recorded_count(void)
 {
 	uint64_t n = 0;
 	for (unsigned c = 0; c < cpu_count(); c++)
-		n += tcpu[c].recorded - tcpu[c].marks;
+		n += tcpu[c].recorded - tcpu[c].marks - tcpu[c].scheds_written;
 	return n;
 }
 static volatile bool draining_paused;
@@ -171,8 +173,10 @@ put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 	return true;
 }
 
-static inline __attribute__((always_inline)) void
-record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
+/* Write a record (after the DROPS record owed, if any); false if it was
+ * lost, counted in dropped. */
+static inline __attribute__((always_inline)) bool
+record_into(struct tracer_cpu *t, uint32_t probe, unsigned kind,
 			const unsigned long *words, unsigned nwords)
 {
 	uint16_t me = (uint16_t)thread_current()->id;
@@ -189,22 +193,33 @@ record_into(struct tracer_cpu *t, const struct probe *p, unsigned kind,
 		t->lost = 0;
 		t->lost_threads = 0;
 	}
-	if (put(t, kind, me, p->id, words, nwords))
-		return;
+	if (put(t, kind, me, probe, words, nwords))
+		return true;
 lose:
 	t->dropped++;
 	if (!t->lost++)
 		t->lost_first = arch_cycles();
 	t->lost_threads |= 1ul << (me % BITS_PER_WORD);
+	return false;
 }
 
-void tracer_fire(const struct probe *p, unsigned kind,
-		 const unsigned long *words, unsigned nwords,
-		 const struct tarch_context *ctx)
+/* A record of the scheduler's (SWITCH, IRQ: switch.c), on this CPU,
+ * interrupts masked: counted like a firing's record, and in `switches`,
+ * so the host can tell the firings' records from these. A switch while
+ * this CPU's tracer is inside a firing cannot happen (the fire path
+ * never schedules), so no in-firing test is needed here. */
+void tracer_record_sched(unsigned kind, const unsigned long *words, unsigned nwords)
 {
-	unsigned cpu = this_cpu()->id;
-	struct tracer_cpu *t = &tcpu[cpu];
-	tracer_fired[cpu].n++;
+	struct tracer_cpu *t = &tcpu[this_cpu()->id];
+	t->scheds++;
+	if (record_into(t, WIRE_NO_PROBE, kind, words, nwords))
+		t->scheds_written++;
+}
+
+static inline __attribute__((always_inline)) void
+fire_one(struct tracer_cpu *t, const struct probe *p, unsigned cpu, unsigned kind,
+	 const unsigned long *words, unsigned nwords, const struct tarch_context *ctx)
+{
 	/* A program, a pass or a maximum: gate.c's, which counts the hit in
 	 * the gate's shared count; the one test it costs a probe with none,
 	 * which counts in this CPU's row alone (hits.c). */
@@ -218,8 +233,37 @@ void tracer_fire(const struct probe *p, unsigned kind,
 	case TRACER_ACTION_NULL:
 		return;
 	default:
-		record_into(t, p, kind, words, nwords);
+		record_into(t, p->id, kind, words, nwords);
 	}
+	/* A test's reentrant hit, from inside this firing (selftest_reentry.c). */
+	if (reentry_test)
+		reentry_probe_point();
+}
+
+void tracer_fire(const struct probe *p, unsigned kind,
+		 const unsigned long *words, unsigned nwords,
+		 const struct tarch_context *ctx)
+{
+	unsigned cpu = this_cpu()->id;
+	struct tracer_cpu *t = &tcpu[cpu];
+	struct tracer_fired *f = &tracer_fired[cpu];
+	f->n++;
+	/* A probe hit while this CPU's tracer is inside a firing (from code
+	 * the firing calls, or a trap taken in it): counted as missed, with
+	 * its hit, never recorded and never lost without a count (kprobes'
+	 * nmissed). reentry_broken (tests, through the GDB stub) swallows
+	 * it instead, the fault the host's accounting must catch. */
+	if (f->in_fire) {
+		tracer_hits[cpu][p->id]++;
+		if (reentry_broken)
+			return;
+		f->missed++;
+		tracer_probe_missed(p->id);
+		return;
+	}
+	f->in_fire = 1;
+	fire_one(t, p, cpu, kind, words, nwords, ctx);
+	f->in_fire = 0;
 }
 
 void tracer_flush(void)
@@ -230,7 +274,7 @@ void tracer_flush(void)
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords)
 {
-	record_into(&tcpu[this_cpu()->id], p, kind, words, nwords);
+	record_into(&tcpu[this_cpu()->id], p->id, kind, words, nwords);
 }
 
 /* Copy one frame's worth of cpu's records out and send it. Returns the
@@ -388,6 +432,7 @@ void buffer_send_stats(void)
 			.own_dtlb_buffer = m.dtlb_data, .own_faults = m.faults,
 			.all_itlb = m.itlb_all, .all_dtlb = m.dtlb_all,
 			.physical = t->phys != 0, .own_window = m.window,
+			.missed = tracer_fired[c].missed, .switches = t->scheds,
 		};
 		link_send(WIRE_FRAME_STATS, &s, sizeof s, 0, 0);
 	}
@@ -399,6 +444,8 @@ void buffer_reset_counters(void)
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++) {
 		struct tracer_cpu *t = &tcpu[c];
 		tracer_fired[c].n = 0;
+		tracer_fired[c].missed = 0;
+		t->scheds = t->scheds_written = 0;
 		t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->kicks = 0;
 		t->lost = 0;

@@ -139,10 +139,14 @@ static int probe_switch(const struct subcommand *s, int argc, char **argv,
 		}
 		/* Every CPU executes the new bytes before the window opens. */
 		tracer_settle();
+		/* Refused ones stay as they were (the host knows them from
+		 * enabling each); the rest form the window all the same. */
 		if (refused)
 			return command_reply(r, WIRE_REPLY_FAILED,
-					     "%u probes enabled, %u refused; first: %s",
-					     changed, refused, why);
+					     "%u probes enabled, %u refused, cycles=%llu; "
+					     "first: %s", changed, refused,
+					     (unsigned long long)(enable ? arch_cycles()
+								 : before), why);
 		return command_reply(r, WIRE_REPLY_OK,
 				     "%u probes %s, %u enabled, cycles=%llu", changed,
 				     enable ? "enabled" : "disabled",

@@ -169,6 +169,7 @@ void gate_send_counts(void)
 		struct wire_probe_counts c = {
 			.probe = p->id, .hits = tracer_probe_hits(i), .runs = g->runs,
 			.faults = g->faults, .over = g->over,
+			.missed = (uint32_t)tracer_probe_missed_count(i),
 		};
 		if (used + sizeof c > WIRE_MAX_PAYLOAD) {
 			link_send(WIRE_FRAME_PROBES, frame, used, 0, 0);

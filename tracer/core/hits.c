@@ -10,6 +10,7 @@
  * atomic add; a probe's hits are the gate's count plus every CPU's.
  * `probe list`, `watch list`, PROBES frames and the debugger read the sum
  * (the debugger sums the same rows itself, bench/debug/gdbext.py).
+ * A hit inside a firing (buffer.c) is also counted in probe_missed.
  * Beside them, each CPU's count of all its firings, tracer_fired: a
  * probe that only counts is counted inline by the arch's trap hook
  * (tracer_fire_count), with no call into the tracer's core.
@@ -21,6 +22,19 @@ unsigned long tracer_hits[KERNEL_MAX_CPUS][TRACER_MAX_PROBES]
 	__attribute__((aligned(64)));
 
 struct tracer_fired tracer_fired[KERNEL_MAX_CPUS];
+
+/* Hits inside a firing, per probe (rare: one atomic add each). */
+static volatile unsigned long probe_missed[TRACER_MAX_PROBES];
+
+void tracer_probe_missed(unsigned id)
+{
+	__atomic_fetch_add(&probe_missed[id], 1, __ATOMIC_RELAXED);
+}
+
+unsigned long tracer_probe_missed_count(unsigned id)
+{
+	return probe_missed[id];
+}
 
 unsigned long tracer_probe_hits_ungated(unsigned id)
 {
@@ -40,4 +54,5 @@ void tracer_probe_hits_zero(unsigned id)
 	for (unsigned c = 0; c < KERNEL_MAX_CPUS; c++)
 		((volatile unsigned long *)tracer_hits[c])[id] = 0;
 	probe_gates[id].hits = 0;
+	probe_missed[id] = 0;
 }

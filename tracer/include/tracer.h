@@ -101,7 +101,13 @@ extern unsigned long tracer_hits[][TRACER_MAX_PROBES];
 unsigned long tracer_probe_hits(unsigned id);
 /* Each CPU's firings of every probe, gated or not (hits.c; the STATS
  * frame's fired), written only by that CPU's fire path, a line of its own. */
-struct tracer_fired { volatile uint64_t n; } __attribute__((aligned(64)));
+/* n: every firing; missed: of them, hits while this CPU was inside
+ * tracer_fire already (in_fire), counted and not recorded. */
+struct tracer_fired {
+	volatile uint64_t n;
+	volatile uint64_t missed;
+	volatile uint8_t  in_fire;
+} __attribute__((aligned(64)));
 extern struct tracer_fired tracer_fired[];
 unsigned long tracer_probe_hits_ungated(unsigned id);
 void tracer_probe_hits_zero(unsigned id);
@@ -164,6 +170,18 @@ static inline void tracer_fire_count(const struct probe *p, unsigned cpu)
 }
 void tracer_record(const struct probe *p, unsigned kind,
 		   const unsigned long *words, unsigned nwords);
+/* A SWITCH or IRQ record (switch.c), on this CPU, interrupts masked. */
+void tracer_record_sched(unsigned kind, const unsigned long *words, unsigned nwords);
+/* Count a hit of probe id missed (inside a firing); its count (PROBES). */
+void tracer_probe_missed(unsigned id);
+unsigned long tracer_probe_missed_count(unsigned id);
+/* A reentrant hit on demand (selftest_reentry.c): with reentry_test set,
+ * every recorded firing calls reentry_probe_point, which is outside the
+ * tracer's notrace range, so a probe there fires inside the firing;
+ * reentry_broken makes such a hit vanish uncounted (the broken variant
+ * tests catch). Both 0 but in tests, which set them through the GDB stub. */
+extern volatile unsigned reentry_test, reentry_broken;
+void reentry_probe_point(void);
 /* Probe firings counted so far, and records written for probes (DROPS
  * records not counted), all CPUs (self-tests compare them with the
  * executions they expect). */

@@ -29,6 +29,7 @@ from .interrupts import avoid
 from .kernel import kernel
 from .scaling import scaling
 from .watch import watchcost
+from .wholekernel import wholekernel
 
 Measure = Callable[[Bench, Guest], None]
 
@@ -115,7 +116,8 @@ PLAN = (
     Boot("D", (Experiment("fbt", hooked_smp),), smp=lambda a: 4, instrumented=True,
          when=_smp4),
     # 2 CPUs (sparc64: 1): every kernel function probed.
-    Boot("E", (Experiment("kernel", kernel),), smp=lambda a: min(2, a.max_smp)),
+    Boot("E", (Experiment("kernel", kernel), Experiment("whole kernel", wholekernel)),
+         smp=lambda a: min(2, a.max_smp)),
 )
 
 

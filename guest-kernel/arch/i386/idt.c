@@ -16,6 +16,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "exit.h"
+#include "irq_hook.h"
 #include "miss_account.h"
 #include "mm.h"
 #include "trap.h"
@@ -141,8 +142,12 @@ uint32_t trap_dispatch(struct trapframe *tf)
 				   MISS_FAULT_OTHER);
 	int hooks = trap_hooks_run(vector, tf);
 	if (vector >= NUM_EXCEPTIONS) {
+		/* The interrupt's frame on this thread's stack (irq_hook.h): its
+		 * end comes after sched_irq_exit, when this thread runs again. */
+		irq_hook_run(vector, false);
 		if (!interrupt_dispatch(vector))
 			unexpected_trap(tf);
+		irq_hook_run(vector, true);
 		return 0;
 	}
 	if (hooks == TRAP_HANDLED)

@@ -7,6 +7,9 @@
  */
 	.text
 	.global arch_context_switch
+	/* A function to the symbol table (type and size), so fbt can take
+	 * it: the one call that returns on another stack (callstacks.py). */
+	.type	arch_context_switch, @function
 arch_context_switch:
 	movl	4(%esp), %eax       /* save */
 	movl	8(%esp), %edx       /* load */
@@ -21,3 +24,4 @@ arch_context_switch:
 	popl	%ebx
 	popl	%ebp
 	ret
+	.size	arch_context_switch, . - arch_context_switch

@@ -24,6 +24,7 @@
 #include "arch_sparc64.h"
 #include "console.h"
 #include "exit.h"
+#include "irq_hook.h"
 #include "miss_account.h"
 #include "mm.h"
 #include "trap.h"
@@ -326,6 +327,28 @@ _Noreturn void double_fault(const struct df_record *rec)
 
 /* ---- dispatch ---- */
 
+/* The interrupts the kernel handles, each ended by sched_irq_exit and
+ * framed by the interrupt hook (irq_hook.h: its end comes when this
+ * thread runs again); false for any other trap type. */
+static bool interrupt_dispatch(unsigned tt)
+{
+	if (tt != TT_INTERRUPT_LEVEL_14 && tt != TT_INTERRUPT_VECTOR &&
+	    tt != TT_INTERRUPT_KICK)
+		return false;
+	irq_hook_run(tt, false);
+	if (tt == TT_INTERRUPT_LEVEL_14) {
+		timer_interrupt();
+	} else if (tt == TT_INTERRUPT_VECTOR) {
+		vector_interrupt();
+	} else {
+		wr_clear_softint(UL(1) << KICK_LEVEL);
+		sched_kick_interrupt();
+	}
+	sched_irq_exit();
+	irq_hook_run(tt, true);
+	return true;
+}
+
 void trap_dispatch(struct trapframe *tf)
 {
 	unsigned tt = (unsigned)tf->tt;
@@ -339,22 +362,8 @@ void trap_dispatch(struct trapframe *tf)
 	/* An interrupt's hooks only observe it (trap.h). */
 	if (trap_hooks_run(tt, tf) == TRAP_HANDLED && !interrupt)
 		return;
-	if (tt == TT_INTERRUPT_LEVEL_14) {
-		timer_interrupt();
-		sched_irq_exit();
+	if (interrupt_dispatch(tt))
 		return;
-	}
-	if (tt == TT_INTERRUPT_VECTOR) {
-		vector_interrupt();
-		sched_irq_exit();
-		return;
-	}
-	if (tt == TT_INTERRUPT_KICK) {
-		wr_clear_softint(UL(1) << KICK_LEVEL);
-		sched_kick_interrupt();
-		sched_irq_exit();
-		return;
-	}
 	describe(tf, &t);
 	/* Interrupts are never offered to trap_try (trap.h). */
 	uintptr_t landing = interrupt ? 0 : trap_try_intercept(&t);

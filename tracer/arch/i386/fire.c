@@ -231,6 +231,18 @@ static __attribute__((noinline)) void emulate(const struct probe *p, struct trap
 	tf->resume_esp = r.esp;
 }
 
+/* A trap at an address no probe holds any more, whose trap byte(s) are
+ * gone: the probe was disarmed and cleared after this CPU trapped and
+ * before its lookup (a vCPU descheduled in between). Its original is
+ * back, so it runs again, as kprobes does with an int3 that vanished. */
+static bool site_restored(unsigned vector, uint32_t site)
+{
+	const volatile uint8_t *b = (const volatile uint8_t *)(uintptr_t)site;
+	if (vector == VEC_BP)
+		return b[0] != 0xcc;
+	return vector == VEC_UD && !(b[0] == 0x0f && b[1] == 0x0b);
+}
+
 /* The #BP and #UD hook (trap.h): a probe's trap, or declined. */
 int i386_probe_trap(struct trapframe *tf)
 {
@@ -241,6 +253,10 @@ int i386_probe_trap(struct trapframe *tf)
 	struct probe *p = tracer_lookup(site);
 	/* #UD only from a ud probe; #BP from any (a ud site passes through
 	 * int3 while it changes). */
+	if (!p && site_restored(tf->vector, site)) {
+		tf->eip = site;         /* run what is there now */
+		return TRAP_HANDLED;
+	}
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	tracer_stamp(TRACER_STAMP_LOOKUP);
