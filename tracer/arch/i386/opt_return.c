@@ -20,8 +20,11 @@
  * is matched by its slot; frames below it (deeper stack, a call that
  * never returned through its `ret`) are dropped, counted.
  *
- * A full shadow stack (or no stack left) falls back to the return site's
- * int3 for that call: the entry leaves the return address alone and
+ * A full shadow stack (or no stack left), or a call made while the stack
+ * pointer is not on the current thread's own stack (the context switch
+ * names the next thread current before it moves to its stack, and
+ * returns on the other one), falls back to the return site's int3 for
+ * that call: the entry leaves the return address alone and
  * writes the int3 on its riding return probes' sites (kept until they are
  * disarmed), counted in opt_return_fallbacks; that int3 records a call
  * whose slot does not hold the trampoline and lets the trampoline record
@@ -141,8 +144,11 @@ void i386_opt_return(struct trapframe *tf)
 		}
 		dropped_frames++;       /* a deeper frame that never returned */
 	}
+	const struct ret_frame *top = s && s->depth ? &s->f[s->depth - 1] : 0;
 	panic("opt: thread %u returned through the trampoline at slot 0x%x, "
-	      "which its shadow stack does not hold", me->id, (unsigned)slot);
+	      "which its shadow stack does not hold (depth %u; innermost: slot 0x%x, "
+	      "return address 0x%x)", me->id, (unsigned)slot, s ? s->depth : 0,
+	      top ? (unsigned)top->slot : 0, top ? (unsigned)top->real : 0);
 }
 
 uint32_t opt_return_real(const struct thread *t, uint32_t slot, uint32_t value)

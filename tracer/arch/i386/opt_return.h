@@ -48,6 +48,26 @@ extern unsigned long opt_return_calls[KERNEL_MAX_CPUS];    /* per CPU */
 struct ret_stack *opt_return_claim(struct thread *me);
 void opt_return_fall_back(const struct probe *e);
 
+extern const char boot_stack[], boot_stack_top[];
+
+/* Whether sp is on t's own stack: its pages, a secondary CPU's idle
+ * thread's boot stack, the boot thread's. The scheduler names the next
+ * thread current before the switch moves to its stack, so a call made in
+ * between (the switch itself: entered on one stack, returning on another)
+ * is not that thread's: it is never trampolined. */
+static inline bool opt_return_own_stack(const struct thread *t, uint32_t sp)
+{
+	if (t->stack)
+		if (sp - (uintptr_t)t->stack < t->stack_size)
+			return true;
+	for (unsigned i = 1; i < cpu_count(); i++)
+		if (cpus[i].idle == t)
+			return sp - cpus[i].boot_stack_lo < cpus[i].boot_stack_hi -
+							       cpus[i].boot_stack_lo;
+	return !t->stack &&
+	       sp - (uintptr_t)boot_stack < (uintptr_t)(boot_stack_top - boot_stack);
+}
+
 static inline struct ret_stack *opt_return_stack_of(const struct thread *t)
 {
 	uintptr_t k = thread_slot(t, ret_slot);
@@ -69,7 +89,10 @@ static inline void opt_return_enter(const struct probe *e, uint32_t sp)
 	struct ret_stack *s = opt_return_stack_of(me);
 	if (__builtin_expect(!s, 0))
 		s = opt_return_claim(me);
-	if (__builtin_expect(!s || s->depth == OPT_RETURN_DEPTH || !mapped(sp), 0)) {
+	/* Mid-switch (sp not on me's stack), no stack, a full one: the return
+	 * site's int3 records this call. */
+	if (__builtin_expect(!s || s->depth == OPT_RETURN_DEPTH || !mapped(sp) ||
+			     !opt_return_own_stack(me, sp), 0)) {
 		opt_return_fall_back(e);
 		return;
 	}
