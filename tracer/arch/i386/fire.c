@@ -7,7 +7,10 @@
  * init (fbt.c) with the step baseline's on #DB (step.c). It finds the
  * probe by the trapped EIP, counts or records the firing, then resumes by
  * mechanism and site: the step baseline, opt's int3 stage (the detour's
- * copy), an out-of-line slot (ool.c), or the emulation. The emulating fire path records
+ * copy), an out-of-line slot (ool.c), or the emulation. An opt entry whose
+ * return probe rides on it (opt_return.c) trampolines the call wherever
+ * it fires (detour or int3 stage); the return site's fallback int3 leaves
+ * a trampolined call to the trampoline. The emulating fire path records
  * the event, then applies the displaced instruction to the trapped state
  * (emulate.c) instead of executing it: the probe stays armed and nothing
  * is ever written back. A ring-0 trap frame has no ESP slot — the
