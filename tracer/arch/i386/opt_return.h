@@ -57,15 +57,16 @@ extern const char boot_stack[], boot_stack_top[];
  * is not that thread's: it is never trampolined. */
 static inline bool opt_return_own_stack(const struct thread *t, uint32_t sp)
 {
-	if (t->stack)
-		if (sp - (uintptr_t)t->stack < t->stack_size)
-			return true;
-	for (unsigned i = 1; i < cpu_count(); i++)
+	if (!t->stack)          /* the boot thread: the only one with none */
+		return sp - (uintptr_t)boot_stack <
+		       (uintptr_t)(boot_stack_top - boot_stack);
+	if (sp - (uintptr_t)t->stack < t->stack_size)
+		return true;
+	for (unsigned i = 1; i < KERNEL_MAX_CPUS; i++)  /* no call: cheap */
 		if (cpus[i].idle == t)
 			return sp - cpus[i].boot_stack_lo < cpus[i].boot_stack_hi -
 							       cpus[i].boot_stack_lo;
-	return !t->stack &&
-	       sp - (uintptr_t)boot_stack < (uintptr_t)(boot_stack_top - boot_stack);
+	return false;
 }
 
 static inline struct ret_stack *opt_return_stack_of(const struct thread *t)
