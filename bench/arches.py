@@ -23,13 +23,17 @@ from .wire import cdefs
 
 
 def _mechanisms(arch: str) -> dict:
-    """Arch's mechanisms and lossy fields from the arch's TARCH_MECHANISMS
-    table: the names in order (the first is the default) and the lossy ones
-    (MECHANISM_LOSSY)."""
+    """Arch's mechanisms, lossy and return_trampolines fields from the
+    arch's TARCH_MECHANISMS table: the names in order (the first is the
+    default), the lossy ones (MECHANISM_LOSSY) and those whose return
+    probes ride on their entry (MECHANISM_RETURN_TRAMPOLINE)."""
     h = cdefs.load(f"tracer/arch/{arch}/mechanisms.h")
     rows, lossy_bit = h.table("TARCH_MECHANISMS"), h.const("MECHANISM_LOSSY")
+    ride_bit = h.const("MECHANISM_RETURN_TRAMPOLINE")
     return {"mechanisms": tuple(r.meaning for r in rows),
-            "lossy": frozenset(r.meaning for r in rows if r.value & lossy_bit)}
+            "lossy": frozenset(r.meaning for r in rows if r.value & lossy_bit),
+            "return_trampolines": frozenset(r.meaning for r in rows
+                                            if r.value & ride_bit)}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,9 @@ class Arch:
     # first, and the lossy baselines among them: from mechanisms.h.
     mechanisms: tuple[str, ...] = ()
     lossy: frozenset = frozenset()
+    # Mechanisms whose return probes ride on their function's entry probe
+    # (`probe ride`: a trampoline records the return, no trap).
+    return_trampolines: frozenset = frozenset()
     # The ELF's e_machine, and the binutils that disassemble it.
     elf_machine: str = ""
     objdump: str = ""

@@ -257,6 +257,7 @@ PINNED_FIGURES = {
         stages_emulate_ool_record stages_emulate_retl_null
         stages_emulate_retl_record stages_stamp virtio_payload
         virtio_payload_over_raw virtio_raw virtio_raw_over_serial watch_w_null
+        ratio_calltree_emulate_over_finstrument
         whole_kernel
         lang_compiled lang_compiled_over_hand lang_global lang_hand lang_self
         lang_self_storage
@@ -295,6 +296,11 @@ PINNED_FIGURES = {
         stages_ud_ool_record stages_ud_prologue_null stages_ud_prologue_record
         sustained_serial sustained_virtio sustained_virtio_ticks virtio_payload
         virtio_payload_over_raw virtio_raw virtio_raw_over_serial watch_w_null
+        ratio_calltree_int3_over_finstrument ratio_calltree_opt_over_finstrument
+        ratio_calltree_ud_over_finstrument ratio_int3_over_opt_return
+        ratio_stages_int3_return_null_over_bare ratio_stages_opt_return_null_over_bare
+        return_int3_null return_opt_null stages_int3_return_null stages_int3_return_record
+        stages_opt_return_null stages_opt_return_record
         whole_kernel
         lang_compiled lang_compiled_over_hand lang_global lang_hand lang_self
         lang_self_storage
@@ -304,7 +310,7 @@ PINNED_FIGURES = {
         record_cost_shm record_cost_virtio shm_raw shm_raw_over_virtio sustained_shm
     """,
 }
-PINNED_ROWS = {"sparc64": 84, "i386": 118}
+PINNED_ROWS = {"sparc64": 85, "i386": 128}
 
 
 def _masked(text: str) -> str:

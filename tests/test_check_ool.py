@@ -265,7 +265,10 @@ def test_an_access_the_record_does_not_hold_is_reported():
 
 # ---- the guest ----
 
-FS_SITE = "insn:run_firepath+0x82"     # mov %fs:0x0,%eax
+def _fs_offset(image) -> int:
+    """run_firepath's first %fs operand (mov %fs:0x0,%eax: this_cpu())."""
+    f = image.functions["run_firepath"]
+    return next(i.addr - f.addr for i in f.insns if "%fs" in i.text)
 
 
 def _run(s, g, spec, line):
@@ -295,10 +298,11 @@ def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
         # A site the record cannot carry (%fs:0, the per-CPU area) is
         # refused in check mode, naming why, and its code stays as it was.
         s.must("probe clear")
-        s.setup(FS_SITE, "int3", check=True)
+        fs_off = _fs_offset(s.image)
+        s.setup(f"insn:run_firepath+{fs_off:#x}", "int3", check=True)
         s.enable(True)
         refused = [p.refused for p in s.refused]
-        fs_addr = s.image.functions["run_firepath"].addr + 0x82
+        fs_addr = s.image.functions["run_firepath"].addr + fs_off
         flag = s.image.symbols["ool_check_broken"]
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()

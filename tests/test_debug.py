@@ -101,3 +101,41 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
     assert "REFUSED tb buffer x :: tb buffer: 'x' is not a CPU number" in out
     assert re.search(r"REFUSED tb frame 1 :: tb frame: '1' is a \w+, not a struct trapframe", out)
     assert "detached" in out
+
+
+RETURNS_SCRIPT = """\
+break i386_opt_return
+continue
+continue
+continue
+continue
+bt 3
+set python print-stack full
+tb returns
+delete
+detach
+"""
+
+
+def test_tb_returns_shows_the_real_addresses_behind_the_trampoline(built, tmp_path):
+    """Under opt fib's returns ride on its entry: stopped in the trampoline's
+    C half, gdb's backtrace names the trampoline, and `tb returns` lists the
+    thread's open calls with their real return addresses, in fib or its
+    caller (the verdict's `fib = 8` shows each one went back there)."""
+    built("i386")
+    a = arches.get("i386")
+    script = tmp_path / "returns.gdb"
+    script.write_text(RETURNS_SCRIPT)
+    with debug.Debugger(a, probes="fbt:fib:entry,fbt:fib:return", run="fib n=6",
+                        mechanism="opt", echo=lambda l: None) as d:
+        res = d.run_batch(script, timeout=300)
+        assert d.wait_driver(120), "the harness's run did not finish after detach"
+    out = res.stdout
+    print(out)
+    assert res.returncode == 0 and d.outcome.error is None, out
+    assert d.outcome.reply.message == "fib = 8", d.outcome.reply
+    assert "opt_return_trampoline" in out, out
+    m = re.search(r"thread \d+ \([^)]*\): (\d+) calls through the trampoline", out)
+    assert m and int(m.group(1)) >= 1, out
+    reals = re.findall(r"real 0x[0-9a-f]+ <([^>+]*)", out)
+    assert reals and all(r in ("fib", "run_fib") for r in reals), reals

@@ -7,6 +7,9 @@
                                           its records, decoded
     (gdb) tb frame [EXPR]                 the trap frame (EXPR, or the `tf`
                                           of the nearest frame that has one)
+    (gdb) tb returns                      the return addresses behind return
+                                          trampolines: every thread's shadow
+                                          stack (i386 opt, opt_return.c)
 
 Theory of operation. gdb runs this file in its embedded Python (Debian's
 python3, so the repo's bench package imports: the wire format comes from
@@ -253,7 +256,7 @@ def _tlb_free(invoke):
 
 
 class TbPrefix(gdb.Command):
-    """trapbench: tracer state of the stopped guest (tb probes | buffer | frame)."""
+    """trapbench: tracer state of the stopped guest (tb probes | buffer | frame | returns)."""
 
     def __init__(self):
         super().__init__("tb", gdb.COMMAND_USER, prefix=True)
@@ -513,10 +516,53 @@ Usage: tb frame [EXPR]   (EXPR: a struct trapframe *; default: the `tf` of
         self._report_probe(tpc)
 
 
+class TbReturns(gdb.Command):
+    """Show the real return addresses a return trampoline stands in for:
+each thread's shadow stack, innermost call first — the stack slot that
+holds the trampoline's address, the real return address, the return probe
+that records it. gdb's own backtrace shows the trampoline in those frames;
+this is what it means (retaddr.h's return_address_real, read from here).
+
+Usage: tb returns"""
+
+    def __init__(self):
+        super().__init__("tb returns", gdb.COMMAND_USER)
+
+    @_tlb_free
+    def invoke(self, arg, from_tty):
+        if not _has_sym("ret_stacks"):
+            print("no return trampolines on this arch")
+            return
+        stacks = _sym("ret_stacks")
+        tramp = int(gdb.parse_and_eval("(unsigned long)&opt_return_trampoline"))
+        lo, hi = stacks.type.strip_typedefs().range()
+        shown = 0
+        for i in range(lo, hi + 1):
+            s = stacks[i]
+            ulong = gdb.lookup_type("unsigned long")
+            owner, depth = int(s["owner"].cast(ulong)), int(s["depth"])
+            if not owner or not depth:
+                continue
+            t = s["owner"].dereference()
+            name = t["name"].string(length=t["name"].type.sizeof).split("\0")[0]
+            print(f"thread {int(t['id'])} ({name}): {depth} calls "
+                  f"through the trampoline at {tramp:#x}")
+            for k in range(depth - 1, -1, -1):
+                f = s["f"][k]
+                real = int(f["real"])
+                print(f"  slot {int(f['slot']):#x}  real {real:#x} <{where(real)}>  "
+                      f"return probe {int(f['ret']['id'])}")
+            shown += 1
+        if not shown:
+            print("no calls in flight through the return trampoline")
+
+
 # The probe table is one value of ~100 KiB; gdb's default limit is 64 KiB.
 gdb.execute("set max-value-size unlimited")
 TbPrefix()
 TbProbes()
 TbBuffer()
 TbFrame()
-print("trapbench gdb extension loaded: tb probes | tb buffer [CPU] | tb frame [EXPR]")
+TbReturns()
+print("trapbench gdb extension loaded: tb probes | tb buffer [CPU] | tb frame [EXPR] "
+      "| tb returns")

@@ -5,6 +5,9 @@ A session talks to the guest only through its commands:
   probe mechanism M | probe check on | trace buffer BYTES | trace reset
   probe add ID ADDR entry|return|branch NARGS [MAP]  (one per site; refusals
                                 noted; MAP: where each argument word is)
+  probe ride ENTRY RETURN       (under a mechanism with a return trampoline:
+                                each return probe rides on its function's
+                                entry probe; a refusal leaves it trapping)
   [program load/check, probe program ID... SLOT, probe pass/maxhits]
   probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
 `trace flush` returns once every record written so far has been sent and
@@ -91,6 +94,8 @@ class Session:
         self.probes = kept
         if not kept:
             raise TraceError("no probe left to enable:\n  " + "\n  ".join(self.notes))
+        if mechanism in self.guest.arch.return_trampolines:
+            self._ride(kept)
         ids = [p.id for p in kept]
         if program is not None:
             self.must("program clear")
@@ -100,6 +105,20 @@ class Session:
             for p in kept:
                 p.program = program.path
         program_load.limits(self.guest, ids, pass_count, maxhits)
+
+    def _ride(self, probes: list[sites.Probe]) -> None:
+        """Each return probe rides on its function's entry probe (the
+        entry's trampoline records it); one the guest refuses keeps its
+        own trap, with a note."""
+        entry = {p.function: p for p in probes if p.kind == "entry"}
+        for p in probes:
+            e = entry.get(p.function)
+            if p.kind != "return" or e is None:
+                continue
+            r = self.cmd(f"probe ride {e.id} {p.id}")
+            if not r.ok:
+                self.notes.append(f"{p.function} return at {p.addr:#x} keeps its "
+                                  f"trap: {r.message}")
 
     def enable(self, on: bool = True, strict: bool = False) -> None:
         """Enable every probe; one the mechanism cannot arm is dropped with

@@ -320,6 +320,29 @@ static int probe_check(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "check mode %s", argv[2]);
 }
 
+/* probe ride ENTRY RETURN: RETURN's firings come from ENTRY's return
+ * trampoline under a mechanism that has one (mechanism.h); both added and
+ * disabled, ENTRY an entry probe and RETURN a return probe. `probe ride`
+ * alone: how many calls were trampolined, fell back to the return site's
+ * trap, and were abandoned (never returned through their `ret`). */
+static int probe_ride(const struct subcommand *s, int argc, char **argv,
+		      struct command_reply *r)
+{
+	unsigned e, x;
+	if (argc == 2) {
+		unsigned long n[TARCH_RIDE_STATS] = { 0 };
+		tarch_ride_stats(n);
+		return command_reply(r, WIRE_REPLY_OK, "trampolined %lu fallbacks %lu "
+				     "abandoned %lu", n[0], n[1], n[2]);
+	}
+	if (argc != 4 || !parse_id(argv[2], &e) || !parse_id(argv[3], &x))
+		return subcommand_usage(s, argv, r);
+	char why[WIRE_MAX_REASON];
+	if (tracer_probe_ride(e, x, why, sizeof why) != 0)
+		return command_reply(r, WIRE_REPLY_FAILED, "refused: %s", why);
+	return command_reply(r, WIRE_REPLY_OK, "probe %u rides on probe %u", x, e);
+}
+
 /* probe list: a TEXT line per probe, the totals in the reply */
 static int probe_list(const struct subcommand *s, int argc, char **argv,
 		      struct command_reply *r)
@@ -378,6 +401,7 @@ static const struct subcommand probe_rows[] = {
 	{ "maxhits",   "all|ID... N",                  probe_count_limit },
 	{ "hooks",     "on|off",                       probe_hooks },
 	{ "check",     "on|off",                       probe_check },
+	{ "ride",      "[ENTRY RETURN]",               probe_ride },
 	{ "list",      "",                             probe_list },
 	{ "clear",     "",                             probe_clear },
 };

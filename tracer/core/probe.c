@@ -318,6 +318,30 @@ static int probe_set(unsigned id, bool enable, char *why, size_t why_size)
 	return 0;
 }
 
+int tracer_probe_ride(unsigned e, unsigned x, char *why, size_t why_size)
+{
+	if (e >= TRACER_MAX_PROBES || x >= TRACER_MAX_PROBES) {
+		ksnprintf(why, why_size, "no probe %u", e >= TRACER_MAX_PROBES ? e : x);
+		return -1;
+	}
+	struct probe *entry = &tracer_probes[e], *ret = &tracer_probes[x];
+	const char *reason = 0;
+	tracer_lock();
+	if (entry->state == PROBE_FREE || ret->state == PROBE_FREE)
+		reason = "both probes must be added";
+	else if (entry->kind != WIRE_EVENT_ENTRY || ret->kind != WIRE_EVENT_RETURN)
+		reason = "the first must be an entry probe, the second a return probe";
+	else if (entry->state != PROBE_DISABLED || ret->state != PROBE_DISABLED)
+		reason = "both probes must be disabled";
+	else if (!(tarch_mechanisms[tracer_mechanism].flags & MECHANISM_RETURN_TRAMPOLINE))
+		reason = "the mechanism has no return trampoline";
+	int rc = reason ? -1 : tarch_probe_ride(entry, ret, &reason);
+	tracer_unlock();
+	if (rc != 0)
+		ksnprintf(why, why_size, "%s", reason);
+	return rc;
+}
+
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size)
 {
 	tracer_lock();

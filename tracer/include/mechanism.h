@@ -11,6 +11,10 @@
  *   MECHANISM_LOSSY  a baseline of the seeds (single-step in situ, the
  *                    shell game): it may miss firings by design, so the
  *                    host measures its losses instead of failing on them.
+ *   MECHANISM_RETURN_TRAMPOLINE  a return probe linked to its function's
+ *                    entry (`probe ride`) is recorded by a trampoline
+ *                    the entry puts in place of the return address: the
+ *                    return takes no trap (i386's opt, opt_return.c).
  *
  * A table row is X(NAME, FLAGS, "word", "what it does"): NAME makes the C
  * enum MECHANISM_NAME (the index in tarch_mechanisms[], the first row the
@@ -20,6 +24,7 @@
 #define TRACER_MECHANISM_H
 
 #define MECHANISM_LOSSY  0x1
+#define MECHANISM_RETURN_TRAMPOLINE 0x2
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>

@@ -251,6 +251,10 @@ bool tracer_arg(const struct tarch_context *ctx, const struct probe *p, unsigned
 int tracer_probe_add(unsigned id, uintptr_t addr, unsigned kind, unsigned nargs,
 		     char *why, size_t why_size);
 int tracer_probe_set(unsigned id, bool enable, char *why, size_t why_size);
+/* Return probe ret rides on entry probe entry (`probe ride`,
+ * tracer_arch.h's tarch_probe_ride): both added and disabled, under a
+ * mechanism with MECHANISM_RETURN_TRAMPOLINE. -1 with why if refused. */
+int tracer_probe_ride(unsigned entry, unsigned ret, char *why, size_t why_size);
 /* After a batch of tracer_probe_set calls: every CPU executes the new
  * bytes from here on (probe.c says why this takes two syncs). */
 void tracer_settle(void);

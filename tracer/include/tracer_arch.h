@@ -76,6 +76,17 @@ void tracer_sync_cpus(void);
  * context; may park CPUs. Nothing to do for most. */
 void tarch_stage(void);
 
+/* `probe ride ENTRY RETURN`: return probe ret rides on entry probe entry
+ * (both added, both disabled): under a mechanism with
+ * MECHANISM_RETURN_TRAMPOLINE, entry's firings send the call's return
+ * through a trampoline that records it under ret, and ret's own site is
+ * not written. -1 with *why where the arch or the mechanism has none. */
+int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why);
+/* Since boot: calls trampolined, calls that fell back to the return
+ * site's trap, frames abandoned. */
+#define TARCH_RIDE_STATS 3
+void tarch_ride_stats(unsigned long n[TARCH_RIDE_STATS]);
+
 /* What a probe program reads of a firing's trapped context (program_run.c),
  * ctx being what the arch's fire path passed to tracer_fire for p (never
  * NULL here: with no context the program ends as on a fault before asking).

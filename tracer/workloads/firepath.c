@@ -26,7 +26,9 @@
  * (opt's detour counts a null probe in assembly, opt_detour.S); a site a
  * mechanism cannot arm gives `stage NAME refused: REASON`. The drain is
  * held off while a probe records; value = n, ok when every probed call
- * fired once.
+ * fired once. A site with a return probe (stagesites.h's ret_offset) times
+ * the call with both probes: its entry and its return, riding on the entry
+ * under a mechanism with a return trampoline.
  */
 #include "arch.h"
 #include "console.h"
@@ -39,7 +41,7 @@
 #include "wire.h"
 #include "workload.h"
 
-enum { FP_PROBE = 4095, FP_MAX = 4000 };
+enum { FP_PROBE = 4095, FP_RET_PROBE = 4094, FP_MAX = 4000 };
 
 static unsigned long spans[TRACER_NSTAMPS][FP_MAX];
 static unsigned taken[FP_MAX];          /* stamps the fire path took, by call */
@@ -126,6 +128,19 @@ static void report_plain(const char *name, void (*fn)(void), unsigned n,
 	kprintf("stage %s plain %lu\n", name, t > call ? t - call : 0);
 }
 
+/* A site's return probe (ret_offset), riding on its entry where mechanism
+ * m has a return trampoline, enabled; false with why if refused. */
+static bool add_return(const struct stage_site *site, unsigned m, char *why, size_t size)
+{
+	if (tracer_probe_add(FP_RET_PROBE, (uintptr_t)site->fn + site->ret_offset,
+			     WIRE_EVENT_RETURN, 0, why, size) != 0)
+		return false;
+	if ((tarch_mechanisms[m].flags & MECHANISM_RETURN_TRAMPOLINE) &&
+	    tracer_probe_ride(FP_PROBE, FP_RET_PROBE, why, size) != 0)
+		return false;
+	return tracer_probe_set(FP_RET_PROBE, true, why, size) == 0;
+}
+
 static void run_firepath(const uint64_t *v, struct workload_result *res)
 {
 	unsigned n = (unsigned)v[0];
@@ -158,6 +173,7 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 			const struct stage_site *site = &stage_sites[s];
 			if (tracer_probe_add(FP_PROBE, (uintptr_t)site->fn, site->kind, 0,
 					     why, sizeof why) != 0 ||
+			    (site->ret_offset && !add_return(site, m, why, sizeof why)) ||
 			    tracer_probe_set(FP_PROBE, true, why, sizeof why) != 0) {
 				kprintf("stage %s.%s refused: %s\n", mech, site->name, why);
 				tracer_clear();
@@ -166,6 +182,8 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 			tracer_settle();
 			for (unsigned a = 0; a < TRACER_NACTIONS; a++) {
 				tracer_probe_action(FP_PROBE, a, why, sizeof why);
+				if (site->ret_offset)
+					tracer_probe_action(FP_RET_PROBE, a, why, sizeof why);
 				tracer_drain_pause(true);
 				uint64_t fired = tracer_fired_count();
 				for (unsigned i = 0; i < n; i++)
@@ -176,7 +194,7 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 				report_plain(name, site->fn, n, call);
 				fired = tracer_fired_count() - fired;
 				tracer_drain_pause(false);
-				if (fired != 2 * (uint64_t)n)
+				if (fired != (site->ret_offset ? 4 : 2) * (uint64_t)n)
 					res->ok = false;
 			}
 			tracer_clear();

@@ -24,6 +24,12 @@ from ...trace import avoid as avoid_methods
 TARGETS = {
     "emulated_over_bare": ("≤ 1.15", lambda v: v <= 1.15),
     "int3_over_opt": ("≥ 10", lambda v: v >= 10),
+    # A return recorded by int3 at its site against one riding on its
+    # entry (a return trampoline, no trap): the stage table's null probe.
+    "int3_over_trampoline_return": ("≥ 5", lambda v: v >= 5),
+    # calltree with every entry and return recorded, guest time, under a
+    # mechanism with a return trampoline against -finstrument-functions.
+    "trampoline_over_finstrument": ("≤ 1.3", lambda v: v <= 1.3),
     "baseline_over_emulated": ("≥ 3", lambda v: v >= 3),
     "scaling_2_over_1": ("≥ 1.8", lambda v: v >= 1.8),
     "scaling_over_bare": ("≥ 0.95", lambda v: v >= 0.95),

@@ -39,8 +39,30 @@ def probed(b: Bench, g: Guest) -> None:
 
 
 def hooked(b: Bench, g: Guest) -> None:
-    """The instrumented image's fib and calltree, hooks off and on."""
+    """The instrumented image's fib and calltree, hooks off and on; then
+    each mechanism's calltree (boot A) against the hooks'."""
     fbt(b, g, workloads(b.sizes), HOOKS, hooks=True)
+    against_hooks(b, "calltree")
+
+
+def against_hooks(b: Bench, wl: str, tag: str = "") -> None:
+    """Guest time of wl with every entry and return recorded, each
+    lossless mechanism's over -finstrument-functions'. The two come from
+    two boots (the plain image and the instrumented one): a ratio of the
+    repetitions in order, the figure's spread saying how much that moves
+    it. Judged for the mechanisms whose returns ride on their entry."""
+    hooks = b.figures.get(f"fbt_{wl}_finstrument{tag}")
+    for m in b.arch.mechanisms:
+        probed = b.figures.get(f"fbt_{wl}_{m}{tag}")
+        if m in b.arch.lossy or not probed or not hooks:
+            continue
+        b.put(f"ratio_{wl}_{m}_over_finstrument{tag}",
+              [p / h if h else None for p, h in zip(probed["guest_seconds"]["values"],
+                                                    hooks["guest_seconds"]["values"])],
+              "ratio", what=f"{wl}{tag}, every entry and return recorded: guest time "
+              f"under {m} / -finstrument-functions (boots A and B)",
+              **({"target": "trampoline_over_finstrument"}
+                 if m in b.arch.return_trampolines else {}))
 
 
 def probed_smp(b: Bench, g: Guest) -> None:

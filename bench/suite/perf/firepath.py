@@ -4,7 +4,8 @@ The guest stamps the cycle counter at each stage of a firing (stamp.h
 says where each ends) for the bare trap and every mechanism x site x
 action; the figures are each stage's median, a null probe's total
 against the bare trap's, i386's opt against int3 on the same prologue,
-and the out-of-line path (site `ool`) against emulation and against the
+a return trapped at its site against one riding on its entry (opt's
+return trampoline), and the out-of-line path (site `ool`) against emulation and against the
 lossy baselines' cost per firing that dprobes measured in this boot.
 """
 
@@ -69,10 +70,38 @@ def firepath(b: Bench, g: Guest) -> None:
               "ratio", target="int3_over_opt",
               what="int3 / opt, null-probe cost per firing on the "
               "prologue site, stamps off")
+    _returns(b, vals)
     _ool(b, vals)
     b.say("  stages: " + ", ".join(
         f"{n} {statistics.median(v['total']):,.0f}" for n, v in vals.items()
         if "total" in v))
+
+
+def _returns(b: Bench, vals: dict) -> None:
+    """A return's own cost per firing, stamps off: the stage site `return`
+    (entry and return probes on one function) less its entry alone (site
+    `prologue`), per repetition; under the arch's default mechanism the
+    return traps at its site, under a mechanism with a return trampoline
+    it rides on the entry. The
+    trampoline's entry goes to C where the prologue's counts in the slot,
+    so the difference charges that to the return too."""
+    plain = {n: v["plain"] for n, v in vals.items() if "plain" in v}
+    trap = b.arch.default_mechanism                 # the return that traps
+    rides = sorted(b.arch.return_trampolines)
+    ret = {}
+    for m in (trap, *rides) if rides else ():
+        both, entry = plain.get(f"{m}.return.null"), plain.get(f"{m}.prologue.null")
+        if both and entry:
+            ret[m] = [x - e for x, e in zip(both, entry)]
+            b.put(f"return_{m}_null", ret[m], "guest cycles per firing",
+                  what=f"{m}: a return's null probe, stage table (return less prologue)")
+    for m in rides:
+        if trap in ret and m in ret:
+            b.put(f"ratio_{trap}_over_{m}_return",
+                  [i / o if o > 0 else None for i, o in zip(ret[trap], ret[m])],
+                  "ratio", target="int3_over_trampoline_return",
+                  what=f"{trap} / {m}, a return's null-probe cost per firing "
+                  "(trapped at its site / riding on the entry), stamps off")
 
 
 def _ool(b: Bench, vals: dict) -> None:

@@ -10,7 +10,11 @@
  * int3 against opt on one site in one boot (the bench's int3_over_opt);
  * and `addl $1, %eax`, no emulated form: int3 and ud run it out of line
  * (ool.c: the slot's copy and its jmp back), against the nop's emulation
- * in the same boot (the bench's ool_over_emulated).
+ * in the same boot (the bench's ool_over_emulated); and `return`, the
+ * prologue's shape again with a return probe on its leave as well: under
+ * int3 the leave traps, under opt it rides on the entry (opt_return.c),
+ * so the table holds both ways of recording a return (the bench's
+ * int3_over_opt_return).
  */
 #include "stagesites.h"
 #include "wire.h"
@@ -19,6 +23,7 @@ void stage_nop(void);
 void stage_push(void);
 void stage_prologue(void);
 void stage_ool(void);
+void stage_return(void);
 
 __asm__(
 	".text\n"
@@ -48,12 +53,22 @@ __asm__(
 	"stage_ool:\n"
 	"	addl $1, %eax\n"
 	"	ret\n"
-	".size stage_ool, . - stage_ool\n");
+	".size stage_ool, . - stage_ool\n"
+	".global stage_return\n"
+	".type stage_return, @function\n"
+	"stage_return:\n"
+	"	pushl %ebp\n"
+	"	movl %esp, %ebp\n"
+	"	subl $8, %esp\n"
+	"	leave\n"
+	"	ret\n"
+	".size stage_return, . - stage_return\n");
 
 const struct stage_site stage_sites[] = {
-	{ "nop", stage_nop, WIRE_EVENT_ENTRY },
-	{ "push", stage_push, WIRE_EVENT_ENTRY },
-	{ "prologue", stage_prologue, WIRE_EVENT_ENTRY },
-	{ "ool", stage_ool, WIRE_EVENT_ENTRY },
+	{ "nop", stage_nop, WIRE_EVENT_ENTRY, 0 },
+	{ "push", stage_push, WIRE_EVENT_ENTRY, 0 },
+	{ "prologue", stage_prologue, WIRE_EVENT_ENTRY, 0 },
+	{ "ool", stage_ool, WIRE_EVENT_ENTRY, 0 },
+	{ "return", stage_return, WIRE_EVENT_ENTRY, 6 },   /* leave: after 1 + 2 + 3 bytes */
 };
 const unsigned stage_nsites = sizeof stage_sites / sizeof stage_sites[0];

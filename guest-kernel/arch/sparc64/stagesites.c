@@ -40,8 +40,8 @@ __asm__(
 	".size stage_ool, . - stage_ool\n");
 
 const struct stage_site stage_sites[] = {
-	{ "branch", stage_branch, WIRE_EVENT_BRANCH },
-	{ "retl", stage_retl, WIRE_EVENT_RETURN },
-	{ "ool", stage_ool, WIRE_EVENT_ENTRY },
+	{ "branch", stage_branch, WIRE_EVENT_BRANCH, 0 },
+	{ "retl", stage_retl, WIRE_EVENT_RETURN, 0 },
+	{ "ool", stage_ool, WIRE_EVENT_ENTRY, 0 },
 };
 const unsigned stage_nsites = sizeof stage_sites / sizeof stage_sites[0];

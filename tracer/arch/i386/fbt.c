@@ -2,7 +2,8 @@
  * fbt.c — i386 probes: decode and arm a site. The provider's other files:
  * the fire path (fire.c), check mode's records of an emulation (check.c),
  * the single-step baseline (step.c), jump-optimized probes (opt.c,
- * opt_detour.c, opt_stage.c), out-of-line sites (ool.c, ool_check.c).
+ * opt_detour.c, opt_stage.c, opt_return.c), out-of-line sites (ool.c,
+ * ool_check.c).
  *
  * Mechanisms (mechanisms.h; chosen per run, `probe mechanism`):
  *   int3  0xCC over the site's first byte; #BP arrives with EIP = site + 1.
@@ -28,8 +29,10 @@
  *         that records through the fire path's record_fire (fire.c) and
  *         runs copies of the displaced instructions; its int3 stage (while
  *         the jmp goes in or out) records there too and resumes in the
- *         detour's copy. Its return sites take the int3 and are emulated
- *         as int3's.
+ *         detour's copy. A return probe linked to its entry (`probe
+ *         ride`) rides on it: the entry trampolines the call and the
+ *         site is not written (opt_return.c); other return sites take
+ *         the int3 and are emulated as int3's.
  *   step  the lossy baseline of the seeds: an int3 that, when hit, writes
  *         the original byte back and single-steps the site (step.c). Any
  *         CPU that runs the site meanwhile runs the original and is not
@@ -46,6 +49,7 @@
 #include "mm.h"
 #include "ool.h"
 #include "opt.h"
+#include "opt_return.h"
 #include "trap.h"
 #include "tracer.h"
 #include "tracer_arch.h"
@@ -126,14 +130,26 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		const char *emulate_why = *why;
 		unsigned len = avail && code[0] != 0xcc ?
 			i386_insn_relocatable(code, avail, why) : 0;
+		unsigned copy_len = len;
+		if (len) {
+			for (unsigned i = 0; i < len; i++)
+				site->copy[i] = code[i];
+		} else if (avail && code[0] != 0xcc) {    /* call *X: rewritten */
+			unsigned n = i386_insn_length(code, avail);
+			copy_len = n ? i386_insn_indirect_call(code, avail,
+					(uint32_t)(addr + n), site->copy, why) : 0;
+			if (copy_len) {
+				len = n;
+				site->icall = 1;
+			}
+		}
 		if (!len) {
 			if (avail && code[0] == 0xcc)
 				*why = emulate_why;
 			return -1;
 		}
 		site->insn = (struct i386_site){ .kind = I386_OOL, .len = (uint8_t)len };
-		for (unsigned i = 0; i < len; i++)
-			site->copy[i] = code[i];
+		site->copy_len = (uint8_t)copy_len;
 		for (unsigned i = 0; i < sizeof site->insn.orig && i < len; i++)
 			site->insn.orig[i] = code[i];
 	}
@@ -176,6 +192,10 @@ void tarch_arm(struct probe *p)
 		opt_arm(p);
 		return;
 	}
+	if (opt_return_rides(p)) {      /* its entry's trampoline records it */
+		p->site.trapping = 0;
+		return;
+	}
 	if (p->mechanism == MECHANISM_UD) {
 		store_two(p, 0x0f, 0x0b);                     /* ud2 */
 		return;
@@ -189,6 +209,10 @@ void tarch_disarm(struct probe *p)
 		opt_disarm(p);
 		return;
 	}
+	/* A riding return probe's site may hold the fallback's int3, written
+	 * by a firing on any CPU (opt_return.c): the original goes back either
+	 * way. */
+	p->site.trapping = 0;
 	if (p->mechanism == MECHANISM_UD) {
 		store_two(p, p->site.insn.orig[0], p->site.insn.len >= 2 ?
 			  p->site.insn.orig[1] : p->site.next);
@@ -206,6 +230,7 @@ void tarch_init(void)
 {
 	i386_watch_init();      /* its #DB hook first: a stepped access may hit a watch */
 	i386_step_init();
+	opt_return_init();
 	i386_itrace_init();     /* its #DB hook after the step baseline's */
 	trap_hook_add(VEC_BP, i386_probe_trap);
 	trap_hook_add(VEC_UD, i386_probe_trap);

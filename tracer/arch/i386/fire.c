@@ -7,7 +7,10 @@
  * init (fbt.c) with the step baseline's on #DB (step.c). It finds the
  * probe by the trapped EIP, counts or records the firing, then resumes by
  * mechanism and site: the step baseline, opt's int3 stage (the detour's
- * copy), an out-of-line slot (ool.c), or the emulation. The emulating fire path records
+ * copy), an out-of-line slot (ool.c), or the emulation. An opt entry whose
+ * return probe rides on it (opt_return.c) trampolines the call wherever
+ * it fires (detour or int3 stage); the return site's fallback int3 leaves
+ * a trampolined call to the trampoline. The emulating fire path records
  * the event, then applies the displaced instruction to the trapped state
  * (emulate.c) instead of executing it: the probe stays armed and nothing
  * is ever written back. A ring-0 trap frame has no ESP slot — the
@@ -44,6 +47,7 @@
 #include "itrace.h"
 #include "ool.h"
 #include "opt.h"
+#include "opt_return.h"
 #include "registers.h"
 #include "stamp.h"
 #include "trap.h"
@@ -176,6 +180,11 @@ static void record_fire(const struct probe *p, const struct trapframe *tf)
 	tracer_fire(p, p->kind, w, n, &ctx);
 }
 
+void i386_record_fire(const struct probe *p, const struct trapframe *tf)
+{
+	record_fire(p, tf);
+}
+
 static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 {
 	panic("probe %u at 0x%x (%s): the displaced instruction would fault at "
@@ -254,10 +263,14 @@ int i386_probe_trap(struct trapframe *tf)
 	if (!p || (tf->vector == VEC_UD && p->mechanism != MECHANISM_UD))
 		return TRAP_DECLINED;   /* not a probe's trap: trap_try's, or a bug */
 	tracer_stamp(TRACER_STAMP_LOOKUP);
-	if (tracer_counts_only(p))
+	if (p->site.ride && opt_return_rides(p) && opt_return_trampolined(p, tf))
+		;               /* the fallback's int3: the trampoline records it */
+	else if (tracer_counts_only(p))
 		tracer_fire_count(p, this_cpu()->id);
 	else
 		record_fire(p, tf);
+	if (p->site.ride)       /* an entry under opt: its return rides on it */
+		opt_return_enter(p, trapframe_sp(tf));
 	tracer_stamp(TRACER_STAMP_FIRE);
 
 	if (p->mechanism == MECHANISM_STEP) {     /* the lossy baseline (step.c) */
@@ -299,7 +312,11 @@ void i386_opt_fire(struct trapframe *tf)
 	tracer_stamp(TRACER_STAMP_ENTRY);
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
 	tracer_stamp(TRACER_STAMP_LOOKUP);
-	record_fire(p, tf);
+	if (tracer_counts_only(p))      /* a riding return's entry comes here */
+		tracer_fire_count(p, this_cpu()->id);
+	else
+		record_fire(p, tf);
+	opt_return_enter(p, trapframe_sp(tf));
 	tracer_stamp(TRACER_STAMP_FIRE);
 }
 
@@ -309,5 +326,6 @@ void i386_opt_fire_checked(struct trapframe *tf)
 {
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
 	record_fire(p, tf);
+	opt_return_enter(p, trapframe_sp(tf));  /* before the state is kept */
 	opt_check_before(p, tf);
 }

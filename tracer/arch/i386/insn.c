@@ -13,7 +13,9 @@
  *   - relative jumps, jcc, loop/jcxz and calls (their target is relative
  *     to where they run), and indirect or far calls (the return address
  *     they push would be the slot's): emulate.c emulates jmp, jcc and
- *     call rel, and those never come here;
+ *     call rel, and those never come here; an indirect near call runs
+ *     out of line rewritten (i386_insn_indirect_call: push the return
+ *     address, then jmp through the same operand);
  *   - instructions that trap by design (int3, int n, into, bound, ud0/1/2,
  *     icebp): their handlers read the trapping EIP, which would be the
  *     slot's;
@@ -315,6 +317,57 @@ unsigned i386_insn_relocatable(const uint8_t *code, size_t avail, const char **w
 		return 0;
 	}
 	return s.len;
+}
+
+unsigned i386_insn_indirect_call(const uint8_t *code, size_t avail, uint32_t ret,
+				 uint8_t *out, const char **why)
+{
+	struct shape s = decode(code, avail);
+	if (!s.len || s.refused != CALL || s.map != 1 || s.op != 0xff ||
+	    ((code[s.modrm_at] >> 3) & 7) != 2)
+		return 0;               /* not one: *why left as it was */
+	unsigned at = (unsigned)s.modrm_at, k = 0;
+	for (unsigned i = 0; i + 1 < at; i++) {
+		if (code[i] == 0x66 || code[i] == 0x67) {
+			*why = "a 16-bit indirect call (66/67 prefix) pushes a 16-bit "
+			       "return address";
+			return 0;
+		}
+	}
+	uint8_t modrm = code[at];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	if (mod == 3 && rm == 4) {
+		*why = "call *%esp: out of line the push would move its target";
+		return 0;
+	}
+	out[k++] = 0x68;                                /* pushl $ret */
+	for (unsigned i = 0; i < 4; i++)
+		out[k++] = (uint8_t)(ret >> (8 * i));
+	for (unsigned i = 0; i + 1 < at; i++)           /* the prefixes */
+		out[k++] = code[i];
+	out[k++] = 0xff;
+	bool esp_based = mod != 3 && rm == 4 && (code[at + 1] & 7) == 4;
+	if (!esp_based) {                               /* the same operand */
+		out[k++] = (uint8_t)((modrm & ~0x38) | (4 << 3));   /* /4: jmp */
+		for (unsigned i = at + 1; i < s.len; i++)
+			out[k++] = code[i];
+		return k;
+	}
+	/* [esp + disp] after the push is [esp + disp + 4]. */
+	int32_t disp = mod == 0 ? 0 : mod == 1 ? (int8_t)code[at + 2] :
+		(int32_t)((uint32_t)code[at + 2] | (uint32_t)code[at + 3] << 8 |
+			  (uint32_t)code[at + 4] << 16 | (uint32_t)code[at + 5] << 24);
+	disp += 4;
+	unsigned nmod = disp >= -128 && disp <= 127 ? 1 : 2;
+	out[k++] = (uint8_t)((nmod << 6) | (4 << 3) | 4);
+	out[k++] = code[at + 1];                        /* the SIB */
+	if (nmod == 1) {
+		out[k++] = (uint8_t)disp;
+	} else {
+		for (unsigned i = 0; i < 4; i++)
+			out[k++] = (uint8_t)((uint32_t)disp >> (8 * i));
+	}
+	return k;
 }
 
 /* Check mode's refusals (i386_insn_operand), beyond the out-of-line ones. */

@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 #define I386_INSN_MAX 15       /* the architectural limit */
+/* An out-of-line copy: the instruction, or an indirect call rewritten
+ * (i386_insn_indirect_call: a push, and the jmp 3 bytes longer at most). */
+#define I386_OOL_COPY_MAX (I386_INSN_MAX + 5 + 3)
 
 /* The length of the instruction at code (at most avail bytes readable),
  * 1..15, if a copy of it runs the same anywhere; else 0 with *why set to
@@ -22,6 +25,16 @@
  * that traps by design, one whose effect depends on the instruction after
  * it, a privileged or segment-loading one, or bytes it cannot decode. */
 unsigned i386_insn_relocatable(const uint8_t *code, size_t avail, const char **why);
+
+/* An indirect near call (call *r/m32), which no copy can run as it is
+ * (it would push the slot's address): rewritten into out as `pushl $ret;
+ * jmp *r/m32`, ret being the address after the original, and an operand
+ * based on ESP read 4 bytes higher (past the word the push stored), so
+ * the rewritten pair does what the call does. The bytes written (at most
+ * I386_OOL_COPY_MAX), or 0: not an indirect near call (*why untouched),
+ * or, with *why, a 16-bit one or `call *%esp`. */
+unsigned i386_insn_indirect_call(const uint8_t *code, size_t avail, uint32_t ret,
+				 uint8_t *out, const char **why);
 
 /* Its length alone, whatever it is (0 if undecodable or cut off): what
  * the host compares with capstone, and what `insn:` boundaries use. */

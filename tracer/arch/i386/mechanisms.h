@@ -1,7 +1,8 @@
 /*
  * mechanisms.h — the i386 probe mechanisms (mechanism.h says what a row
  * is); fbt.c explains each. The host reads this table for the names, the
- * default (the first row) and which are lossy baselines.
+ * default (the first row), which are lossy baselines and which send
+ * returns through a trampoline.
  */
 #ifndef I386_MECHANISMS_H
 #define I386_MECHANISMS_H
@@ -14,7 +15,7 @@
 	X(UD,   0, "ud",   "ud2 (#UD), emulate the displaced instruction") \
 	X(STEP, MECHANISM_LOSSY, "step", \
 	  "int3, put the original back, single-step (lossy)") \
-	X(OPT,  0, "opt", \
-	  "jmp to a detour that records and runs the displaced instructions (entry sites; returns take int3)")
+	X(OPT,  MECHANISM_RETURN_TRAMPOLINE, "opt", \
+	  "jmp to a detour that records and runs the displaced instructions (entry sites; returns ride on the entry, or take int3)")
 
 #endif

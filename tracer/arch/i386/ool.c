@@ -17,7 +17,10 @@
  *
  * so the instruction runs natively on exactly the state it would have
  * met, and the jmp goes on at the next instruction — Linux's boosted
- * kprobe, without its single-step.
+ * kprobe, without its single-step. An indirect call's copy is rewritten
+ * (insn.c's i386_insn_indirect_call): `pushl $site+len; jmp *operand`,
+ * the return address the call itself would push, so the callee returns
+ * past the site and the slot's jmp back is never reached.
  *
  * Lossless as emulation is: the site keeps its trap while armed, and a
  * slot is written before its probe is armed and never while it is (one
@@ -50,7 +53,7 @@
 extern char ool_slots[], ool_slots_end[];
 
 _Static_assert(OOL_SLOTS >= TRACER_MAX_PROBES, "ool.h: a slot per probe id");
-_Static_assert(I386_INSN_MAX + 5 <= OOL_SLOT_BYTES, "ool.h: a copy and a jmp fit");
+_Static_assert(I386_OOL_COPY_MAX + 5 <= OOL_SLOT_BYTES, "ool.h: a copy and a jmp fit");
 
 uint32_t ool_slot(const struct probe *p)
 {
@@ -60,17 +63,18 @@ uint32_t ool_slot(const struct probe *p)
 void ool_prepare(const struct probe *p)
 {
 	uint8_t want[OOL_SLOT_BYTES];
-	unsigned len = p->site.insn.len;
+	unsigned len = p->site.insn.len, copy = p->site.copy_len;
 	uint32_t slot = ool_slot(p);
 
 	memset(want, 0xcc, sizeof want);
-	memcpy(want, p->site.copy, len);
+	memcpy(want, p->site.copy, copy);
 	if (p->site.checked) {
 		ool_check_slot(p, want);        /* the copy, then its int3 */
 	} else {
-		want[len] = 0xe9;                              /* jmp rel32 */
-		uint32_t rel = (uint32_t)p->addr + len - (slot + len + 5);
-		memcpy(want + len + 1, &rel, 4);
+		/* (a rewritten indirect call never gets here: its jmp leaves) */
+		want[copy] = 0xe9;                             /* jmp rel32 */
+		uint32_t rel = (uint32_t)p->addr + len - (slot + copy + 5);
+		memcpy(want + copy + 1, &rel, 4);
 	}
 	if (memcmp((const void *)slot, want, sizeof want) == 0)
 		return;

@@ -84,6 +84,11 @@ volatile unsigned ool_check_broken;
 int ool_checkable(const struct probe *p, const char **why)
 {
 	struct i386_operand o;
+	if (p->site.icall) {
+		*why = "check mode: an indirect call run out of line leaves the slot "
+		       "(push, jmp) before the trap that records the state after it";
+		return -1;
+	}
 	return i386_insn_operand(p->site.copy, p->site.insn.len, &o, why);
 }
 

@@ -29,21 +29,26 @@
  *     pushl %cs
  *     pushl $site              the frame's eip: the probed address
  *     pushl $probe             the frame's error slot: the probe
- *     call  opt_common         the frame's vector slot: the way back
- *     leal  12(%esp), %esp     drop error, eip, cs (leal: flags untouched)
+ *     pushl $0                 the frame's vector slot
+ *     pushal; pushl %ds, %es, %fs, %gs; pushl %esp
+ *     call  i386_opt_fire
+ *     addl  $20, %esp; popal
+ *     leal  16(%esp), %esp     drop vector, error, eip, cs (flags untouched)
  *     popfl
  *     jmp   copy
  *
  * A counting firing thus makes no call and leaves the slot's page only
  * to go back: under TCG a call to another page and every return are
- * block lookups. Below opt_common's pushal and segment pushes lies
- * exactly a struct trapframe (trapframe.h) of a ring-0 trap at the site:
- * the stack pointer at the site is the address just above eflags
- * (trapframe_sp), and record_fire and probe programs read it as they read
- * a trap's. The records and programs only read the frame, so opt_common
- * pops the general registers back unchanged, and the displaced
- * instructions then run natively, on exactly the state they would have
- * met at the site.
+ * block lookups; a firing that goes to C makes one call (the frame is
+ * built in the slot, not in a shared routine). Below the pushal and
+ * segment pushes lies exactly a struct trapframe (trapframe.h) of a
+ * ring-0 trap at the site: the stack pointer at the site is the address
+ * just above eflags (trapframe_sp), and record_fire and probe programs
+ * read it as they read a trap's. The records and programs only read the
+ * frame (an entry whose return rides on it writes the return address's
+ * slot, above the frame: opt_return.c), so the general registers pop back
+ * unchanged, and the displaced instructions then run natively, on
+ * exactly the state they would have met at the site.
  *
  * In check mode (opt_check.c) a slot is written with opt_common_checked
  * in the call and no counting path, the copy at OPT_COPY_OFFSET_CHECKED:
@@ -70,7 +75,7 @@
 
 	.section .text.notrace.opt, "ax"
 	.balign	4096
-	.global	opt_detours, opt_detours_end, opt_common
+	.global	opt_detours, opt_detours_end
 	.global	opt_common_checked, opt_common_after
 opt_detours:
 	.fill	OPT_SLOTS * OPT_DETOUR_BYTES, 1, 0xcc
@@ -90,9 +95,6 @@ opt_detours_end:
 	popal
 	ret
 .endm
-
-opt_common:
-	opt_call i386_opt_fire
 
 opt_common_checked:
 	opt_call i386_opt_fire_checked

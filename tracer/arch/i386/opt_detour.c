@@ -40,7 +40,7 @@ _Static_assert(offsetof(struct probe, id) == OPT_PROBE_ID &&
 _Static_assert(OPT_COPY_OFFSET_CHECKED + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
 	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
 _Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + 5 <= OPT_SLOW_OFFSET &&
-	       OPT_SLOW_OFFSET + 23 <= OPT_DETOUR_BYTES,
+	       OPT_SLOW_OFFSET + 37 <= OPT_DETOUR_BYTES,
 	       "opt.h: a plain detour (counting path, copy, jmp, way into C) fits a slot");
 
 /* Bytes at d, in order; the number written. */
@@ -79,7 +79,9 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	/* jne slow; a probe whose return rides on it always goes (jmp). */
+	c += put(c, (const uint8_t[]){ p->site.ride ? 0xeb : 0x75,
+				       (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
@@ -100,18 +102,34 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	store(c, 0xe9);                                               /* jmp site + len */
 	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
 
+	/* The way into C, the frame built here rather than in a shared
+	 * routine: under TCG a call's return is a block lookup, and a firing
+	 * that goes to C (a record, a riding return) pays one return less. */
+	static const uint8_t frame[] = {
+		0x6a, 0x00,                                   /* pushl $0: vector */
+		0x60, 0x1e, 0x06, 0x0f, 0xa0, 0x0f, 0xa8,     /* pushal; ds es fs gs */
+		0x54,                                         /* pushl %esp */
+	};
+	static const uint8_t unframe[] = {
+		0x83, 0xc4, 0x14, 0x61,                       /* addl $20,%esp; popal */
+		0x8d, 0x64, 0x24, 0x10, 0x9d,                 /* leal 16(%esp),%esp; popfl */
+	};
 	c = d + OPT_SLOW_OFFSET;
 	store(c, 0x0e);                                               /* pushl %cs */
 	store(c + 1, 0x68);                                           /* pushl $site */
 	store32(c + 2, (uint32_t)p->addr);
 	store(c + 6, 0x68);                                           /* pushl $probe */
 	store32(c + 7, (uint32_t)probe);
-	store(c + 11, 0xe8);                                          /* call opt_common */
-	store32(c + 12, (uint32_t)((uintptr_t)opt_common - (c + 16)));
-	c += 16;
-	c += put(c, (const uint8_t[]){ 0x8d, 0x64, 0x24, 0x0c, 0x9d }, 5);  /* leal 12(%esp),%esp; popfl */
+	c += 11;
+	c += put(c, frame, sizeof frame);
+	store(c, 0xe8);                                               /* call i386_opt_fire */
+	store32(c + 1, (uint32_t)((uintptr_t)i386_opt_fire - (c + 5)));
+	c += 5;
+	c += put(c, unframe, sizeof unframe);
 	store(c, 0xeb);                                               /* jmp copy */
 	store(c + 1, (uint8_t)(d + OPT_COPY_OFFSET - (c + 2)));
+	if (c + 2 > d + OPT_DETOUR_BYTES)
+		panic("opt: a plain detour's way into C overruns its slot");
 }
 
 /* Check mode's detour (opt_detour.S): no counting path; a second call
@@ -154,4 +172,5 @@ void opt_write_slot(unsigned i, const struct probe *p)
 	else
 		write_plain(d, s, p);
 	s->checked = checked;
+	s->rides = p->site.ride != 0;
 }

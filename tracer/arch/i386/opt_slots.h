@@ -16,7 +16,7 @@
 #include "opt.h"
 #include "tracer.h"
 
-extern char opt_detours[], opt_detours_end[], opt_common[];
+extern char opt_detours[], opt_detours_end[];
 extern char opt_common_checked[], opt_common_after[];
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
@@ -35,6 +35,9 @@ struct opt_slot {
 	uint8_t   stage;           /* enum opt_stage */
 	bool      want;            /* armed: the jmp is wanted, else the original */
 	bool      checked;         /* written as check mode's detour */
+	bool      rides;           /* ... for a probe with a riding return probe
+				    * (no counting path: the entry must reach C
+				    * to trampoline the call, opt_return.c) */
 	bool      todo, held;      /* in this stage's scan: to change, and held */
 	unsigned  held_tid;        /* held: by which thread, which word, why */
 	uint32_t  held_word;
@@ -69,7 +72,8 @@ static inline bool written(const struct opt_slot *s)
  * rewrites it. */
 static inline bool current(const struct opt_slot *s)
 {
-	return written(s) && s->checked == tracer_check_mode;
+	return written(s) && s->checked == tracer_check_mode &&
+	       s->rides == (s->probe->site.ride != 0);
 }
 
 /* Code goes in through the text alias (tracer.h): one byte, a word. */

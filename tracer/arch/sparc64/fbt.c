@@ -205,6 +205,18 @@ void tarch_stage(void)
 {
 }
 
+/* No mechanism of sparc64's has a return trampoline (mechanism.h). */
+int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why)
+{
+	*why = "sparc64 has no return trampoline";
+	return -1;
+}
+
+void tarch_ride_stats(unsigned long n[TARCH_RIDE_STATS])
+{
+	(void)n;
+}
+
 void tarch_init(void)
 {
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);

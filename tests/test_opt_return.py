@@ -1,0 +1,131 @@
+"""Returns with no trap under i386's `opt` (tracer/arch/i386/opt_return.c):
+each return probe rides on its function's entry probe, whose firing puts
+the return trampoline in the return address's slot and keeps the real
+address on the thread's shadow stack.
+
+Theory of operation: tests/workloads/retaddr.c reads its own return
+addresses (__builtin_return_address and __builtin_frame_address up to three
+levels) through retaddr.h's return_address_real and hashes them; the hash
+must be the same probed and unprobed, while the raw words (raw=1) differ
+when probed: the trampoline is there, and only a reader that maps it back
+sees the real addresses. `probe ride` alone gives the guest's counts of
+trampolined calls, fallbacks to the return site's int3 (a full shadow
+stack) and abandoned frames. Threads that exit with calls open must leave
+their shadow stacks to the threads after them."""
+
+import re
+
+import pytest
+
+from bench import arches
+from bench.guest import build
+from bench.guest.qemu import Guest
+from bench.trace import stress
+from bench.trace.session import open_session
+from bench.trace.verify import verify
+
+WORKLOAD = "tests/workloads/retaddr.c"
+SPEC = "fbt:ra_*:entry,fbt:ra_*:return"
+DEPTH = 64                      # OPT_RETURN_DEPTH (opt_return.h)
+
+
+@pytest.fixture(scope="module")
+def i386(built):
+    built("i386")
+    return arches.get("i386")
+
+
+@pytest.fixture(scope="module")
+def image(i386):
+    return build.user_image(i386, WORKLOAD)
+
+
+def _value(reply) -> int:
+    assert reply.ok, reply.message
+    return int(reply.message.split("= ")[1].split()[0])
+
+
+def _stats(s) -> dict:
+    msg = s.must("probe ride").message
+    return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", msg)}
+
+
+def _traced(i386, image, runs, mechanism="opt"):
+    """Each run line traced under SPEC; then the same lines unprobed in the
+    same boot. Returns (probed replies, unprobed replies, stats, report)."""
+    with Guest(i386, label="opt-return", image=image) as g:
+        s = open_session(g)
+        s.setup(SPEC, mechanism)
+        s.enable(True, strict=True)
+        probed = [s.must(f"run {r}") for r in runs]
+        stats = _stats(s)
+        s.enable(False)
+        cap = s.finish()
+        unprobed = [g.command(f"run {r}") for r in runs]
+        g.exit(0)
+    return probed, unprobed, stats, verify(cap, s.probes, g.link_errors)
+
+
+def test_the_return_trampoline_is_invisible(i386, image):
+    runs = ["retaddr depth=3", "retaddr depth=3 raw=1"]
+    (real, raw), (real0, raw0), stats, rep = _traced(i386, image, runs)
+    assert "(WRONG)" not in real.message
+    assert _value(real) == _value(real0), (real.message, real0.message)
+    # The words as read are the trampoline's: a reader that does not map
+    # them would see other addresses (this is what the mapping hides).
+    assert _value(raw) != _value(raw0) and _value(raw0) == _value(real0)
+    calls = sum(rep.entries.values())
+    assert stats["trampolined"] == calls > 0 and stats["fallbacks"] == 0, stats
+    assert sum(rep.returns.values()) == calls == rep.nesting_checked, rep
+    assert rep.ok, rep.problems
+
+
+def test_other_mechanisms_have_no_rides(i386, image):
+    probed, _, stats, rep = _traced(i386, image, ["retaddr depth=3"], "int3")
+    assert stats["trampolined"] == 0 and rep.ok, rep.problems
+
+
+def test_a_full_shadow_stack_falls_back_to_the_return_sites_int3(i386, image):
+    # ra_top, depth + 1 ra_mid and ra_leaf open at once: past DEPTH.
+    runs = [f"retaddr depth={DEPTH + 10}"]
+    (real,), (real0,), stats, rep = _traced(i386, image, runs)
+    assert _value(real) == _value(real0)
+    assert stats["fallbacks"] > 0 and stats["trampolined"] > 0, stats
+    assert rep.ok, rep.problems
+    assert rep.entries == rep.returns and rep.nesting_checked == sum(rep.entries.values())
+
+
+def test_threads_that_exit_with_calls_open_leave_their_shadow_stacks(i386, image):
+    # More threads than there are shadow stacks (OPT_RETURN_STACKS, 64),
+    # each gone with 4 calls open: a stack not taken back would make the
+    # later ones fall back.
+    with Guest(i386, label="opt-return-exit", image=image) as g:
+        s = open_session(g)
+        s.setup("fbt:ra_gone:entry,fbt:ra_gone:return," + SPEC, "opt", strict=False)
+        s.enable(True, strict=True)
+        assert _value(s.must("run retaddr depth=3 exiters=100")) == 100
+        after = s.must("run retaddr depth=3")
+        stats = _stats(s)
+        s.enable(False)
+        s.finish()
+        before = g.command("run retaddr depth=3")
+        g.exit(0)
+    assert stats["trampolined"] >= 400 and stats["fallbacks"] == 0, stats
+    assert _value(after) == _value(before)
+
+
+@pytest.mark.parametrize("kind", ["lossless", "toggle"])
+def test_lossless_and_toggled_with_returns_riding(i386, kind):
+    if kind == "lossless":
+        res = stress.lossless(i386, "opt", smp=2, threads=4, iters=150,
+                              on_line=lambda l: None)
+        rep = res.report
+        assert res.result_ok and res.missed == 0 and rep.dropped == 0, rep.problems
+        assert rep.ok and rep.nesting_checked > 0, rep.problems
+        for f in ("ct_root", "ct_rec", "ct_add", "ct_mul"):
+            assert rep.entries[f] == rep.returns[f] == rep.expected[f] > 0
+    else:
+        res = stress.toggle_stress(i386, "opt", smp=2, threads=4, iters=50000,
+                                   toggles=40, on_line=lambda l: None)
+        assert res.result_ok and res.report.dropped == 0
+        assert res.nesting_checked > 0 and not res.nesting_errors, res.nesting_errors[:3]
