@@ -71,6 +71,10 @@ class Arch:
     return_registers: int = 1
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
+    # What a call stack's frame (`stack`, bench/trace/stacks.py) is: "after"
+    # the call instruction (a return address, i386) or "at" it (the
+    # address a SPARC call leaves in %o7).
+    frame_address: str = "after"
     # Where fbt and branch probes go (bench/trace/rules.py).
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
@@ -254,6 +258,7 @@ ARCHES: dict[str, Arch] = {
         arg_registers=6,                 # %o0..%o5
         arg_location=_sparc64_arg_location,
         word_bytes=8,
+        frame_address="at",
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",

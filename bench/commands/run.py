@@ -22,7 +22,7 @@ from ..errors import EXIT_FAILED, EXIT_OK
 from ..guest.backend import open_guest
 from ..paths import PROGRAMS
 from ..program import aggregate, templates
-from ..trace import avoid, execcount, sites, verify
+from ..trace import avoid, execcount, sites, stacks, verify
 from ..trace.format import format_trace, nesting_error_lines, summary_lines
 from ..trace.session import open_session
 from . import watch as watch_cmd
@@ -127,8 +127,10 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
     if cap.aggs:
         names = {p.id: p.function if p.kind == "entry" else f"{p.function}:{p.kind}"
                  for p in s.probes}
-        for ln in aggregate.lines(aggregate.merge(cap.aggs), s.programs, names,
-                                  arch.word_bytes):
+        entries = aggregate.resolve(cap.aggs, s.programs, cap.stacks)
+        for ln in aggregate.lines(aggregate.merge(entries), s.programs, names,
+                                  arch.word_bytes, sym=stacks.Symbolizer(s.image),
+                                  stacks_dropped=sum(cap.stack_dropped.values())):
             print(ln)
     write_exports(args, cap, s.probes, s.image, g.hello,
                   {"mechanism": args.mechanism, "workload": line, "smp": args.smp})

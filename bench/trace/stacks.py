@@ -1,0 +1,113 @@
+"""Call stacks, host side: the PCs a `stack` key stands for, as people read them.
+
+The guest walks a firing's stack and keeps each distinct one in a per-CPU
+table (tracer/core/stacks.c); STACKS frames bring the tables home
+(Capture.stacks: id -> PCs, innermost first). Here each frame becomes
+`kernel\u0060function+0xoff` as DTrace prints it, with its source line from
+DWARF where the ELF has one (`file.c:42`; for a return address the line
+of the call before it), and a stack is printed as DTrace prints a stack
+key: one frame per line, innermost first. `check_frames` is the ground
+truth every stack can be held to: each frame must be a call site of the
+ELF — just after a call instruction (a return address) or at one (SPARC's
+%o7), as the arch says (arches.Arch.frame_address).
+"""
+
+from __future__ import annotations
+
+import bisect
+from functools import lru_cache
+
+from elftools.elf.elffile import ELFFile
+
+NO_ROOM = "(a stack that found no room in its CPU's table)"
+
+
+@lru_cache(maxsize=4)
+def _line_table(path: str) -> tuple[list[int], list[str]]:
+    """Every DWARF line-table row of the ELF: sorted addresses and their
+    `file:line`."""
+    rows: dict[int, str] = {}
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        if not elf.has_dwarf_info():
+            return [], []
+        dwarf = elf.get_dwarf_info()
+        for cu in dwarf.iter_CUs():
+            lp = dwarf.line_program_for_CU(cu)
+            if lp is None:
+                continue
+            files = lp["file_entry"]
+            base = 1 if lp.header["version"] < 5 else 0
+            for e in lp.get_entries():
+                st = e.state
+                if st is None or st.end_sequence:
+                    continue
+                i = st.file - base
+                name = files[i].name.decode() if 0 <= i < len(files) else "?"
+                rows[st.address] = f"{name}:{st.line}"
+    addrs = sorted(rows)
+    return addrs, [rows[a] for a in addrs]
+
+
+class Symbolizer:
+    """PCs of one guest image as `kernel\u0060function+0xoff [file:line]`."""
+
+    def __init__(self, image):
+        self.image = image
+        self.after = image.arch.frame_address == "after"
+
+    def function(self, pc: int):
+        return self.image.function_at(pc)
+
+    def name(self, pc: int) -> str:
+        f = self.function(pc)
+        if f is None:
+            return f"{pc:#x}"
+        off = pc - f.addr
+        return f"kernel`{f.name}" + (f"+{off:#x}" if off else "")
+
+    def line(self, pc: int) -> str:
+        addrs, lines = _line_table(str(self.image.path))
+        at = pc - 1 if self.after else pc          # the call, not what follows
+        i = bisect.bisect_right(addrs, at) - 1
+        return lines[i] if i >= 0 else ""
+
+    def frame(self, pc: int, with_line: bool = True) -> str:
+        where = self.line(pc) if with_line else ""
+        return self.name(pc) + (f" [{where}]" if where else "")
+
+
+def stack_lines(pcs, sym: Symbolizer | None, indent: str = "    ") -> list[str]:
+    """A stack as DTrace prints a stack key: a frame per line, innermost first."""
+    if pcs is None:
+        return [indent + NO_ROOM]
+    return [indent + (sym.frame(pc) if sym else f"{pc:#x}") for pc in pcs]
+
+
+def folded_names(pcs, sym: Symbolizer | None) -> list[str]:
+    """A stack's function names, outermost first (FlameGraph's order)."""
+    out = []
+    for pc in reversed(pcs or ()):
+        f = sym.function(pc) if sym else None
+        out.append(f.name if f else f"{pc:#x}")
+    return out
+
+
+def check_frames(pcs, image) -> list[str]:
+    """What is wrong with a stack's frames: each must be a call site of the
+    ELF (see the top). Empty if every frame is."""
+    after = image.arch.frame_address == "after"
+    bad = []
+    for pc in pcs:
+        f = image.function_at(pc - 1 if after else pc)
+        ok = False
+        if f is not None:
+            for ins in f.insns:
+                end = ins.addr + len(ins.raw)
+                if (end == pc if after else ins.addr == pc):
+                    ok = ins.mnemonic.startswith("call")
+                    break
+        if not ok:
+            bad.append(f"{pc:#x} ({Symbolizer(image).name(pc)}) is not "
+                       + ("just after a call" if after else "a call"))
+    return bad
