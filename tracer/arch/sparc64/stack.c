@@ -12,7 +12,7 @@
  * `retl` — the caller is %o7, still live in a register (a leaf); past a
  * `save` it is the trapped window's %i7 (a non-leaf). From there the walk
  * follows %i6 from save area to save area, each inside the thread's
- * stack and above the last. The trapped window's save area is the one
+ * stack and above the last, to a new thread's zeroed first frame. The trapped window's save area is the one
  * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
  * never in a stack. Each address goes through tracer_real_return.
  */
@@ -62,6 +62,16 @@ static bool add(struct walk *w, uintptr_t pc)
 	return true;
 }
 
+/* Whether the window at fp is a new thread's zeroed first frame
+ * (arch_context_init): the %i7 that points at it is no caller's call but
+ * the address that makes `ret` land on the thread's entry. */
+static bool bottom(const struct walk *w, uintptr_t fp)
+{
+	uintptr_t i6, i7;
+	return stack_word(w, fp + STACK_BIAS + SAVE_I6, &i6) &&
+	       stack_word(w, fp + STACK_BIAS + SAVE_I7, &i7) && !i6 && !i7;
+}
+
 /* Whether p's code runs in its caller's window (see the top). */
 static bool leaf_site(const struct probe *p)
 {
@@ -85,13 +95,14 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 	flushw();
 	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
 		return w.n;
-	if (!add(&w, ins[15]))                                  /* %i7 */
+	if (bottom(&w, ins[14]) || !add(&w, ins[15]))          /* %i7 */
 		return w.n;
 	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
 	while (fp > last) {
 		uintptr_t area = fp + STACK_BIAS, next;
 		if (!stack_word(&w, area + SAVE_I7, &ret) ||
-		    !stack_word(&w, area + SAVE_I6, &next) || !add(&w, ret))
+		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next) ||
+		    !add(&w, ret))
 			break;
 		last = fp;
 		fp = next;
