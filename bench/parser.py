@@ -127,6 +127,12 @@ def _run(s) -> None:
                    "into DIR (babeltrace2 DIR reads it)")
     s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "
                    "into DIR/timeline-cpuN.png")
+    s.add_argument("--chrome", metavar="FILE", help="also write the calls as Chrome "
+                   "trace-event JSON (Perfetto, speedscope)")
+    s.add_argument("--folded", metavar="FILE", help="also write the stack "
+                   "aggregations as folded stacks (root;...;leaf COUNT)")
+    s.add_argument("--flamegraph", metavar="FILE", help="also draw the stack "
+                   "aggregations as a flame graph SVG")
     s.add_argument("--exec-count", action="store_true", dest="exec_count",
                    help="hold every insn probe's firings against how often QEMU "
                    "ran the instruction in an unprobed twin (bench/trace/execcount.py)")

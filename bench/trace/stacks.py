@@ -15,7 +15,7 @@ ELF — just after a call instruction (a return address) or at one (SPARC's
 from __future__ import annotations
 
 import bisect
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from elftools.elf.elffile import ELFFile
 
@@ -59,12 +59,30 @@ class Symbolizer:
     def function(self, pc: int):
         return self.image.function_at(pc)
 
-    def name(self, pc: int) -> str:
+    @cached_property
+    def _symbols(self) -> tuple[list[int], list[str]]:
+        pairs = sorted((a, n) for n, a in self.image.symbols.items()
+                       if a and not n.startswith("."))
+        return [a for a, _ in pairs], [n for _, n in pairs]
+
+    def nearest(self, pc: int) -> tuple[str, int] | None:
+        """The function holding pc, else the nearest symbol below it (code
+        outside .text: the boot path's, an assembly label's)."""
         f = self.function(pc)
-        if f is None:
+        if f is not None:
+            return f.name, pc - f.addr
+        addrs, names = self._symbols
+        i = bisect.bisect_right(addrs, pc) - 1
+        if i < 0 or pc - addrs[i] > 0x10000:
+            return None
+        return names[i], pc - addrs[i]
+
+    def name(self, pc: int) -> str:
+        near = self.nearest(pc)
+        if near is None:
             return f"{pc:#x}"
-        off = pc - f.addr
-        return f"kernel`{f.name}" + (f"+{off:#x}" if off else "")
+        name, off = near
+        return f"kernel`{name}" + (f"+{off:#x}" if off else "")
 
     def line(self, pc: int) -> str:
         addrs, lines = _line_table(str(self.image.path))
@@ -88,8 +106,8 @@ def folded_names(pcs, sym: Symbolizer | None) -> list[str]:
     """A stack's function names, outermost first (FlameGraph's order)."""
     out = []
     for pc in reversed(pcs or ()):
-        f = sym.function(pc) if sym else None
-        out.append(f.name if f else f"{pc:#x}")
+        near = sym.nearest(pc) if sym else None
+        out.append(near[0] if near else f"{pc:#x}")
     return out
 
 
