@@ -100,6 +100,36 @@ def test_each_path_has_exactly_its_calls_and_every_frame_is_a_call_site(
                for pcs in rows)
 
 
+def test_a_stack_from_an_interrupt_hops_to_the_code_it_stopped(arch, built):
+    """sched_tick's entry, in the timer interrupt at 2 kHz during calltree:
+    the walk goes from the interrupt's frames through the trap to the
+    interrupted PC and on through its callers, every frame a call site but
+    the interrupted PC; some of them reach ct_thread."""
+    built(arch)
+    a = arches.get(arch)
+    prog = asm.assemble((PROGRAMS / "stack.rpn").read_text(), arch, "stack.rpn")
+    with Guest(a, label=f"stacks-irq-{arch}") as g:
+        s = open_session(g)
+        s.setup("fbt:sched_tick:entry", a.default_mechanism, buffer_bytes=1 << 20,
+                program=prog)
+        assert g.command("timer 2000").ok
+        s.enable(True)
+        assert s.cmd("run calltree threads=2 iters=2000 depth=2 ref=0").ok
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    walked = list(cap.stacks.values())
+    assert len(walked) > 5
+    bad = [b for pcs in walked for b in stacks.check_frames(pcs, s.image)]
+    assert not bad, bad[:5]
+    sym = stacks.Symbolizer(s.image)
+    hopped = [pcs for pcs in walked if stacks.interrupted(pcs, s.image)]
+    assert len(hopped) == len(walked), "every tick's stack hops to what it stopped"
+    through = [pcs for pcs in hopped
+               if any(sym.nearest(pc)[0] == "ct_thread" for pc in pcs if sym.nearest(pc))]
+    assert through, "no tick interrupted calltree"
+
+
 def test_a_walker_that_skips_a_frame_or_is_off_by_a_byte_is_caught(arch, runs):
     rows, cap, image = runs(arch, lossless(arch)[0])
     sym = stacks.Symbolizer(image)

@@ -9,7 +9,9 @@ of the call before it), and a stack is printed as DTrace prints a stack
 key: one frame per line, innermost first. `check_frames` is the ground
 truth every stack can be held to: each frame must be a call site of the
 ELF — just after a call instruction (a return address) or at one (SPARC's
-%o7), as the arch says (arches.Arch.frame_address).
+%o7), as the arch says (arches.Arch.frame_address) — but for the PC an
+interrupt stopped, which follows the interrupt's trap_dispatch frame (and
+the boot path's frames outside .text, which the host does not hold).
 """
 
 from __future__ import annotations
@@ -111,15 +113,36 @@ def folded_names(pcs, sym: Symbolizer | None) -> list[str]:
     return out
 
 
+def interrupted(pcs, image) -> list[int]:
+    """Indexes of the frames that are an interrupted PC: each right after
+    the frame of the arch's interrupt_frame (trap_dispatch), from which the
+    guest's walk hopped to the code the interrupt stopped."""
+    hop = image.functions.get(image.arch.interrupt_frame)
+    if hop is None:
+        return []
+    return [i + 1 for i, pc in enumerate(pcs[:-1])
+            if hop.addr <= pc < hop.addr + hop.size]
+
+
 def check_frames(pcs, image) -> list[str]:
     """What is wrong with a stack's frames: each must be a call site of the
-    ELF (see the top). Empty if every frame is."""
+    ELF (see the top), but for an interrupted PC, which must lie in a
+    function. Empty if every frame is right."""
     after = image.arch.frame_address == "after"
+    stopped = set(interrupted(pcs, image))
     bad = []
-    for pc in pcs:
+    for i, pc in enumerate(pcs):
+        if i in stopped:
+            if image.function_at(pc) is None and Symbolizer(image).nearest(pc) is None:
+                bad.append(f"{pc:#x}: an interrupted PC in no function")
+            continue
+        if not image.text_addr <= pc < image.text_addr + len(image.text):
+            continue          # the boot path's code, outside .text
         f = image.function_at(pc - 1 if after else pc)
         ok = False
-        if f is not None:
+        if f is None and image.arch.call_site:       # an assembly label's code
+            ok = image.arch.call_site(image.code(pc - 8 if after else pc, 8))
+        elif f is not None:
             for ins in f.insns:
                 end = ins.addr + len(ins.raw)
                 if (end == pc if after else ins.addr == pc):

@@ -12,7 +12,11 @@
  * `retl` — the caller is %o7, still live in a register (a leaf); past a
  * `save` it is the trapped window's %i7 (a non-leaf). From there the walk
  * follows %i6 from save area to save area, each inside the thread's
- * stack and above the last, to a new thread's zeroed first frame. The trapped window's save area is the one
+ * stack and above the last, to a new thread's zeroed first frame. A
+ * window entered from trap_entry's call of trap_dispatch is an interrupt's:
+ * the walk hops to the interrupted code, its PC from the trap frame (in
+ * the trap window's %l7), then its callers from its %sp on (its %o7 may
+ * be a leaf's caller or a stale call: left out, as a non-leaf). The trapped window's save area is the one
  * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
  * never in a stack. Each address goes through tracer_real_return.
  */
@@ -27,8 +31,11 @@
 #include "thread.h"
 #include "tracer.h"
 
-#define SAVE_I6 (8 * 14)        /* offsets in a window's save area */
+#define SAVE_L7 (8 * 7)         /* offsets in a window's save area */
+#define SAVE_I6 (8 * 14)
 #define SAVE_I7 (8 * 15)
+
+extern const char trap_dispatch_called[];
 
 struct walk {
 	uintptr_t lo, hi;
@@ -101,8 +108,22 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 	while (fp > last) {
 		uintptr_t area = fp + STACK_BIAS, next;
 		if (!stack_word(&w, area + SAVE_I7, &ret) ||
-		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next) ||
-		    !add(&w, ret))
+		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next))
+			break;
+		if (ret == (uintptr_t)trap_dispatch_called) {
+			/* the trap's window below holds the frame in %l7; the
+			 * interrupted code's %o7 is not known to be a caller */
+			uintptr_t frame;
+			if (!stack_word(&w, next + STACK_BIAS + SAVE_L7, &frame))
+				break;
+			const struct trapframe *tf = (const struct trapframe *)frame;
+			if (!add(&w, tf->tpc))
+				break;
+			last = next;
+			fp = tf->o[6];
+			continue;
+		}
+		if (!add(&w, ret))
 			break;
 		last = fp;
 		fp = next;
