@@ -219,6 +219,8 @@ def _export(s) -> None:
     s.add_argument("log", metavar="LOG", help="build/logs/NAME.log or .serial")
     s.add_argument("--ctf", metavar="DIR", help="write a CTF 1.8 trace into DIR")
     s.add_argument("--plot", metavar="DIR", help="draw timeline-cpuN.png into DIR")
+    s.add_argument("--chrome", metavar="FILE", help="write the calls as Chrome "
+                   "trace-event JSON")
     s.add_argument("--limit", type=int, default=0, help="also print this many "
                    "lines of the text trace")
 

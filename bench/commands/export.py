@@ -34,8 +34,8 @@ def write_exports(args, cap, probes, image, hello, environment) -> None:
 
 def cmd_export(args) -> int:
     run = logs.load(args.log)
-    if not (args.ctf or args.plot or args.limit):
-        raise UsageError("export what? --ctf DIR, --plot DIR or --limit N")
+    if not (args.ctf or args.plot or args.chrome or args.limit):
+        raise UsageError("export what? --ctf DIR, --plot DIR, --chrome FILE or --limit N")
     print(f"export {run.name}: {run.hello['arch_name']}, {len(run.probes)} probes, "
           f"{len(run.capture.events)} records, {len(run.capture.checks)} CHECK records"
           + (f", {len(run.link_errors)} link errors" if run.link_errors else ""))

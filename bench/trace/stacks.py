@@ -22,6 +22,9 @@ from functools import cached_property, lru_cache
 from elftools.elf.elffile import ELFFile
 
 NO_ROOM = "(a stack that found no room in its CPU's table)"
+# The guest keeps a walk that found no frame as the one frame 0.
+NO_FRAMES = (0,)
+NO_FRAMES_TEXT = "(no frames walked)"
 
 
 @lru_cache(maxsize=4)
@@ -101,11 +104,15 @@ def stack_lines(pcs, sym: Symbolizer | None, indent: str = "    ") -> list[str]:
     """A stack as DTrace prints a stack key: a frame per line, innermost first."""
     if pcs is None:
         return [indent + NO_ROOM]
+    if tuple(pcs) == NO_FRAMES:
+        return [indent + NO_FRAMES_TEXT]
     return [indent + (sym.frame(pc) if sym else f"{pc:#x}") for pc in pcs]
 
 
 def folded_names(pcs, sym: Symbolizer | None) -> list[str]:
     """A stack's function names, outermost first (FlameGraph's order)."""
+    if tuple(pcs or ()) == NO_FRAMES:
+        return [NO_FRAMES_TEXT]
     out = []
     for pc in reversed(pcs or ()):
         near = sym.nearest(pc) if sym else None
