@@ -172,7 +172,8 @@ struct wire_result {
 	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS") \
 	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)") \
 	X(SWITCH, 10, "a CPU switched threads (switch_hook.h): WIRE_SWITCH_WORDS") \
-	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS")
+	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS") \
+	X(SAMPLE, 12, "a sampling probe (profile-HZ, tick-HZ: tracer/core/sample.c)")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };

@@ -156,7 +156,14 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 		w.hi = this_cpu()->boot_stack_hi;
 	}
 	uint8_t code[2];
-	site_code(p, code);
+	if (p->kind == WIRE_EVENT_SAMPLE) {        /* the interrupted PC first */
+		unsigned long v;
+		if (!add(&w, ctx->tf->eip) || !tracer_read(ctx->tf->eip, 2, &v))
+			return w.n;
+		code[0] = (uint8_t)v, code[1] = (uint8_t)(v >> 8);
+	} else {
+		site_code(p, code);
+	}
 	walk_from(&w, code, trapframe_sp(ctx->tf), ctx->tf->ebp,
 		  p->kind == WIRE_EVENT_ENTRY);
 	return w.n;

@@ -100,6 +100,8 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 	if (!ins)
 		return 0;
 	flushw();
+	if (p->kind == WIRE_EVENT_SAMPLE && !add(&w, ctx->tf->tpc))
+		return w.n;                          /* the interrupted PC first */
 	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
 		return w.n;
 	if (bottom(&w, ins[14]) || !add(&w, ins[15]))          /* %i7 */
