@@ -27,6 +27,7 @@ from .fbt import hooked, hooked_smp, probed, probed_smp
 from .firepath import firepath
 from .interrupts import avoid
 from .kernel import kernel
+from .profile import profile
 from .scaling import scaling
 from .stackwalk import stackwalk
 from .watch import watchcost
@@ -76,7 +77,8 @@ PLAN = (
     # experiments with the bare trap; a watch firing against experiment
     # 3's null probe; the drain over the 16550 and, in the same boot, over
     # virtio, with experiment 5 alone over each; fib and calltree untraced
-    # and under every mechanism; the stack walk's cost per frame; at its end, where TLB misses are software
+    # and under every mechanism; the stack walk's cost per frame and
+    # profile-997's overhead; at its end, where TLB misses are software
     # traps (sun4u), seed 003's interrupt-avoidance methods.
     Boot("A", (
         # A 1 ms tick: the flushes that end experiment 5 and the drain poll
@@ -99,6 +101,7 @@ PLAN = (
         commands("channel {channel}", "timer 100"),
         Experiment("fbt", probed),
         Experiment("stackwalk", stackwalk),
+        Experiment("profile", profile),
         Experiment("avoid", avoid),
     )),
     # The same workloads built with -finstrument-functions, hooks off/on.

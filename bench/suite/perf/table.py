@@ -12,6 +12,7 @@ target was missed, for results.json.
 from __future__ import annotations
 
 from .core import TARGETS, Bench
+from .profile import rows as profile_rows
 from .stackwalk import rows as stackwalk_rows
 from .wholekernel import rows as wholekernel_rows
 
@@ -195,7 +196,8 @@ def sustained_rows(b: Bench) -> list:
 
 
 # The table's sections, in order: a new experiment's rows go here.
-SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, stackwalk_rows, kernel_rows,
+SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, stackwalk_rows, profile_rows,
+            kernel_rows,
             wholekernel_rows, fbt_rows,
             scaling_rows, channel_rows, avoid_rows, sustained_rows)
 
