@@ -134,3 +134,15 @@ def test_tick_samples_one_cpu_and_bad_requests_are_refused(built):
         assert "already" in g.command(f"profile {HZ} all 0").message
         assert g.command("profile off").ok
         g.exit(0)
+
+
+def test_the_spec_names_sampling_probes_as_dtrace_does():
+    from bench.trace import sites
+    assert sites.split_samplers("profile-997") == ("", [("all", 997)])
+    assert sites.split_samplers("fbt:ct_add:entry, tick-100") == \
+        ("fbt:ct_add:entry", [("one", 100)])
+    assert sites.split_samplers("profile:::profile-4999")[1] == [("all", 4999)]
+    assert sites.parse_spec("profile-997") == []
+    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97"):
+        with pytest.raises(sites.SpecError):
+            sites.parse_spec(bad)

@@ -136,6 +136,8 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
                                   stacks_dropped=sum(cap.stack_dropped.values())):
             print(ln)
         _write_flames(args, tables, s.programs, sym, names, line)
+    if s.sample_report:
+        print(s.sample_report.replace("profile off:", "samples:", 1))
     write_exports(args, cap, s.probes, s.image, g.hello,
                   {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in t.reply.results:

@@ -166,7 +166,7 @@ def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
             label = "  ".join(format_key(k, keyinfo[i] if i < len(keyinfo) else "value",
                                          probe_names, word_bytes, sym)
                               for i, k in enumerate(r.keys)) or "(all)"
-            if "\n" in label:                  # a stack: DTrace's layout
+            if "stack" in keyinfo:              # a stack: DTrace's layout
                 out += label.split("\n")
                 if t.kind != "quantize":
                     v = r.value(t.kind)
