@@ -19,6 +19,10 @@
 #                                trace a workload (yours, or fib) and check it;
 #                                a probe program (bench/programs/); also as CTF
 #                                (babeltrace2), timelines in build/timeline/
+#   make trace ARCH=a SCRIPT=f.d | CLAUSES='...' [WORKLOAD=file.c] [RUN='name k=v']
+#            [MECHANISM=m] [JSON=file]
+#                                ask the kernel in D (bench/scripts/), compiled to
+#                                probe programs; DTrace's output (docs/language.md)
 #   make lossless ARCH=a [SMP=4] [MECHANISM=m,...]  (default: every mechanism)
 #                                10^6 firings on 8 threads: missed, dropped
 #   make toggle ARCH=a [SMP=4]   arm/disarm 1000 times while 8 threads run
@@ -47,7 +51,7 @@ MECHANISM ?= $(MODE)
 MECH_OPT = $(if $(MECHANISM),--mechanism $(MECHANISM))
 NEED_ARCH = $(or $(ARCH),$(error $@ needs ARCH=i386 or ARCH=sparc64))
 
-.PHONY: help deps check lint selftest boot-time bench run lossless toggle image clean matrix
+.PHONY: help deps check lint selftest boot-time bench run trace lossless toggle image clean matrix
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -76,6 +80,12 @@ run:
 		$(if $(RUN),--run '$(RUN)') $(if $(CTF),--ctf $(CTF)) \
 		$(if $(PROGRAM),--program $(PROGRAM)) $(if $(TEMPLATES),--templates $(TEMPLATES)) \
 		$(if $(PLOT),--plot $(if $(filter 1,$(PLOT)),build/timeline,$(PLOT)))
+
+trace:
+	$(BENCH) trace --arch $(NEED_ARCH) --smp $(SMP) \
+		$(if $(SCRIPT),-s $(SCRIPT)) $(if $(CLAUSES),-n '$(CLAUSES)') \
+		$(if $(WORKLOAD),--workload $(WORKLOAD)) $(MECH_OPT) \
+		$(if $(RUN),--run '$(RUN)') $(if $(JSON),--json $(JSON))
 
 lossless:
 	$(BENCH) lossless --arch $(NEED_ARCH) $(if $(filter-out 1,$(SMP)),--smp $(SMP)) \

@@ -12,6 +12,7 @@ even lazily (tests/test_imports.py walks them):
   trace/          ELF → probe sites → a traced run → records → verdicts
   check/          check mode: each emulation re-run in unicorn
   program/        probe programs: assembler, templates, aggregations
+  lang/           D scripts compiled to probe programs (bench trace)
   debug/          QEMU's GDB stub: make debug, the gdb extension, RSP
   export/         CTF traces, saved runs read back, call timelines
   suite/          what runs many guests: self-tests, matrix, make bench

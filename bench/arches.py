@@ -69,6 +69,9 @@ class Arch:
     arg_location: object = None
     # Registers a return value may take (i386: eax and edx for 64 bits).
     return_registers: int = 1
+    # RPN that pushes an entry probe's caller, the address the function
+    # returns to (D's `caller`; bench/lang/codegen.py).
+    caller_rpn: tuple[str, ...] = ()
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
     # What a call stack's frame (`stack`, bench/trace/stacks.py) is: "after"
@@ -136,6 +139,12 @@ class Arch:
     # guest drives the device.
     virtio_serial_bus: str = ""
     default_channel: str = "serial"
+    # The shm channel reads the guest's RAM (bench/guest/shm_channel.py):
+    # from a file QEMU maps shared where the machine takes `-machine
+    # memory-backend=` for its RAM, else from QEMU's own memory
+    # (/proc/PID/mem). QEMU 7.2's sun4u accepts the option and ignores it:
+    # its RAM is a device of its own (`info mtree`: sun4u.ram).
+    ram_backend: bool = True
 
     @property
     def build_dir(self) -> Path:
@@ -241,6 +250,7 @@ ARCHES: dict[str, Arch] = {
         objdump="i686-linux-gnu-objdump",
         libvirt_arch="i686",
         return_registers=2,              # eax, edx
+        caller_rpn=("reg esp", "load 4"),    # [esp]: the return address
         arg_location=_i386_arg_location,
         exec_uncounted=_i386_rep_prefixed,
         call_site=_i386_call_before,
@@ -277,6 +287,7 @@ ARCHES: dict[str, Arch] = {
         objdump="sparc64-linux-gnu-objdump",
         libvirt_arch="sparc64",
         arg_registers=6,                 # %o0..%o5
+        caller_rpn=("reg o7",),          # the call's address, before save
         arg_location=_sparc64_arg_location,
         word_bytes=8,
         frame_address="at",
@@ -308,6 +319,7 @@ ARCHES: dict[str, Arch] = {
         # (guest-kernel/arch/sparc64/pci.c).
         virtio_serial_bus="bus=pciB,addr=3",
         default_channel="virtio",
+        ram_backend=False,
     ),
 }
 

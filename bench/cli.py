@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 
-from .commands import export, run, suite, tools, trace
+from .commands import dtrace, export, run, suite, tools, trace
 from .debug import debugger
 from .errors import EXIT_INTERRUPTED, EXIT_OK, BenchError, UsageError
 from .guest import libvirt, libvirtd
@@ -32,7 +32,7 @@ COMMANDS = {
     "bench": suite.cmd_bench, "fuzz": suite.cmd_fuzz, "export": export.cmd_export,
     "debug": debugger.cmd_debug, "itrace": trace.cmd_itrace,
     "matrix": suite.cmd_matrix, "image": tools.cmd_image, "daemon": tools.cmd_daemon,
-    "avoid": suite.cmd_avoid,
+    "avoid": suite.cmd_avoid, "trace": dtrace.cmd_trace,
 }
 
 

@@ -48,8 +48,10 @@ def _add_backend(s) -> None:
                    "session daemon of the bench's own under build/libvirt/, "
                    "qemu:///session?socket=...)")
     s.add_argument("--channel", choices=CHANNELS, default=None,
-                   help="where the trace travels: virtio (a virtio-console "
-                   "port; the default where the arch's guest drives one: "
+                   help="where the trace travels: shm (the per-CPU rings read "
+                   "out of guest RAM, no drain in the guest: the default where "
+                   "the harness starts QEMU), virtio (a virtio-console port; "
+                   "the default under libvirt where the arch's guest drives one: "
                    f"{', '.join(a.name for a in arches.ARCHES.values() if a.default_channel == 'virtio')}) "
                    "or serial (the 16550 that carries the commands)")
 
@@ -290,6 +292,35 @@ def _image(s) -> None:
 
 # (subcommand, the function that adds its arguments, its one-line help),
 # in the order `--help` lists them.
+def _trace(s) -> None:
+    s.add_argument("--arch", required=True)
+    s.add_argument("--smp", type=int, default=1)
+    s.add_argument("--workload", help="a C file with a WORKLOAD(); linked into "
+                   "the image (default: the built-in workloads)")
+    s.add_argument("--run", help="the run command's arguments, e.g. 'calltree "
+                   "threads=4' (default: the file's workload, or 'fib n=10')")
+    s.add_argument("-n", dest="clauses", action="append", default=[],
+                   metavar="CLAUSES", help="D clauses, as dtrace -n: 'fbt::fib:entry "
+                   "{ @[arg0] = count(); }' (may be given again)")
+    s.add_argument("-s", dest="script", metavar="FILE.d", help="a D script file "
+                   "(examples in bench/scripts/)")
+    s.add_argument("-q", dest="quiet", action="store_true",
+                   help="quiet: printf lines without DTrace's CPU/ID/PROBE columns")
+    s.add_argument("--json", metavar="FILE", help="write the aggregations as JSON")
+    s.add_argument("--emit-rpn", action="store_true", dest="emit_rpn",
+                   help="print the generated probe programs and stop (no guest)")
+    _add_mechanism(s, "the probe mechanism, default the arch's first")
+    s.add_argument("--check", action="store_true", help="verify every emulation "
+                   "in unicorn")
+    s.add_argument("--buffer", type=int, help="trace buffer bytes per CPU")
+    s.add_argument("--kick", choices=("on", "off"), default="on",
+                   help="the guest's `trace kick` (as under run)")
+    s.add_argument("--timeout", type=float, default=300)
+    s.add_argument("--stub-check", action="store_true", dest="stub_check",
+                   help="read every probed site through QEMU's GDB stub (as run)")
+    _add_backend(s)
+
+
 SUBCOMMANDS = (
     ("check", _check,
      "host tests + guest self-tests + the matrix's quick group (make check)"),
@@ -301,6 +332,9 @@ SUBCOMMANDS = (
      "boot a guest, send commands, print answers"),
     ("run", _run,
      "trace a workload with fbt probes"),
+    ("trace", _trace,
+     "ask the kernel in D: -n 'CLAUSES' or -s FILE.d, compiled to probe "
+     "programs (docs/language.md)"),
     ("itrace", _itrace,
      "trace every instruction of a function's regions (i386: single-step); "
      "--reference qemu compares them with QEMU's exec log"),

@@ -88,10 +88,13 @@ struct wire_frame_header {
 /* Where the trace travels (HELLO's `channel`); X(name, value, word, meaning).
  * The 16550 always carries the console and the commands; the bulk frames
  * (WIRE_BULK_FRAMES) go over the virtio-console port named
- * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq. */
+ * WIRE_VIRTIO_PORT when the guest found it, each stream with its own seq;
+ * under SHM the records are not sent at all (include/shm.h), and the other
+ * bulk frames take the virtio port if there is one. */
 #define WIRE_CHANNELS(X) \
 	X(SERIAL, 1, "serial", "the 16550 that carries the commands") \
-	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled")
+	X(VIRTIO, 2, "virtio", "a virtio-console port, legacy virtio-pci, polled") \
+	X(SHM,    3, "shm", "the per-CPU rings, read by the host out of guest RAM (shm.h)")
 
 /* The virtio port's name (virtserialport name=, libvirt <channel> target). */
 #define WIRE_VIRTIO_PORTS(X) \
@@ -123,7 +126,7 @@ struct wire_hello {
 	uint32_t ncpus;
 	uint32_t timer_hz;
 	uint32_t page_size;
-	uint32_t reserved2;
+	uint32_t shm_table;       /* physical address of struct shm_table (shm.h), 0: none */
 	uint64_t cycles_at_hello; /* arch cycle counter (TSC, %tick) */
 	uint64_t cycles_hz;       /* its rate, measured by the guest at boot */
 };
@@ -428,7 +431,14 @@ struct wire_expect {
 #define WIRE_PROGRAM_GLOBALS    64    /* shared by every program and CPU */
 #define WIRE_PROGRAM_LOG_BYTES  192   /* a firing's log buffer */
 #define WIRE_PROGRAM_MAX_AGGS   8     /* aggregations one program declares */
-#define WIRE_AGG_MAX_KEYS       2
+#define WIRE_AGG_MAX_KEYS       4     /* 64-bit words each (a stack id is one) */
+#define WIRE_PROGRAM_MAX_ARG    16    /* `arg N` reads arguments 0..N-1 (stack-passed too) */
+#define WIRE_PROGRAM_TLS        16    /* thread-local words (`tget`/`tset`) per thread */
+#define WIRE_PROGRAM_TLS_THREADS 128  /* threads that may hold them at once; a
+				       * store past that is counted, not made */
+#define WIRE_LQUANTIZE_MAX      121   /* lquantize's last bucket: 0 counts below
+				       * its range, 1..levels in it, levels + 1
+				       * above; < WIRE_AGG_MAX_BUCKETS */
 
 /* Call stacks (`stack [N]`; tracer/core/stacks.c): a firing's return
  * addresses, innermost first, the tracer's own frames never among them. Each
@@ -452,7 +462,8 @@ struct wire_expect {
  * instruction), local / global (b: the variable), size,n (b: size, a:
  * how many items), agg,n (b: the aggregation, a: keys, at most
  * WIRE_AGG_MAX_KEYS; the first key popped, the top, is key[0] of the
- * entry). Binary operators pop b then a and push a OP b;
+ * entry; imm: WIRE_RPN_AGG_FLAGS), tls (b: the thread-local word).
+ * Binary operators pop b then a and push a OP b;
  * comparisons push 1 or 0; the *U ones and shr compare and shift unsigned. */
 #define WIRE_RPN_OPS(X) \
 	X(PUSH,     0x01, 0, 1, "push",     "imm",    "push the constant") \
@@ -465,8 +476,9 @@ struct wire_expect {
 	X(THREAD,   0x08, 0, 1, "thread",   "",       "push the thread's id") \
 	X(TIME,     0x09, 0, 1, "time",     "",       "push the cycle counter") \
 	X(PC,       0x0a, 0, 1, "pc",       "",       "push the probed instruction's address") \
+	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns (the low word on a 32-bit arch)") \
 	X(LOAD,     0x0b, 1, 1, "load",     "size",   "replace an address by the a-byte value there (a fault ends the program)") \
-	X(STACK,    0x0c, 0, 1, "stack",    "depth",  "push the id of the firing's call stack, at most a frames (0: WIRE_STACK_DEPTH)") \
+	X(STACK,    0x0d, 0, 1, "stack",    "depth",  "push the id of the firing's call stack, at most a frames (0: WIRE_STACK_DEPTH)") \
 	X(ADD,      0x10, 2, 1, "add",      "",       "a + b") \
 	X(SUB,      0x11, 2, 1, "sub",      "",       "a - b") \
 	X(MUL,      0x12, 2, 1, "mul",      "",       "a * b") \
@@ -498,6 +510,8 @@ struct wire_expect {
 	X(GGET,     0x3a, 0, 1, "gget",     "global", "push global variable b") \
 	X(GSET,     0x3b, 1, 0, "gset",     "global", "pop into global variable b (one atomic store)") \
 	X(GADD,     0x3c, 1, 0, "gadd",     "global", "pop and add to global variable b (atomically)") \
+	X(TGET,     0x3d, 0, 1, "tget",     "tls",    "push this thread's thread-local word b (0 if never set)") \
+	X(TSET,     0x3e, 1, 0, "tset",     "tls",    "pop into this thread's thread-local word b (no room: counted, not stored)") \
 	X(LOG,      0x40, WIRE_RPN_POPS_A, 0, "log", "size,n", "pop a items, the top first, and log b bytes of each") \
 	X(LOGM,     0x41, 2, 0, "logm",     "",       "pop an address, then a length: log that memory behind a prefix") \
 	X(LOGS,     0x42, 2, 0, "logs",     "",       "pop an address, then a length: log the string there, up to its NUL") \
@@ -508,7 +522,16 @@ struct wire_expect {
 	X(MIN,      0x52, WIRE_RPN_POPS_A1, 0, "min",      "agg,n", "pop a keys, then a value; keep the least") \
 	X(MAX,      0x53, WIRE_RPN_POPS_A1, 0, "max",      "agg,n", "pop a keys, then a value; keep the greatest") \
 	X(AVG,      0x54, WIRE_RPN_POPS_A1, 0, "avg",      "agg,n", "pop a keys, then a value; sum and count it") \
-	X(QUANTIZE, 0x55, WIRE_RPN_POPS_A1, 0, "quantize", "agg,n", "pop a keys, then a value; count it in its power-of-two bucket")
+	X(QUANTIZE, 0x55, WIRE_RPN_POPS_A1, 0, "quantize", "agg,n", "pop a keys, then a value; count it in its power-of-two bucket") \
+	X(LQUANTIZE, 0x56, WIRE_RPN_POPS_A1, 0, "lquantize", "agg,n", "pop a keys, then a bucket the program computed (0 .. WIRE_LQUANTIZE_MAX, clamped); count one there")
+
+/* An aggregation operation's imm: how it takes a value narrower than 64
+ * bits (a 32-bit arch's word). X(name, bit, meaning) */
+#define WIRE_RPN_AGG_FLAGS(X) \
+	X(UNSIGNED, 1, "the value is unsigned: zero-extended, not sign-extended, to 64 bits")
+
+#define WIRE_RPN_AGG_FLAG_ENUM(name, bit, meaning) WIRE_RPN_AGG_##name = bit,
+enum wire_rpn_agg_flag { WIRE_RPN_AGG_FLAGS(WIRE_RPN_AGG_FLAG_ENUM) };
 
 #define WIRE_RPN_ENUM(name, op, pops, pushes, mnemonic, operands, what) \
 	WIRE_RPN_##name = op,
@@ -522,7 +545,8 @@ enum wire_rpn_op { WIRE_RPN_OPS(WIRE_RPN_ENUM) };
 	X(MIN,      3, "min") \
 	X(MAX,      4, "max") \
 	X(AVG,      5, "avg") \
-	X(QUANTIZE, 6, "quantize")
+	X(QUANTIZE, 6, "quantize") \
+	X(LQUANTIZE, 7, "lquantize")
 
 #define WIRE_AGG_ENUM(name, value, meaning) WIRE_AGG_##name = value,
 enum wire_agg_kind { WIRE_AGG_KINDS(WIRE_AGG_ENUM) };
@@ -559,7 +583,7 @@ struct wire_rpn_insn {
  * host merges the CPUs' entries. An entry keeps at most
  * WIRE_AGG_MAX_BUCKETS buckets, so that it fits a frame whole; a value
  * for a further bucket counts as dropped. */
-#define WIRE_AGG_MAX_BUCKETS    123
+#define WIRE_AGG_MAX_BUCKETS    122
 struct wire_aggs {
 	uint16_t cpu;
 	uint16_t count;
@@ -568,7 +592,8 @@ struct wire_aggs {
 	uint32_t snapshot;        /* which sending of the tables (each `trace
 				     aggregations` or flush is one more); a
 				     later one replaces an earlier one whole */
-	uint32_t reserved;
+	uint32_t tls_dropped;     /* thread-local stores that found no room
+				     since the last `program clear` (all CPUs) */
 };
 
 struct wire_agg {
@@ -578,7 +603,7 @@ struct wire_agg {
 	uint8_t  nkeys;
 	uint16_t nbuckets;        /* QUANTIZE: buckets that follow (non-zero ones) */
 	uint16_t reserved;
-	uint64_t key[2];          /* the keys, nkeys of them */
+	uint64_t key[4];          /* the keys, nkeys of them (WIRE_AGG_MAX_KEYS) */
 	uint64_t count;           /* values counted (COUNT: firings) */
 	int64_t  sum;
 	int64_t  min;
@@ -637,7 +662,11 @@ _Static_assert(sizeof(((struct wire_program *)0)->agg_kind) == WIRE_PROGRAM_MAX_
 	       "agg_kind holds WIRE_PROGRAM_MAX_AGGS kinds");
 _Static_assert(sizeof(struct wire_rpn_insn) == 8, "wire_rpn_insn has padding");
 _Static_assert(sizeof(struct wire_aggs) == 16, "wire_aggs has padding");
-_Static_assert(sizeof(struct wire_agg) == 56, "wire_agg has padding");
+_Static_assert(sizeof(struct wire_agg) == 72, "wire_agg has padding");
+_Static_assert(sizeof(((struct wire_agg *)0)->key) == WIRE_AGG_MAX_KEYS * 8,
+	       "wire_agg holds WIRE_AGG_MAX_KEYS keys");
+_Static_assert(WIRE_LQUANTIZE_MAX < WIRE_AGG_MAX_BUCKETS,
+	       "every lquantize bucket fits an entry");
 _Static_assert(sizeof(struct wire_agg_bucket) == 16, "wire_agg_bucket has padding");
 _Static_assert(sizeof(struct wire_stacks) == 16, "wire_stacks has padding");
 _Static_assert(sizeof(struct wire_stack) == 8, "wire_stack has padding");

@@ -194,3 +194,36 @@ def test_every_firing_is_recorded_dropped_or_missed():
                      "1 unaccounted"], probs
     rep = verify(s.capture(fired_extra=1), PROBES, window=(0, 10 ** 9))
     assert not rep.ok and "1 unaccounted" in rep.problems[0]
+
+
+def test_a_switch_before_the_window_is_forgotten_at_its_start():
+    # `bench run` arms, disarms and arms again (arm_window): a SWITCH of
+    # the first armed time names a thread that may since have been
+    # switched away with no probe armed (nothing recorded). Records of the
+    # thread that really runs, once the window opens, are no break; one
+    # inside the window that contradicts a SWITCH inside it still is.
+    s = Stream().add("""
+t2 work>
+t2 <work
+switch 2 4 preempted
+t4 work>
+t4 <work
+""", cpu=1)
+    s.cycles += 1000                # disarmed: t4 -> t2 unrecorded; then armed
+    start = s.cycles + 5
+    s.add("""
+t2 irq
+t2 work>
+t2 <work
+t2 /irq
+""", cpu=1)
+    rep = verify(s.capture(), PROBES, window=(start, 10 ** 9))
+    assert not rep.nesting_errors, [e.message for e in rep.nesting_errors]
+    s.add("""
+switch 2 4 preempted
+t2 work>
+t2 <work
+""", cpu=1)
+    errs = verify(s.capture(), PROBES, window=(start, 10 ** 9)).nesting_errors
+    assert [e.message for e in errs] == \
+        ["cpu1: a record of t2 on cpu1, where the last SWITCH ran t4"], errs

@@ -103,7 +103,7 @@ def test_profile_gives_the_known_split_and_rate_times_time_per_cpu(arch, runs):
                                                   .group(1))
     # The scheduler's tick kept its rate while the timer sampled.
     ticks = (after["ticks"] - before["ticks"]) / ((after["cycles"] - before["cycles"]) / hz)
-    assert abs(ticks - before["hz"]) <= 0.05 * before["hz"], (ticks, before)
+    assert abs(ticks - before["hz"]) <= 0.1 * before["hz"], (ticks, before)
     # Each sample's stack begins at the interrupted PC.
     assert all(st is None or st[0] == pc for pc, st, _ in walked)
     # Lateness is recorded, per CPU.

@@ -90,9 +90,8 @@ def test_a_guest_on_a_tcp_host_boots_from_an_uploaded_image(arch, built, hosts):
         assert str(g.image) not in g.xml, "the domain names the local image"
         serial = root.find("devices/serial")
         assert serial.get("type") == "pty" and serial.find("log") is not None
-        # i386's trace port is a second stream over the same connection.
-        assert g.channel_used == ("serial" if arches.get(arch).virtio_serial_bus
-                                  else "virtio"), g.channel_used
+        # The trace port is a second stream over the same connection.
+        assert g.channel_used == "virtio", g.channel_used
         assert sorted(_volumes_of(d, g)) == [volumes.log_name(g.domain_name, i)
                                              for i in range(len(g.ports))], \
             "the image volume outlived QEMU's start"

@@ -88,16 +88,22 @@ def _program_and_formatter(args, arch):
     return program, formatter
 
 
-def _trace_workload(args, arch, program, image, elf, line) -> _Traced:
+def _trace_workload(args, arch, program, image, elf, line, load=None,
+                    spec=None) -> _Traced:
     """Boot, arm the probes, run the workload, disarm, drain; with
-    --stub-check, the sites read through the GDB stub armed and disarmed."""
+    --stub-check, the sites read through the GDB stub armed and disarmed.
+    load(session), if given, puts programs on the probes once they are
+    added (`trace` loads one per group of probes); spec replaces
+    --probes."""
     stub_states = []
     with open_guest(arch, label="run", smp=args.smp, image=image, elf=elf,
                     command_timeout=args.timeout, gdbstub=args.stub_check) as g:
         s = open_session(g)
-        s.setup(args.probes, args.mechanism, check=args.check,
+        s.setup(spec or args.probes, args.mechanism, check=args.check,
                 buffer_bytes=args.buffer, strict=False, program=program,
                 pass_count=args.pass_count, maxhits=args.maxhits)
+        if load is not None:
+            load(s)
         s.must(f"trace kick {args.kick}")
         s.enable(True)
         armed = s.arm_window()
@@ -136,6 +142,9 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
                                   stacks_dropped=sum(cap.stack_dropped.values())):
             print(ln)
         _write_flames(args, tables, s.programs, sym, names, line)
+    if cap.tls_dropped:
+        print(f"PROBLEM: {cap.tls_dropped} thread-local stores found no room in the "
+              "guest's pool: those threads' words read 0")
     if s.sample_report:
         print(s.sample_report.replace("profile off:", "samples:", 1))
     write_exports(args, cap, s.probes, s.image, g.hello,

@@ -5,8 +5,9 @@ channel, or why it has none); then every command line gets one numbered
 REPLY, the TEXT and RESULT frames before it being its output. The trace's
 frames (EVENTS, STATS, ...) are kept as they come; capture() decodes them.
 A REPLY says how many frames the guest had put on the virtio stream and
-command() reads that stream up to them, so a reply never overtakes its
-records (pause_channel() stops reading it: a host that falls behind). The
+command() reads that stream up to them (under shm: reads every ring once
+more), so a reply never overtakes its records (pause_channel() stops
+reading it: a host that falls behind). The
 end is an EXIT frame whose status must agree with QEMU's exit code
 (guest-kernel/include/exit.h says why). Every wait has a deadline: past
 it QEMU is killed, the logs kept, and GuestTimeout names what was awaited.
@@ -97,6 +98,8 @@ class Conversation:
                         "absent (")[2].rstrip(")") or "no reason given"
                     self._note("# the guest found no virtio trace port, so the "
                                f"trace comes over the 16550: {self.channel_absent}")
+                if self.channel == "shm":
+                    self._start_shm()
                 if self.hello["arch_name"] != self.arch.name:
                     raise ProtocolError(f"expected a {self.arch.name} guest, "
                                         f"HELLO says {self.hello['arch_name']}",
@@ -143,7 +146,10 @@ class Conversation:
 
     def _await_channel(self, frames: int, deadline: float) -> None:
         """Read the virtio stream up to `frames` frames (a REPLY's count),
-        unless its reading is paused or it has ended."""
+        unless its reading is paused or it has ended; under shm, one more
+        poll of every ring."""
+        if self._shm:
+            self._shm.drain()
         def behind() -> bool:
             return 0 < (frames - self._chan_next) & 0xffffffff < 1 << 31
         while (self._chan_sock and not self._chan_paused.is_set() and

@@ -69,6 +69,9 @@ STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
 ENDED_BY_ITSELF = ("failed", "shutdown")
 SERIAL_DIR = REPO / "build" / "libvirt" / "serial"
 TEMPLATE = REPO / "images" / "domain.xml"
+# The alias libvirt gives the virtio-serial controller it adds for the
+# first <channel> with a virtio target.
+VIRTIO_SERIAL_ALIAS = "virtio-serial0"
 DOMAIN_PREFIX = "trapbench-"
 
 _loop_lock = threading.Lock()
@@ -112,6 +115,21 @@ def port_xml(ports, logs=()) -> str:
     return "\n    ".join(out)
 
 
+def device_override_xml(arch, ports) -> str:
+    """Where the machine needs the virtio-serial controller somewhere
+    libvirt would not put it (arches.py's virtio_serial_bus: sun4u's
+    behind simba B), a <qemu:override> of the controller libvirt adds for
+    the trace <channel>, with those properties: libvirt still owns the
+    channel, so it streams over the connection like any other."""
+    if not arch.virtio_serial_bus or not any(p.kind == "channel" for p in ports):
+        return ""
+    props = "".join(
+        f"<qemu:property name='{_attr(k)}' type='string' value='{_attr(v)}'/>"
+        for k, _, v in (kv.partition("=") for kv in arch.virtio_serial_bus.split(",")))
+    return (f"<qemu:override><qemu:device alias='{VIRTIO_SERIAL_ALIAS}'>"
+            f"<qemu:frontend>{props}</qemu:frontend></qemu:device></qemu:override>")
+
+
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
                ports=(COM1,), logs=(), extra_args=()) -> str:
     """A transient domain running what Guest's QEMU command line runs
@@ -141,6 +159,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
         arch=arch.libvirt_arch, machine=_attr(machine),
         boot="\n    ".join(boot), ports=port_xml(ports, logs),
+        overrides=device_override_xml(arch, ports),
         qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
                             for a in passthrough))
 
@@ -197,16 +216,12 @@ def socket_dir(uri: str | None) -> Path:
 class LibvirtGuest(Guest):
     def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
         a = arch if isinstance(arch, arches.Arch) else arches.get(arch)
-        if a.virtio_serial_bus:
-            # libvirt places the virtio-serial controller itself, on the
-            # root bus; sun4u's root bus has no slot for it (it must sit
-            # behind simba B), so there the trace stays on COM1.
-            if kw.get("channel") == "virtio":
-                raise UsageError(
-                    f"{a.name}: the libvirt backend cannot place the virtio-serial "
-                    f"controller where this machine needs it ({a.virtio_serial_bus}); "
-                    "the trace comes over COM1 (--channel serial)")
-            kw["channel"] = "serial"
+        # The shm channel maps QEMU's RAM into this process: a libvirt
+        # host's (remote, or its own daemon's) is not ours to map, so the
+        # trace keeps the port; said in the log once it is open.
+        self._shm_refused = kw.get("channel") == "shm"
+        if kw.get("channel") in (None, "shm"):
+            kw["channel"] = a.default_channel
         self._channel_ports: tuple = ()
         super().__init__(a, **kw)
         self.uri = connect
@@ -242,6 +257,9 @@ class LibvirtGuest(Guest):
                 and not self._host_lost)
 
     def _launch_process(self) -> None:
+        if self._shm_refused:
+            self._note(f"# shm channel asked for: a libvirt domain's RAM is not "
+                       f"mapped here, so the trace goes over {self.channel}")
         libvirt = libvirtd.import_libvirt()
         if not self.uri:
             raise LaunchError("the libvirt backend needs a connection URI "

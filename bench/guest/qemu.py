@@ -5,7 +5,9 @@
 
 QEMU (its command line: bench/guest/qemu_args.py) runs under TCG with COM1
 on pipes. Reader threads deframe it, and the virtio trace stream (its own
-seq) where there is one, into the queue the conversation reads (a mixin),
+seq) where there is one, into the queue the conversation reads (a mixin);
+under the shm channel the trace is read out of QEMU's RAM instead
+(bench/guest/shm_channel.py),
 keeping every byte in build/logs/<name>.serial and a transcript in .log.
 gdbstub=True serves QEMU's GDB stub on a private unix socket (paused=True:
 entering returns before HELLO). The context manager always reaps QEMU.
@@ -37,12 +39,15 @@ from ..paths import LOG_DIR
 from ..wire import frames as wire
 from .conversation import _EOF, Conversation, ExitInfo, _OnChannel
 from .qemu_args import gdbstub_args, machine_args, virtio_channel_args
+from .shm_channel import ShmChannel
 
 _serial = itertools.count()
 CHANNELS = tuple(wire.CHANNEL_IDS)
 
 
 class Guest(Conversation):
+    DEFAULT_CHANNEL = "shm"
+
     def __init__(self, arch: str | arches.Arch, *, label: str = "guest",
                  smp: int = 1, memory_mb: int = 128, extra_args=(),
                  boot_timeout: float = 15.0, command_timeout: float = 60.0,
@@ -62,13 +67,21 @@ class Guest(Conversation):
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.name = f"{stamp}-{os.getpid()}-{next(_serial)}-{self.arch.name}-{label}"
         self.args = machine_args(self.arch, self.image, smp, memory_mb, extra_args)
-        # The trace channel: a virtio-serial port on a socket QEMU listens on.
-        self.channel = channel or self.arch.default_channel
+        # The trace channel: the rings read out of QEMU's RAM (shm, the
+        # default where we start QEMU), or a virtio-serial port on a socket
+        # QEMU listens on; under shm the port is there too where the arch's
+        # guest drives it (the raw channel's filler, and `channel virtio` in
+        # the same boot).
+        self.channel = channel or self.DEFAULT_CHANNEL
         if self.channel not in CHANNELS:
             raise UsageError(f"channel {self.channel!r}: one of {', '.join(CHANNELS)}")
         self.channel_socket: Path | None = None
-        if self.channel == "virtio":
+        self._shm: ShmChannel | None = None
+        if self.channel == "virtio" or (self.channel == "shm" and
+                                        self.arch.default_channel == "virtio"):
             self._plan_channel()
+        if self.channel == "shm":
+            self._plan_shm()
         # QEMU's GDB stub on a private unix socket (bench/debug/rsp.py, gdb): asked
         # for, it is added; paused, the CPUs wait at reset for a debugger's
         # `continue`, and entering the context does not wait for HELLO.
@@ -116,6 +129,36 @@ class Guest(Conversation):
         self._chan_dir = tempfile.mkdtemp(prefix="tbch-")
         self.channel_socket = Path(self._chan_dir) / "trace"
         self.args += self._channel_args(self.channel_socket)
+
+    def _plan_shm(self) -> None:
+        """QEMU's RAM in a file this process maps too (shm_channel.py)."""
+        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend)
+        self.args += self._shm.qemu_args()
+
+    def _start_shm(self) -> None:
+        """After HELLO: the rings as sub-buffers, and our consumer on them;
+        without a table, or refused, the trace stays where HELLO said."""
+        table = self.hello.get("shm_table", 0)
+        if not table:
+            self.channel_absent = "the guest announced no ring table"
+        else:
+            self.channel_absent = self._shm.map(self.proc.pid, table, self.byte_order,
+                                                self.hello["word_bytes"])
+        reply = None if self.channel_absent else self.command("channel shm")
+        if reply and not reply.ok:
+            self.channel_absent = reply.message
+        if self.channel_absent:
+            self._note(f"# no shm channel: {self.channel_absent}")
+            return
+        self._shm.start(self.trace_frames.extend, self._chan_paused)
+        self.channel_used = "shm"
+
+    def shm_drain_all(self) -> int:
+        """Under shm, read every ring empty now, even with the reading
+        paused; the record bytes read."""
+        if not self._shm or self.channel_used != "shm":
+            raise UsageError("this guest's trace does not come over shm")
+        return self._shm.drain_all()
 
     def _channel_args(self, sock: Path) -> list[str]:
         return virtio_channel_args(self.arch, sock)
@@ -171,7 +214,7 @@ class Guest(Conversation):
         # (bench/export/logs.py): the ELF behind the addresses.
         self._note(f"# elf: {self.elf}")
         self._launch_process()
-        if self.channel == "virtio" and self._open_channel():
+        if (self.channel == "virtio" or self.channel_socket) and self._open_channel():
             self._chan_raw = open(self.channel_path, "wb")
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
@@ -252,6 +295,8 @@ class Guest(Conversation):
             shutil.rmtree(self._gdb_dir, ignore_errors=True)
         if self.channel_socket:
             shutil.rmtree(self._chan_dir, ignore_errors=True)
+        if self._shm:
+            self._shm.close()
 
     def wait_gdb_socket(self, timeout: float = 10) -> Path:
         """The stub's socket path, once QEMU listens on it."""

@@ -20,11 +20,13 @@ from wire.h's WIRE_PROGRAM_*, so nothing here is a second copy. Grammar
 
 Operands by the table's operand kind: imm (a number; on a 64-bit arch one
 that does not fit 32 signed bits becomes push + pushhi), reg (a register
-name, with or without %), n (0..255), depth (`stack`'s frames, optional:
-none is the guest's default), size, label (defined later in the
-file: jumps only go forward), local/global (an index), `size, n` (log),
-`@name, n` (an aggregation and its number of keys; the first use
-declares it with the instruction's kind unless an `agg` line did).
+name, with or without %), n (an argument, below WIRE_PROGRAM_MAX_ARG),
+depth (`stack`'s frames, optional: none is the guest's default),
+size, label (defined later in the file: jumps only go forward),
+local/global/tls (an index), `size, n` (log), `@name, n [, flag]` (an
+aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
+such as `unsigned`; the first use declares it with the instruction's kind
+unless an `agg` line did).
 
 Everything the guest would refuse is refused here first, with the file,
 line and column of the token at fault: an unknown mnemonic or register, a
@@ -55,7 +57,9 @@ POPS_A = WIRE.const("WIRE_RPN_POPS_A")
 POPS_A1 = WIRE.const("WIRE_RPN_POPS_A1")
 AGG_KINDS = {e.meaning: e.value for e in WIRE.table("WIRE_AGG_KINDS")}
 LIMITS = {n: WIRE.const(f"WIRE_PROGRAM_{n}") for n in
-          ("MAX_INSNS", "STACK", "LOCALS", "GLOBALS", "LOG_BYTES", "MAX_AGGS")}
+          ("MAX_INSNS", "STACK", "LOCALS", "GLOBALS", "LOG_BYTES", "MAX_AGGS",
+           "MAX_ARG", "TLS")}
+AGG_FLAGS = {e.name.lower(): e.value for e in WIRE.table("WIRE_RPN_AGG_FLAGS")}
 MAX_KEYS = WIRE.const("WIRE_AGG_MAX_KEYS")
 HEADER = WIRE.structs["wire_program"]
 INSN = WIRE.structs["wire_rpn_insn"]
@@ -230,11 +234,18 @@ class _Assembler:
         kinds = [k for k in op.more[0].split(",") if k]
         if not operands and len(kinds) == 1 and kinds[0] in OPTIONAL:
             operands = [(OPTIONAL[kinds[0]], col)]
+        flags = 0
+        if "agg" in kinds and len(operands) == len(kinds) + 1:
+            tok, tcol = operands.pop()
+            if tok not in AGG_FLAGS:
+                raise line.err(tcol, f"{tok!r} is no aggregation flag; flags are "
+                               + ", ".join(AGG_FLAGS))
+            flags = AGG_FLAGS[tok]
         if len(operands) != len(kinds):
             what = ", ".join(kinds) or "no operands"
             raise line.err(col, f"{word0} takes {what}, not {len(operands)} operand"
                            + ("s" if len(operands) != 1 else ""))
-        ins = dict(op=word0, line=lineno, col=col)
+        ins = dict(op=word0, line=lineno, col=col, imm=flags)
         for kind, (tok, tcol) in zip(kinds, operands):
             operand = self.OPERANDS.get(kind)
             if operand is None:
@@ -279,12 +290,10 @@ class _Assembler:
 
     def _n(self, ins, word0, tok, tcol, line) -> None:
         v = _number(tok, tcol, line)
-        if not 0 <= v <= 255:
-            raise line.err(tcol, f"{v} is outside 0..255")
-        arch = self.arch
-        if word0 == "arg" and arch.arg_registers and v >= arch.arg_registers:
-            raise line.err(tcol, f"argument {v}: {arch.name} passes only "
-                           f"{arch.arg_registers} in registers")
+        top = LIMITS["MAX_ARG"]
+        if not 0 <= v < top:
+            raise line.err(tcol, f"argument {v}: the guest reads arguments "
+                           f"0..{top - 1}")
         ins["a"] = v
 
     def _depth(self, ins, word0, tok, tcol, line) -> None:
@@ -308,9 +317,13 @@ class _Assembler:
     def _global(self, ins, word0, tok, tcol, line) -> None:
         self._index("global", ins, tok, tcol, line)
 
+    def _tls(self, ins, word0, tok, tcol, line) -> None:
+        self._index("thread-local", ins, tok, tcol, line)
+
     def _index(self, kind, ins, tok, tcol, line) -> None:
         v = _number(tok, tcol, line)
-        top = LIMITS["LOCALS" if kind == "local" else "GLOBALS"]
+        top = LIMITS[{"local": "LOCALS", "global": "GLOBALS",
+                      "thread-local": "TLS"}[kind]]
         if not 0 <= v < top:
             raise line.err(tcol, f"{kind} {v} is outside 0..{top - 1}")
         ins["b"] = v
@@ -328,7 +341,8 @@ class _Assembler:
         ins["b"] = list(self.declared).index(name)
 
     OPERANDS = {"imm": _imm, "reg": _reg, "n": _n, "size": _size_operand, "depth": _depth,
-                "label": _label, "local": _local, "global": _global, "agg": _agg}
+                "label": _label, "local": _local, "global": _global, "agg": _agg,
+                "tls": _tls}
 
     def finish(self) -> Program:
         """Every jump to its label (forward only), the aggregations within

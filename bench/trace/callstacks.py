@@ -142,8 +142,11 @@ class Walker:
         self.pending: dict[int, tuple] = {}     # cpu: (from, to) until its next record
         self.lost_cpus: set = set()
         # Cycles from which SWITCH records start again after a time with
-        # no probe armed (toggled windows), when none were written.
-        self.restarts, self.restart = sorted(restarts), 0
+        # no probe armed (toggled windows), when none were written; the
+        # window's own start is one (bench run arms, disarms and arms
+        # again: a SWITCH of the first armed time is stale by then).
+        starts = list(restarts) + ([since] if since is not None else [])
+        self.restarts, self.restart = sorted(starts), 0
         self.out = Walk()
 
     # ---- the steps ----

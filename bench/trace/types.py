@@ -252,6 +252,21 @@ def _place(params: list[tuple[str, CType]], word_bytes: int,
     return tuple(out)
 
 
+def _convention(params, word_bytes: int, arg_registers: int) -> list[tuple]:
+    """Each parameter's words where the convention puts them, past the
+    words a record carries too (a 7th parameter on i386's stack is where
+    the convention says, and needs no map for `arg N` to read it)."""
+    out, word = [], 0
+    for i, (name, ct) in enumerate(params):
+        if arg_registers:
+            out.append((("word", i),))
+            continue
+        n = max(1, -(-max(ct.size, 1) // word_bytes))
+        out.append(tuple(("word", word + j) for j in range(n)))
+        word += n
+    return out
+
+
 def _source_byte(source) -> int:
     kind, n = source
     return ARG_REGISTER | n if kind == "reg" else n
@@ -263,10 +278,9 @@ def _place_at_entry(params, entries, word_bytes: int,
     (locations.Entry): no map where every placed parameter is where the
     convention puts it (see the top)."""
     default = _place(params, word_bytes, arg_registers)
-    conventional = all(
-        not e.sources or (d.word is not None and
-                          e.sources == tuple(("word", d.word + j) for j in range(d.words)))
-        for d, e in zip(default, entries))
+    conventional = all(not e.sources or e.sources == want
+                       for want, e in zip(_convention(params, word_bytes,
+                                                      arg_registers), entries))
     if conventional:
         return tuple(
             Param(d.name, d.type, None, d.words, const=e.const) if e.const is not None

@@ -142,6 +142,7 @@ class Capture:
     probe_counts: dict[int, dict] = field(default_factory=dict)   # probe: counts
     # SWITCH (and IRQ) records, by cycles like events: the scheduler's, no probe's.
     switches: list[Event] = field(default_factory=list)
+    tls_dropped: int = 0     # thread-local stores that found no room (AGGS)
     stacks: dict[int, tuple] = field(default_factory=dict)        # id: PCs
     stack_dropped: dict[int, int] = field(default_factory=dict)   # cpu: stacks
 
@@ -189,7 +190,7 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     d.switches.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
                    d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts,
-                   d.switches, d.stacks, d.stack_dropped)
+                   d.switches, d.tls_dropped, d.stacks, d.stack_dropped)
 
 
 class _Decoder:
@@ -209,6 +210,7 @@ class _Decoder:
         self.aggs: list[dict] = []
         self.agg_dropped: dict[int, int] = {}
         self.snapshot = -1
+        self.tls_dropped = 0
         self.probe_counts: dict[int, dict] = {}
         self.stacks: dict[int, tuple] = {}
         self.stack_dropped: dict[int, int] = {}
@@ -232,6 +234,7 @@ class _Decoder:
         elif head["snapshot"] < self.snapshot:
             return
         self.agg_dropped[head["cpu"]] = head["dropped"]
+        self.tls_dropped = head["tls_dropped"]
         off = AGGS_HEAD.size
         for _ in range(head["count"]):
             if off + AGG.size > len(p):

@@ -272,7 +272,7 @@ static int cmd_channel(int argc, char **argv, const char *rest, struct command_r
 {
 	(void)rest;
 	if (argc > 2)
-		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: channel [serial|virtio]");
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: channel [serial|virtio|shm]");
 	if (argc == 2) {
 		unsigned want = 0;
 		for (unsigned c = 1; c < sizeof channel_words / sizeof *channel_words; c++)
@@ -280,8 +280,11 @@ static int cmd_channel(int argc, char **argv, const char *rest, struct command_r
 				want = c;
 		if (!want)
 			return command_reply(r, WIRE_REPLY_BAD_ARGS,
-					     "unknown channel '%s': serial or virtio", argv[1]);
-		if (!link_channel_set(want))
+					     "unknown channel '%s': serial, virtio or shm", argv[1]);
+		if (!link_channel_set(want) && want == WIRE_CHANNEL_SHM)
+			return command_reply(r, WIRE_REPLY_FAILED,
+					     "no shm channel: no ring table was announced");
+		if (link_channel() != want)
 			return command_reply(r, WIRE_REPLY_FAILED, "no virtio channel: %s",
 					     link_channel_absent());
 	}
@@ -328,7 +331,7 @@ static const struct command commands[] = {
 	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
 	{ "wait",      "wait for the started workload; its result", cmd_wait },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
-	{ "channel",   "channel [serial|virtio]: show or choose the trace channel", cmd_channel },
+	{ "channel",   "channel [serial|virtio|shm]: show or choose the trace channel", cmd_channel },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },
 	{ "hang",      "mask interrupts and halt forever", cmd_hang },
 	{ "exit",      "exit N: stop the guest with status N", cmd_exit },

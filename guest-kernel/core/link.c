@@ -23,6 +23,13 @@
  * through link_send on the 16550. A sender that finds every virtio buffer
  * still with the device (the host stopped reading) gets NULL and tries
  * later; the command line on the 16550 never waits for the trace channel.
+ *
+ * `channel shm` (wire.h, include/shm.h) sends no records at all: the host
+ * reads the tracer's rings out of guest RAM through the table whose
+ * physical address a kernel client announced (link_shm_announce) and
+ * HELLO carries. The link only keeps the choice, tells the client
+ * (link_channel_watch), and sends the remaining bulk frames (the raw
+ * channel's filler) over the virtio port, or the 16550 without one.
  */
 #include "link.h"
 #include "arch.h"
@@ -41,7 +48,10 @@ static const char trace_port_name[] = WIRE_VIRTIO_PORTS(WIRE_PORT_NAME);
 
 static spinlock_t bulk_lock = SPINLOCK_INIT("link-bulk");
 static irqflags_t bulk_flags;
-static unsigned bulk_channel = WIRE_CHANNEL_SERIAL;
+static unsigned bulk_channel = WIRE_CHANNEL_SERIAL;    /* how bulk frames go */
+static unsigned trace_channel = WIRE_CHANNEL_SERIAL;   /* what `channel` says */
+static uintptr_t shm_table;
+static void (*channel_watch)(unsigned channel);
 static bool virtio_present;
 static const char *virtio_absent = "not probed yet";
 static volatile uint32_t bulk_seq;      /* frames of the virtio stream */
@@ -97,13 +107,28 @@ void link_channel_init(void)
 	virtio_present = vcon_open(trace_port_name, &virtio_absent);
 	if (virtio_present) {
 		virtio_absent = "";
-		bulk_channel = WIRE_CHANNEL_VIRTIO;
+		bulk_channel = trace_channel = WIRE_CHANNEL_VIRTIO;
 	}
 }
 
 unsigned link_channel(void)
 {
-	return bulk_channel;
+	return trace_channel;
+}
+
+void link_shm_announce(uintptr_t table_phys)
+{
+	shm_table = table_phys;
+}
+
+uintptr_t link_shm_table(void)
+{
+	return shm_table;
+}
+
+void link_channel_watch(void (*fn)(unsigned channel))
+{
+	channel_watch = fn;
 }
 
 const char *link_channel_absent(void)
@@ -115,10 +140,16 @@ bool link_channel_set(unsigned channel)
 {
 	if (channel == WIRE_CHANNEL_VIRTIO && !virtio_present)
 		return false;
+	if (channel == WIRE_CHANNEL_SHM && !shm_table)
+		return false;
 	link_bulk_push();
 	irqflags_t flags = spin_lock_irqsave(&bulk_lock);
-	bulk_channel = channel;
+	trace_channel = channel;
+	bulk_channel = channel != WIRE_CHANNEL_SHM ? channel :
+		virtio_present ? WIRE_CHANNEL_VIRTIO : WIRE_CHANNEL_SERIAL;
 	spin_unlock_irqrestore(&bulk_lock, flags);
+	if (channel_watch)
+		channel_watch(channel);
 	return true;
 }
 

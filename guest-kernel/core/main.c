@@ -52,6 +52,7 @@ _Noreturn void kernel_main(void)
 		.ncpus = cpu_count(),
 		.timer_hz = timer_hz(),
 		.page_size = mm_page_size,
+		.shm_table = (uint32_t)link_shm_table(),
 		.cycles_at_hello = arch_cycles(),
 		.cycles_hz = arch_cycles_hz(),
 	};

@@ -28,6 +28,13 @@ void link_channel_init(void);
 unsigned link_channel(void);
 const char *link_channel_absent(void);
 bool link_channel_set(unsigned channel);
+/* The shm channel (include/shm.h): a kernel client (the tracer) announces
+ * its table's physical address before HELLO, which carries it; without
+ * one, `channel shm` is refused. The watcher is told every channel chosen
+ * at run time (it may sleep: the command thread calls it). */
+void link_shm_announce(uintptr_t table_phys);
+uintptr_t link_shm_table(void);
+void link_channel_watch(void (*fn)(unsigned channel));
 /* Frames sent on the virtio stream so far (its next seq), pushed. */
 uint32_t link_channel_frames(void);
 uint8_t *link_bulk_begin(void);

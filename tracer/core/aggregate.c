@@ -6,7 +6,7 @@
  * keys) and holds what struct wire_agg sends: how many values it had
  * (COUNT: firings), and, for kinds with values, their sum, least and
  * greatest as signed words — the host reads the fields its kind names —
- * plus QUANTIZE's buckets, cells of a per-CPU pool. Only a CPU's own fire
+ * plus QUANTIZE's and LQUANTIZE's buckets, cells of a per-CPU pool. Only a CPU's own fire
  * path, interrupts masked, writes its table: no lock, no atomic. An update
  * that finds no room is dropped and counted in the CPU's `dropped`, never
  * silent. `trace aggregations` reads the tables while probes may still
@@ -22,6 +22,7 @@
 #include "link.h"
 #include "mm.h"
 #include "pages.h"
+#include "program.h"
 #include "wire.h"
 
 /* A table is open addressing with linear probing, filled to AGG_CAPACITY
@@ -104,15 +105,38 @@ static unsigned log2_floor(unsigned long v)
 	return k;
 }
 
-/* Bucket of v (wire.h): 0 for 0; 1 + k for 2^k <= v < 2^(k+1); 65 + k for
- * -2^(k+1) < v <= -2^k. */
-static unsigned bucket_of(unsigned long v)
+/* k with 2^k <= v < 2^(k+1) for a 64-bit v > 0, by words. */
+static unsigned log2_floor64(uint64_t v)
 {
+	if (sizeof(unsigned long) < 8 && v >> 32)
+		return 32 + log2_floor((unsigned long)(v >> 32));
+	return log2_floor((unsigned long)v);
+}
+
+/* Bucket of v (wire.h): 0 for 0; 1 + k for 2^k <= v < 2^(k+1); 65 + k for
+ * -2^(k+1) < v <= -2^k. LQUANTIZE's value is its bucket already. */
+static unsigned bucket_of(unsigned kind, int64_t v)
+{
+	if (kind == WIRE_AGG_LQUANTIZE)
+		return v < 0 ? 0 : v > WIRE_LQUANTIZE_MAX ? WIRE_LQUANTIZE_MAX : (unsigned)v;
 	if (!v)
 		return 0;
-	if ((long)v > 0)
-		return 1 + log2_floor(v);
-	return 65 + log2_floor(0 - v);        /* |v|: 2^(bits-1) for the least */
+	if (v > 0)
+		return 1 + log2_floor64((uint64_t)v);
+	return 65 + log2_floor64(0 - (uint64_t)v);  /* |v|: 2^63 for the least */
+}
+
+static bool has_buckets(unsigned kind)
+{
+	return kind == WIRE_AGG_QUANTIZE || kind == WIRE_AGG_LQUANTIZE;
+}
+
+static bool same_keys(const unsigned long *a, const unsigned long *b)
+{
+	for (unsigned k = 0; k < WIRE_AGG_MAX_KEYS; k++)
+		if (a[k] != b[k])
+			return false;
+	return true;
 }
 
 static uint16_t cell_take(struct agg_cpu *c)
@@ -150,7 +174,7 @@ static struct agg_cell *bucket(struct agg_cpu *c, struct agg_entry *e,
 }
 
 void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
-		const unsigned long *keys, unsigned long value)
+		const unsigned long *keys, int64_t value)
 {
 	struct agg_cpu *c = tables[this_cpu()->id];
 	unsigned long key[WIRE_AGG_MAX_KEYS] = { 0 };
@@ -162,8 +186,7 @@ void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
 		e = &c->entry[i];
 		if (!e->used)
 			break;
-		if (e->slot == slot && e->agg == agg && e->key[0] == key[0] &&
-		    e->key[1] == key[1])
+		if (e->slot == slot && e->agg == agg && same_keys(e->key, key))
 			break;
 	}
 	if (!e->used) {                         /* a new entry, published whole */
@@ -175,19 +198,19 @@ void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
 		};
 		for (unsigned k = 0; k < WIRE_AGG_MAX_KEYS; k++)
 			e->key[k] = key[k];
-		if (kind == WIRE_AGG_QUANTIZE && !bucket(c, e, bucket_of(value)))
+		if (has_buckets(kind) && !bucket(c, e, bucket_of(kind, value)))
 			goto drop;
 		compiler_barrier();
 		e->used = 1;
 		c->nused++;
 	}
-	if (kind == WIRE_AGG_QUANTIZE) {
-		struct agg_cell *cell = bucket(c, e, bucket_of(value));
+	if (has_buckets(kind)) {
+		struct agg_cell *cell = bucket(c, e, bucket_of(kind, value));
 		if (!cell)
 			goto drop;
 		cell->count++;
 	}
-	int64_t v = (long)value;
+	int64_t v = value;
 	if (kind != WIRE_AGG_COUNT) {
 		if (!e->count || v < e->min)
 			e->min = v;
@@ -215,9 +238,11 @@ static void entry_out(const struct agg_cpu *c, const struct agg_entry *e,
 	compiler_barrier();
 	*w = (struct wire_agg){
 		.program = e->slot, .agg = e->agg, .kind = e->kind,
-		.nkeys = e->nkeys, .key = { e->key[0], e->key[1] },
+		.nkeys = e->nkeys,
 		.count = e->count, .sum = e->sum, .min = e->min, .max = e->max,
 	};
+	for (unsigned k = 0; k < WIRE_AGG_MAX_KEYS; k++)
+		w->key[k] = e->key[k];
 	unsigned sent = 0;
 	for (uint16_t n = e->first; n && sent < max; n = c->cell[n - 1].next)
 		buckets[sent++] = (struct wire_agg_bucket){
@@ -238,8 +263,7 @@ bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const unsigned long *ke
 		const struct agg_entry *e = &c->entry[i];
 		if (!e->used)
 			return false;
-		if (e->slot == slot && e->agg == agg && e->key[0] == key[0] &&
-		    e->key[1] == key[1]) {
+		if (e->slot == slot && e->agg == agg && same_keys(e->key, key)) {
 			entry_out(c, e, entry, buckets, max);
 			return true;
 		}
@@ -268,7 +292,7 @@ static void send_frame(unsigned cpu, unsigned count, uint32_t dropped, size_t us
 {
 	struct wire_aggs head = {
 		.cpu = (uint16_t)cpu, .count = (uint16_t)count, .dropped = dropped,
-		.snapshot = snapshots,
+		.snapshot = snapshots, .tls_dropped = program_tls_dropped(),
 	};
 	memcpy(frame, &head, sizeof head);
 	link_send(WIRE_FRAME_AGGS, frame, used, 0, 0);

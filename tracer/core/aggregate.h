@@ -13,11 +13,14 @@
 #define AGG_CAPACITY 192
 #define AGG_CELLS    1024
 
-/* Fire path, interrupts masked: feed value (unused for COUNT) to
- * aggregation agg of the program in slot, of kind (WIRE_AGG_KINDS), under
- * its nkeys keys, in this CPU's table. */
+/* Fire path, interrupts masked: feed value (unused for COUNT; LQUANTIZE:
+ * the bucket, clamped to WIRE_LQUANTIZE_MAX) to aggregation agg of the
+ * program in slot, of kind (WIRE_AGG_KINDS), under its nkeys keys, in
+ * this CPU's table. The value is 64 bits on every arch: the interpreter
+ * extends a 32-bit word as the program's flags say (WIRE_RPN_AGG_FLAGS),
+ * so that sums of unsigned words past 2^32 stay exact. */
 void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
-		const unsigned long *keys, unsigned long value);
+		const unsigned long *keys, int64_t value);
 
 /* The entry of cpu's table for (slot, agg, keys) as an AGGS frame would
  * carry it, with up to max of its buckets; false if there is none. And

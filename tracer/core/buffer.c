@@ -40,6 +40,15 @@
  * virtual address. Each ring is registered with the kernel's miss
  * accounting (miss_account.h) as this CPU's data, so a DTLB miss the
  * tracer takes on it is counted apart; STATS carries those counts.
+ *
+ * Under `channel shm` (link.h) the same memory is a ring of sub-buffers
+ * the host reads out of guest RAM (ring.h, include/shm.h): the fire path
+ * writes there, and the CPU's drain thread copies nothing; it only
+ * switches its CPU's ring between the two forms once the ring is empty
+ * (so no record is in both or neither) and commits the open sub-buffer
+ * when a flush asks. Losses are counted the same way (dropped, DROPS).
+ * Sub-buffers are written through the ring's mapping: `trace physical`
+ * (below) applies to the byte ring only.
  */
 #include "buffer.h"
 #include "arch.h"
@@ -52,7 +61,9 @@
 #include "miss_account.h"
 #include "mm.h"
 #include "pages.h"
+#include "ring.h"
 #include "thread.h"
+#include "timer.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "wire.h"
@@ -75,6 +86,8 @@ struct tracer_cpu {
 	uint32_t           lost;
 	unsigned long      lost_threads;   /* bit (id % BITS_PER_WORD) per thread */
 	uint64_t           lost_first;     /* cycles at the first of them */
+	struct subbuf_writer sb;           /* the shm channel's form (ring.h) */
+	volatile bool      flush_wanted;   /* shm: commit the open sub-buffer */
 } __attribute__((aligned(64)));
 
 #define BITS_PER_WORD (8 * sizeof(unsigned long))
@@ -102,6 +115,8 @@ static volatile bool draining_paused;
 /* Whether a ring past half full wakes its drain (`trace kick`). Off, every
  * CPU's `kicked` stays set, so the fire path's test is the same one. */
 static volatile bool kick_on = true;
+/* Every ring as sub-buffers (the shm channel), once its drain switched it. */
+static volatile bool shm_wanted;
 
 /* The same record written by physical address (seed 003's method 2,
  * `trace physical on`): the header is built in registers and stored as
@@ -173,6 +188,19 @@ put(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
 	return true;
 }
 
+/* One record into t's ring in its present form. */
+static inline __attribute__((always_inline)) bool
+store(struct tracer_cpu *t, unsigned kind, uint16_t thread, uint32_t probe,
+      const unsigned long *words, unsigned nwords)
+{
+	if (!t->sb.on)
+		return put(t, kind, thread, probe, words, nwords);
+	if (!subbuf_put(&t->sb, kind, thread, probe, words, nwords, t->dropped, &t->sent))
+		return false;
+	t->recorded++;
+	return true;
+}
+
 /* Write a record (after the DROPS record owed, if any); false if it was
  * lost, counted in dropped. */
 static inline __attribute__((always_inline)) bool
@@ -187,16 +215,17 @@ record_into(struct tracer_cpu *t, uint32_t probe, unsigned kind,
 			[WIRE_DROPS_FIRST] = (unsigned long)t->lost_first,
 			[WIRE_DROPS_THREADS] = t->lost_threads,
 		};
-		if (!put(t, WIRE_EVENT_DROPS, me, WIRE_NO_PROBE, mark, WIRE_DROPS_NWORDS))
+		if (!store(t, WIRE_EVENT_DROPS, me, WIRE_NO_PROBE, mark, WIRE_DROPS_NWORDS))
 			goto lose;
 		t->marks++;
 		t->lost = 0;
 		t->lost_threads = 0;
 	}
-	if (put(t, kind, me, probe, words, nwords))
+	if (store(t, kind, me, probe, words, nwords))
 		return true;
 lose:
 	t->dropped++;
+	subbuf_discarded(&t->sb, t->dropped);
 	if (!t->lost++)
 		t->lost_first = arch_cycles();
 	t->lost_threads |= 1ul << (me % BITS_PER_WORD);
@@ -247,6 +276,8 @@ void tracer_fire(const struct probe *p, unsigned kind,
 	unsigned cpu = this_cpu()->id;
 	struct tracer_cpu *t = &tcpu[cpu];
 	struct tracer_fired *f = &tracer_fired[cpu];
+	if (tracer_late(p, cpu))        /* disabled: not a firing (tracer.h) */
+		return;
 	f->n++;
 	/* A probe hit while this CPU's tracer is inside a firing (from code
 	 * the firing calls, or a trap taken in it): counted as missed, with
@@ -352,6 +383,23 @@ static unsigned drain_one(unsigned cpu)
 	return head.count;
 }
 
+/* Switch cpu's ring to the form shm_wanted says, if it is empty in its
+ * present one; run on that CPU with interrupts masked, so no record is
+ * being written meanwhile. Then a flush's commit, if one is asked. */
+static void keep_form(unsigned cpu)
+{
+	struct tracer_cpu *t = &tcpu[cpu];
+	irqflags_t flags = arch_irq_save();
+	if (t->sb.on != shm_wanted && t->data &&
+	    (t->sb.on ? subbuf_drained(&t->sb) : t->tail == t->head))
+		subbuf_setup(&t->sb, cpu, t->data, t->size, shm_wanted);
+	if (t->flush_wanted) {
+		t->flush_wanted = false;
+		subbuf_flush(&t->sb, &t->sent);
+	}
+	arch_irq_restore(flags);
+}
+
 /* One drain per CPU, pinned there, emptying that CPU's ring: the drain's
  * work is spread as the firings are, and no CPU drains another's. */
 static void drain_thread(void *arg)
@@ -365,6 +413,8 @@ static void drain_thread(void *arg)
 		if (cpu == 0)
 			gate_reap();    /* spent probes: disarmed here, not firing */
 		if (!draining_paused)
+			keep_form(cpu);
+		if (!draining_paused && !tcpu[cpu].sb.on)
 			sent = drain_one(cpu);
 		if (!sent) {
 			struct tracer_cpu *t = &tcpu[cpu];
@@ -394,9 +444,31 @@ void buffer_flush(void)
 	for (unsigned c = 0; c < cpu_count(); c++)
 		want[c] = tcpu[c].recorded;
 	for (unsigned c = 0; c < cpu_count(); c++)
-		while (tcpu[c].sent < want[c])
+		while (tcpu[c].sent < want[c]) {
+			tcpu[c].flush_wanted = tcpu[c].sb.on;
 			thread_sleep(1);
+		}
 	link_bulk_push();
+}
+
+/* The link's channel chosen (link.h's watcher): every ring in the form it
+ * needs before the command returns, unless the host leaves sub-buffers
+ * unread (then the drains switch them once it has read them). */
+static void channel_chosen(unsigned channel)
+{
+	shm_wanted = channel == WIRE_CHANNEL_SHM;
+	for (unsigned c = 0; c < cpu_count(); c++) {
+		tcpu[c].flush_wanted = tcpu[c].sb.on;
+		for (unsigned tick = 0; tcpu[c].data && tcpu[c].sb.on != shm_wanted &&
+		     tick < 5 * timer_hz(); tick++)
+			thread_sleep(1);
+	}
+}
+
+void buffer_init_channels(void)
+{
+	subbuf_table_init();
+	link_channel_watch(channel_chosen);
 }
 
 void buffer_kick_enable(bool on)
@@ -445,11 +517,13 @@ void buffer_reset_counters(void)
 		struct tracer_cpu *t = &tcpu[c];
 		tracer_fired[c].n = 0;
 		tracer_fired[c].missed = 0;
+		tracer_fired[c].late = 0;
 		t->scheds = t->scheds_written = 0;
 		t->recorded = t->dropped = t->sent = t->marks = 0;
 		t->kicks = 0;
 		t->lost = 0;
 		t->lost_threads = 0;
+		subbuf_discarded(&t->sb, 0);
 	}
 	miss_account_reset();
 }
@@ -459,6 +533,7 @@ static void buffers_free(void)
 	for (unsigned c = 0; c < cpu_count(); c++) {
 		struct tracer_cpu *t = &tcpu[c];
 		miss_account_data(c, 0, 0);
+		subbuf_setup(&t->sb, c, 0, 0, false);
 		t->phys = 0;
 		if (t->data)
 			pages_free(t->data, t->size / mm_page_size);
@@ -540,6 +615,8 @@ bool buffer_resize(size_t bytes)
 		buffers_free();
 	else if (apply_physical())
 		physical_wanted = false, apply_physical();
+	for (unsigned c = 0; ok && c < cpu_count(); c++)
+		subbuf_setup(&tcpu[c].sb, c, tcpu[c].data, tcpu[c].size, shm_wanted);
 	draining_paused = false;
 	return ok;
 }

@@ -13,6 +13,8 @@
 #define BUFFER_DEFAULT_BYTES (256u * 1024)
 
 void buffer_start_drain(void);
+/* The shm channel: the ring table announced, channel changes watched. */
+void buffer_init_channels(void);
 /* Wait until every record written before the call has been sent. */
 void buffer_flush(void);
 /* One STATS frame per CPU. */

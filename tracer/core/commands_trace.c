@@ -42,7 +42,8 @@ static int trace_flush(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "flushed");
 }
 
-/* trace stats: a STATS frame per CPU, then the per-probe counts (PROBES) */
+/* trace stats: a STATS frame per CPU, then the per-probe counts (PROBES);
+ * the reply adds every CPU's firings and late traps (tracer.h) */
 static int trace_stats(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
 {
@@ -50,8 +51,10 @@ static int trace_stats(const struct subcommand *s, int argc, char **argv,
 		return subcommand_usage(s, argv, r);
 	buffer_send_stats();
 	gate_send_counts();
-	return command_reply(r, WIRE_REPLY_OK, "stats sent; drains woken early %llu times",
-			     (unsigned long long)buffer_kicks());
+	return command_reply(r, WIRE_REPLY_OK, "stats sent; drains woken early %llu times; "
+			     "fired=%llu late=%llu", (unsigned long long)buffer_kicks(),
+			     (unsigned long long)tracer_fired_count(),
+			     (unsigned long long)tracer_late_count());
 }
 
 /* trace aggregations: every CPU's stacks (STACKS frames), which its keys

@@ -107,6 +107,7 @@ int tracer_probe_program(unsigned id, int slot, char *why, size_t why_size)
 		compiler_barrier();
 		regate(p);
 	}
+	tracer_recount_recording();
 	tracer_unlock();
 	return 0;
 }
@@ -189,6 +190,11 @@ void gate_reset_counts(void)
 		tracer_probe_hits_zero(i);
 		g->runs = g->faults = g->over = 0;
 	}
+}
+
+bool gate_runs_program(unsigned id)
+{
+	return probe_gates[id].program != 0;
 }
 
 void gate_detach(unsigned slot)

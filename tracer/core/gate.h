@@ -19,6 +19,8 @@ void gate_reap(void);
 void gate_send_counts(void);
 /* Zero every probe's counts (`trace reset`). */
 void gate_reset_counts(void);
+/* Whether probe id runs a program in place of its own record. */
+bool gate_runs_program(unsigned id);
 /* No probe runs the program of slot any more. */
 void gate_detach(unsigned slot);
 

@@ -13,7 +13,9 @@
  * A hit inside a firing (buffer.c) is also counted in probe_missed.
  * Beside them, each CPU's count of all its firings, tracer_fired: a
  * probe that only counts is counted inline by the arch's trap hook
- * (tracer_fire_count), with no call into the tracer's core.
+ * (tracer_fire_count), with no call into the tracer's core. Apart from
+ * both, each CPU's late traps (tracer.h's tracer_late): at a probe
+ * already disabled, no firing.
  */
 #include "tracer.h"
 #include "cpu.h"
@@ -22,6 +24,15 @@ unsigned long tracer_hits[KERNEL_MAX_CPUS][TRACER_MAX_PROBES]
 	__attribute__((aligned(64)));
 
 struct tracer_fired tracer_fired[KERNEL_MAX_CPUS];
+volatile unsigned late_broken;
+
+uint64_t tracer_late_count(void)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < cpu_count(); c++)
+		n += tracer_fired[c].late;
+	return n;
+}
 
 /* Hits inside a firing, per probe (rare: one atomic add each). */
 static volatile unsigned long probe_missed[TRACER_MAX_PROBES];

@@ -11,9 +11,13 @@
  * run in one thread at a time (the command loop's), so they need no lock
  * among themselves.
  *
- * A probe that fires after it was disabled (the CPU trapped just before
- * the original was written back) is still found, recorded and emulated:
- * its site stays valid until clear.
+ * A probe that traps after it was disabled (the CPU trapped just before
+ * the original was written back, or still ran a translation of the trap)
+ * is still found and its instruction run — its site stays valid until
+ * clear — but it is late, not a firing: neither counted nor recorded
+ * (tracer.h's tracer_late). Its state is stored before its bytes and the
+ * settle's syncs wait out every firing that saw it enabled, so once
+ * `probe disable` answers no firing of it is counted any more.
  *
  * Refusals name their reason, e.g. "refused: 0x00101234 is code of the
  * tracer or trap path", and change nothing.
@@ -29,6 +33,7 @@
 #include "arch.h"
 #include "atomic.h"
 #include "buffer.h"
+#include "gate.h"
 #include "console.h"
 #include "cpu.h"
 #include "init.h"
@@ -49,6 +54,7 @@ volatile uint16_t tracer_hash_slot[TRACER_HASH_SLOTS];
 volatile bool tracer_check_mode;
 volatile unsigned tracer_mechanism;
 static unsigned probes_added, probes_enabled;
+static volatile unsigned probes_recording;
 
 static uint8_t **text_alias;         /* one writable alias per text page */
 
@@ -118,6 +124,7 @@ static void tracer_init(void)
 	tarch_init();
 	if (!buffer_resize(BUFFER_DEFAULT_BYTES))
 		panic("tracer: no memory for the trace buffers");
+	buffer_init_channels();
 	buffer_start_drain();
 }
 KERNEL_INIT(tracer_init);
@@ -307,6 +314,7 @@ static int probe_set(unsigned id, bool enable, char *why, size_t why_size)
 		probes_enabled--;
 		p->unsettled = 1;
 	}
+	tracer_recount_recording();
 	return 0;
 }
 
@@ -328,7 +336,10 @@ int tracer_probe_action(unsigned id, unsigned action, char *why, size_t why_size
 		ksnprintf(why, why_size, "no action %u", action);
 		return -1;
 	}
+	tracer_lock();
 	tracer_probes[id].action = (uint8_t)action;
+	tracer_recount_recording();
+	tracer_unlock();
 	return 0;
 }
 
@@ -364,6 +375,7 @@ unsigned tracer_clear(void)
 	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++)
 		tracer_probes[i].state = PROBE_FREE;
 	probes_added = 0;
+	probes_recording = 0;
 	tracer_unlock();
 	return n;
 }
@@ -376,4 +388,22 @@ unsigned tracer_probes_added(void)
 unsigned tracer_probes_enabled(void)
 {
 	return probes_enabled;
+}
+
+/* Under the tracer's lock: a scan of the table at each change (commands,
+ * never the fire path), so that a switch reads one word. */
+void tracer_recount_recording(void)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < TRACER_MAX_PROBES; i++) {
+		const struct probe *p = &tracer_probes[i];
+		n += p->state == PROBE_ENABLED && p->kind != WIRE_EVENT_WATCH &&
+		     p->action == TRACER_ACTION_RECORD && !gate_runs_program(i);
+	}
+	probes_recording = n;
+}
+
+unsigned tracer_probes_recording(void)
+{
+	return probes_recording;
 }

@@ -9,7 +9,8 @@
  * so no check sees bytes left from an earlier one. The fire path reads an
  * installed program with no lock, so it is replaced or removed only while
  * no probe that can fire runs it, and after every CPU has answered an IPI;
- * its aggregations go with it. All under the probe table's lock (tracer.h).
+ * its aggregations go with it; clearing every slot also empties the
+ * globals and the thread-local words. All under the probe table's lock (tracer.h).
  */
 #include "program.h"
 #include "aggregate.h"
@@ -174,9 +175,11 @@ int program_clear(int slot, char *why, size_t why_size)
 		uninstall(s);
 		memset(&programs[s], 0, sizeof programs[s]);
 	}
-	if (slot < 0)
+	if (slot < 0) {
 		for (unsigned g = 0; g < WIRE_PROGRAM_GLOBALS; g++)
 			program_globals[g] = 0;
+		program_tls_clear();
+	}
 	tracer_unlock();
 	return 0;
 }

@@ -97,10 +97,10 @@ static bool check_reg(struct checking *c, const struct wire_rpn_insn *i,
 static bool check_arg(struct checking *c, const struct wire_rpn_insn *i,
 		      unsigned at, char *what, size_t size)
 {
-	if (i->a < TRACER_MAX_ARGS)
+	if (i->a < WIRE_PROGRAM_MAX_ARG)
 		return true;
 	ksnprintf(what, size, "argument %u: at most %u are read", i->a,
-		  TRACER_MAX_ARGS);
+		  WIRE_PROGRAM_MAX_ARG);
 	return false;
 }
 
@@ -158,6 +158,18 @@ static bool check_global(struct checking *c, const struct wire_rpn_insn *i,
 	return false;
 }
 
+static bool check_tls(struct checking *c, const struct wire_rpn_insn *i,
+		      unsigned at, char *what, size_t size)
+{
+	if (i->b < WIRE_PROGRAM_TLS)
+		return true;
+	ksnprintf(what, size, "thread-local %u: there are %u", i->b, WIRE_PROGRAM_TLS);
+	return false;
+}
+
+#define AGG_FLAG_BIT(name, bit, meaning) | bit
+#define AGG_FLAGS (0 WIRE_RPN_AGG_FLAGS(AGG_FLAG_BIT))
+
 static bool check_log(struct checking *c, const struct wire_rpn_insn *i,
 		      unsigned at, char *what, size_t size)
 {
@@ -181,6 +193,11 @@ static bool check_agg(struct checking *c, const struct wire_rpn_insn *i,
 	if (c->head->agg_kind[agg] != fed) {
 		ksnprintf(what, size, "aggregation %u is declared %s", agg,
 			  program_agg_kind(c->head->agg_kind[agg]));
+		return false;
+	}
+	if ((uint32_t)i->imm & ~(uint32_t)AGG_FLAGS) {
+		ksnprintf(what, size, "flags 0x%x: only 0x%x are known",
+			  (unsigned)i->imm, (unsigned)AGG_FLAGS);
 		return false;
 	}
 	if (i->a > WIRE_AGG_MAX_KEYS) {
@@ -213,6 +230,7 @@ static const struct {
 	{ "global", check_global },
 	{ "size,n", check_log },
 	{ "agg,n",  check_agg },
+	{ "tls",    check_tls },
 };
 
 static operand_check checker_of(const char *operands)

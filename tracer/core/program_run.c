@@ -13,6 +13,8 @@
  * fault instead logs a FAULT token — the word size, then the first address
  * not read — and the run goes on, as in DProbes. The log buffer is the LOG
  * record being built: data from its DATA word on, in the guest's order.
+ * An aggregation's value goes on as 64 bits, extended from the word as
+ * the instruction's flags say; thread-local words are program_tls.c's.
  */
 #include "program.h"
 #include "aggregate.h"
@@ -20,6 +22,7 @@
 #include "arch.h"
 #include "atomic.h"
 #include "cpu.h"
+#include "init.h"
 #include "kstring.h"
 #include "thread.h"
 #include "tracer.h"
@@ -30,6 +33,28 @@
 #define WORD_BITS  (8 * WORD_BYTES)
 
 volatile unsigned long program_globals[WIRE_PROGRAM_GLOBALS];
+
+/* Nanoseconds since boot from the cycle counter: cycles times ns per
+ * cycle in 24 fractional bits, worked out once at init (a division the
+ * fire path does not make: on i386 it is libgcc's, which a probe may
+ * trap). The counter is split into halves so that no product overflows
+ * 64 bits while the clock runs faster than 4 MHz (a cycle under 256 ns:
+ * i386's TSC, sparc64's 100 MHz %tick). */
+#define NS_SHIFT 24
+static uint64_t ns_per_cycle;
+
+static void time_init(void)
+{
+	ns_per_cycle = (1000000000ull << NS_SHIFT) / arch_cycles_hz();
+}
+KERNEL_INIT(time_init);
+
+static uint64_t time_ns(void)
+{
+	uint64_t c = arch_cycles();
+	return ((c >> 32) * ns_per_cycle << (32 - NS_SHIFT)) +
+	       ((c & 0xffffffffu) * ns_per_cycle >> NS_SHIFT);
+}
 
 /* The low `size` bytes of v at out, in the guest's byte order. */
 static void put_value(uint8_t *out, unsigned long v, unsigned size)
@@ -141,6 +166,7 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_THREAD: PUSH(thread_current()->id); break;
 		case WIRE_RPN_TIME:   PUSH((unsigned long)arch_cycles()); break;
 		case WIRE_RPN_PC:     PUSH(p->addr); break;
+		case WIRE_RPN_TIMENS: PUSH((unsigned long)time_ns()); break;
 		case WIRE_RPN_STACK: {
 			uintptr_t pcs[WIRE_STACK_MAX_DEPTH];
 			if (!ctx)
@@ -204,6 +230,8 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_GGET: PUSH(program_globals[i->b]); break;
 		case WIRE_RPN_GSET: program_globals[i->b] = POP(); break;
 		case WIRE_RPN_GADD: atomic_fetch_add(&program_globals[i->b], POP()); break;
+		case WIRE_RPN_TGET: PUSH(program_tls_get(i->b)); break;
+		case WIRE_RPN_TSET: v = POP(); program_tls_set(i->b, v); break;
 		case WIRE_RPN_LOG:
 			if ((unsigned long)i->a * i->b > WIRE_PROGRAM_LOG_BYTES - used)
 				return PROGRAM_FAULT;
@@ -228,11 +256,13 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_MAX:
 		case WIRE_RPN_AVG:
 		case WIRE_RPN_QUANTIZE:
+		case WIRE_RPN_LQUANTIZE:
 			for (unsigned k = 0; k < i->a; k++)
 				keys[k] = POP();
 			v = i->op == WIRE_RPN_COUNT ? 0 : POP();
 			agg_update(prog->slot, i->b, prog->head.agg_kind[i->b], i->a,
-				   keys, v);
+				   keys, i->imm & WIRE_RPN_AGG_UNSIGNED ? (int64_t)(uint64_t)v
+								       : (int64_t)(long)v);
 			break;
 		default:
 			return PROGRAM_FAULT;           /* the validator let none in */

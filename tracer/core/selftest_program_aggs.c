@@ -8,7 +8,8 @@
  * that fed it), then reads that CPU's entry (agg_read). Checked: count,
  * sum, least and greatest; quantize's power-of-two buckets for zero,
  * positive and negative values up to the word's extremes; two keys, the
- * first popped being key[0]; a full table, whose extra entries are
+ * first popped being key[0]; four keys; a sum of unsigned words past 2^32,
+ * exact; lquantize's given buckets, clamped; a full table, whose extra entries are
  * dropped and counted; an entry's bucket limit, WIRE_AGG_MAX_BUCKETS; and
  * clearing one slot's entries (program clear) leaving another's whole.
  */
@@ -23,9 +24,9 @@
 /* Aggregation i is of kind kinds[i]. */
 static const uint8_t kinds[] = {
 	WIRE_AGG_COUNT, WIRE_AGG_SUM, WIRE_AGG_MIN, WIRE_AGG_MAX, WIRE_AGG_AVG,
-	WIRE_AGG_QUANTIZE, WIRE_AGG_COUNT,
+	WIRE_AGG_QUANTIZE, WIRE_AGG_COUNT, WIRE_AGG_LQUANTIZE,
 };
-enum { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_QUANTIZE, A_COUNT2 };
+enum { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_QUANTIZE, A_COUNT2, A_LQUANTIZE };
 
 static struct program prog;
 static struct program_log log;
@@ -39,6 +40,8 @@ static void push_word(struct wire_rpn_insn *insn, unsigned long v)
 /* Feed value under nkeys keys to aggregation agg of slot; interrupts
  * masked by the caller. False if the program was refused or did not end
  * by its abort. */
+static int32_t feed_flags;      /* the aggregation instruction's imm */
+
 static bool feed(unsigned slot, unsigned agg, unsigned long value, unsigned nkeys,
 		 unsigned long k0, unsigned long k1)
 {
@@ -46,6 +49,7 @@ static bool feed(unsigned slot, unsigned agg, unsigned long value, unsigned nkey
 		[WIRE_AGG_COUNT] = WIRE_RPN_COUNT, [WIRE_AGG_SUM] = WIRE_RPN_SUM,
 		[WIRE_AGG_MIN] = WIRE_RPN_MIN, [WIRE_AGG_MAX] = WIRE_RPN_MAX,
 		[WIRE_AGG_AVG] = WIRE_RPN_AVG, [WIRE_AGG_QUANTIZE] = WIRE_RPN_QUANTIZE,
+		[WIRE_AGG_LQUANTIZE] = WIRE_RPN_LQUANTIZE,
 	};
 	struct wire_rpn_insn insn[8];
 	unsigned n = 0;
@@ -61,7 +65,8 @@ static bool feed(unsigned slot, unsigned agg, unsigned long value, unsigned nkey
 		push_word(insn + n, k0);          /* the top: key[0] */
 		n += 2;
 	}
-	insn[n++] = (struct wire_rpn_insn){ ops[kinds[agg]], (uint8_t)nkeys, (uint16_t)agg, 0 };
+	insn[n++] = (struct wire_rpn_insn){ ops[kinds[agg]], (uint8_t)nkeys, (uint16_t)agg,
+					    feed_flags };
 	insn[n++] = INSN(ABORT, 0, 0, 0);
 	return tp_program(&prog, slot, insn, n, sizeof kinds, kinds) &&
 	       tp_run(&prog, &log) == PROGRAM_ABORT;
@@ -180,6 +185,67 @@ static void test_two_keys(void)
 	       "the key popped first");
 }
 
+/* Four keys, each of them part of the entry's identity. */
+static void test_four_keys(void)
+{
+	static const struct wire_rpn_insn insn[] = {
+		INSN(PUSH, 0, 0, 4), INSN(PUSH, 0, 0, 3), INSN(PUSH, 0, 0, 2),
+		INSN(PUSH, 0, 0, 1), INSN(COUNT, 4, A_COUNT, 0),
+		INSN(PUSH, 0, 0, 5), INSN(PUSH, 0, 0, 3), INSN(PUSH, 0, 0, 2),
+		INSN(PUSH, 0, 0, 1), INSN(COUNT, 4, A_COUNT, 0), INSN(ABORT, 0, 0, 0),
+	};
+	const unsigned long k1234[4] = { 1, 2, 3, 4 }, k1235[4] = { 1, 2, 3, 5 };
+	bool ran = tp_program(&prog, SLOT, insn, NINSNS(insn), sizeof kinds, kinds) &&
+		   tp_run(&prog, &log) == PROGRAM_ABORT && tp_run(&prog, &log) == PROGRAM_ABORT;
+	irqflags_t f = arch_irq_save();
+	bool a = agg_read(this_cpu()->id, SLOT, A_COUNT, k1234, 4, &entry, buckets, 0);
+	struct wire_agg first = entry;
+	bool b = agg_read(this_cpu()->id, SLOT, A_COUNT, k1235, 4, &entry, buckets, 0);
+	arch_irq_restore(f);
+	report(ran && a && b && first.count == 2 && entry.count == 2 && first.nkeys == 4 &&
+	       first.key[0] == 1 && first.key[3] == 4 && entry.key[3] == 5,
+	       "four keys: (1,2,3,4) and (1,2,3,5) are two entries, twice each");
+}
+
+/* The word's largest unsigned value, summed three times: past 2^32 on a
+ * 32-bit arch, exact as 64 bits when the flag says the word is unsigned,
+ * and -3 (the word as signed) without it. */
+static void test_unsigned_sum(void)
+{
+	irqflags_t f = arch_irq_save();
+	feed_flags = WIRE_RPN_AGG_UNSIGNED;
+	bool fed = true;
+	for (unsigned i = 0; i < 3; i++)
+		fed &= feed(SLOT, A_SUM, 0xfffffffful, 1, 40, 0);
+	feed_flags = 0;
+	for (unsigned i = 0; i < 3; i++)
+		fed &= feed(SLOT, A_SUM, ~0ul, 1, 41, 0);
+	bool u = read_entry(SLOT, A_SUM, 1, 40, 0);
+	int64_t usum = entry.sum;
+	bool s = read_entry(SLOT, A_SUM, 1, 41, 0);
+	arch_irq_restore(f);
+	report(fed && u && s && usum == 3 * 0xffffffffll && entry.sum == -3,
+	       "sum of 0xffffffff x3 unsigned: %lld (exact past 2^32); of the word -1 "
+	       "x3: %lld", (long long)usum, (long long)entry.sum);
+}
+
+/* lquantize counts in the bucket the program gives, clamped to the last. */
+static void test_lquantize(void)
+{
+	irqflags_t f = arch_irq_save();
+	bool fed = feed(SLOT, A_LQUANTIZE, 0, 1, 50, 0) &&
+		   feed(SLOT, A_LQUANTIZE, 3, 1, 50, 0) &&
+		   feed(SLOT, A_LQUANTIZE, 3, 1, 50, 0) &&
+		   feed(SLOT, A_LQUANTIZE, 100000, 1, 50, 0);
+	bool found = read_entry(SLOT, A_LQUANTIZE, 1, 50, 0);
+	arch_irq_restore(f);
+	report(fed && found && entry.kind == WIRE_AGG_LQUANTIZE && entry.count == 4 &&
+	       bucket_count(0) == 1 && bucket_count(3) == 2 &&
+	       bucket_count(WIRE_LQUANTIZE_MAX) == 1 && entry.nbuckets == 3,
+	       "lquantize: buckets 0, 3, 3 and one past the last (clamped to %u)",
+	       WIRE_LQUANTIZE_MAX);
+}
+
 /* Feed every bucket the word has to one entry. */
 static void test_bucket_limit(void)
 {
@@ -261,6 +327,9 @@ static void selftest_program_aggs(void)
 	test_kinds();
 	test_quantize();
 	test_two_keys();
+	test_four_keys();
+	test_unsigned_sum();
+	test_lquantize();
 	test_bucket_limit();
 	test_clear();
 	test_full_table();

@@ -84,9 +84,9 @@ static void test_header(void)
 	       contains(why, "9 aggregations: at most 8"),
 	       "refuses %u aggregations: %s", WIRE_PROGRAM_MAX_AGGS + 1, why);
 	head->naggs = 2;
-	head->agg_kind[1] = 7;
+	head->agg_kind[1] = 0x7f;
 	report(program_validate(bytes, size, why, sizeof why) != 0 &&
-	       contains(why, "aggregation 1: no kind 7"),
+	       contains(why, "aggregation 1: no kind 127"),
 	       "refuses an aggregation of an unknown kind: %s", why);
 }
 
@@ -100,12 +100,16 @@ static void test_limits(void)
 	};
 	static const struct wire_rpn_insn insn[] = {
 		INSN(REG, TARCH_NREGISTERS - 1, 0, 0),
-		INSN(ARG, TRACER_MAX_ARGS - 1, 0, 0),
+		INSN(ARG, WIRE_PROGRAM_MAX_ARG - 1, 0, 0),
 		INSN(LSET, 0, WIRE_PROGRAM_LOCALS - 1, 0),
 		INSN(GSET, 0, WIRE_PROGRAM_GLOBALS - 1, 0),
+		INSN(TGET, 0, WIRE_PROGRAM_TLS - 1, 0),
+		INSN(TSET, 0, WIRE_PROGRAM_TLS - 1, 0),
 		INSN(PUSH, 0, 0, 1), INSN(PUSH, 0, 0, 2), INSN(PUSH, 0, 0, 3),
-		INSN(QUANTIZE, WIRE_AGG_MAX_KEYS, WIRE_PROGRAM_MAX_AGGS - 1, 0),
-		INSN(JMP, 0, 10, 0),
+		INSN(PUSH, 0, 0, 4), INSN(PUSH, 0, 0, 5),
+		INSN(QUANTIZE, WIRE_AGG_MAX_KEYS, WIRE_PROGRAM_MAX_AGGS - 1,
+		     WIRE_RPN_AGG_UNSIGNED),
+		INSN(JMP, 0, 14, 0),
 		INSN(ADD, 0, 0, 0),                 /* unreachable: not checked */
 		INSN(EXIT, 0, 0, 0),
 	};
@@ -154,7 +158,9 @@ static void test_refusals(void)
 		REFUSAL("a register past the arch's", "register",
 			INSN(REG, TARCH_NREGISTERS, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0)),
 		REFUSAL("an argument past the last read", "argument",
-			INSN(ARG, TRACER_MAX_ARGS, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0)),
+			INSN(ARG, WIRE_PROGRAM_MAX_ARG, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0)),
+		REFUSAL("a thread-local past the last", "thread-local",
+			INSN(TGET, 0, WIRE_PROGRAM_TLS, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0)),
 		REFUSAL("a load of 3 bytes", "size 3",
 			INSN(PUSH, 0, 0, 0), INSN(LOAD, 3, 0, 0), INSN(DROP, 0, 0, 0),
 			INSN(EXIT, 0, 0, 0)),
@@ -178,9 +184,12 @@ static void test_refusals(void)
 			INSN(PUSH, 0, 0, 1), INSN(SUM, 0, 0, 0), INSN(EXIT, 0, 0, 0)),
 		REFUSAL("an aggregation not declared", "aggregation 1: the program declares 1",
 			INSN(COUNT, 0, 1, 0), INSN(EXIT, 0, 0, 0)),
-		REFUSAL("too many keys", "3 keys: at most 2",
+		REFUSAL("too many keys", "5 keys: at most 4",
 			INSN(PUSH, 0, 0, 1), INSN(DUP, 0, 0, 0), INSN(DUP, 0, 0, 0),
-			INSN(COUNT, 3, 0, 0), INSN(EXIT, 0, 0, 0)),
+			INSN(DUP, 0, 0, 0), INSN(DUP, 0, 0, 0),
+			INSN(COUNT, 5, 0, 0), INSN(EXIT, 0, 0, 0)),
+		REFUSAL("an aggregation flag no guest knows", "flags 0x2: only 0x1 are known",
+			INSN(COUNT, 0, 0, 2), INSN(EXIT, 0, 0, 0)),
 		REFUSAL("one aggregation with two numbers of keys", "1 keys for aggregation 0, which instruction 0 gives 0",
 			INSN(COUNT, 0, 0, 0), INSN(PUSH, 0, 0, 1), INSN(COUNT, 1, 0, 0),
 			INSN(EXIT, 0, 0, 0)),

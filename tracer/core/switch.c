@@ -9,7 +9,9 @@
  * every switch (DTrace's sched on-cpu/off-cpu, ftrace's sched_switch):
  * the kernel's switch hook (switch_hook.h) calls switch_record() right
  * before each switch, which writes a SWITCH record (wire.h
- * WIRE_SWITCH_WORDS) while any probe is enabled — one test otherwise. It
+ * WIRE_SWITCH_WORDS) while any enabled probe records its firings
+ * (tracer_probes_recording: an aggregation alone sends no record) — one
+ * test otherwise. It
  * runs with interrupts masked on the switching CPU, never inside a firing,
  * and its record is counted like any other (recorded, dropped) and in
  * the STATS frame's `switches`, so the host can keep the firings apart.
@@ -34,7 +36,7 @@ WIRE_SWITCH_WHYS(WHY_IS_WIRE)
 static void switch_record(const struct thread *from, const struct thread *to,
 			  enum switch_why why, bool first)
 {
-	if (!tracer_probes_enabled())
+	if (!tracer_probes_recording())
 		return;
 	unsigned long w[WIRE_SWITCH_NWORDS] = {
 		[WIRE_SWITCH_FROM] = from->id, [WIRE_SWITCH_TO] = to->id,
@@ -45,7 +47,7 @@ static void switch_record(const struct thread *from, const struct thread *to,
 
 static void irq_record(unsigned vector, bool exit)
 {
-	if (!tracer_probes_enabled())
+	if (!tracer_probes_recording())
 		return;
 	unsigned long w[WIRE_IRQ_NWORDS] = {
 		[WIRE_IRQ_VECTOR] = vector, [WIRE_IRQ_EXIT] = exit,

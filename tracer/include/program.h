@@ -66,6 +66,19 @@ int program_validate(const void *bytes, size_t n, char *why, size_t why_size);
 const char *program_mnemonic(unsigned op);
 const char *program_agg_kind(unsigned kind);
 
+/* ---- thread-local words (program_tls.c), from the fire path ---- */
+
+/* This thread's word (< WIRE_PROGRAM_TLS), 0 if never stored. */
+unsigned long program_tls_get(unsigned word);
+/* Store it; a thread's first store of non-zero takes a block of the pool,
+ * and one that finds the pool used up is counted and not made. */
+void program_tls_set(unsigned word, unsigned long value);
+/* Stores not made since the last clear; threads holding a block. */
+uint32_t program_tls_dropped(void);
+unsigned program_tls_threads(void);
+/* Every thread's words back to 0, the pool empty (`program clear`). */
+void program_tls_clear(void);
+
 /* ---- the interpreter (program_run.c) ---- */
 
 enum program_end {

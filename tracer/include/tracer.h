@@ -102,15 +102,43 @@ unsigned long tracer_probe_hits(unsigned id);
 /* Each CPU's firings of every probe, gated or not (hits.c; the STATS
  * frame's fired), written only by that CPU's fire path, a line of its own. */
 /* n: every firing; missed: of them, hits while this CPU was inside
- * tracer_fire already (in_fire), counted and not recorded. */
+ * tracer_fire already (in_fire), counted and not recorded. late: traps
+ * at a probe found no longer enabled (tracer_late), not firings: in
+ * neither n nor a probe's hits, never recorded. */
 struct tracer_fired {
 	volatile uint64_t n;
 	volatile uint64_t missed;
+	volatile uint64_t late;
 	volatile uint8_t  in_fire;
 } __attribute__((aligned(64)));
 extern struct tracer_fired tracer_fired[];
 unsigned long tracer_probe_hits_ungated(unsigned id);
 void tracer_probe_hits_zero(unsigned id);
+
+/* Disarming is a quiescence point, as kprobes' synchronize_rcu after a
+ * disarm and DTrace's dtrace_sync are. A probe is disabled by storing
+ * its state (probe.c, before its bytes), and `probe disable` answers
+ * only after tracer_settle's syncs, which return once every other CPU
+ * has taken an interrupt: a CPU inside a firing cannot (the fire path
+ * runs with interrupts masked from the trap to its return), so every
+ * firing that found the probe enabled has ended by then. A trap that
+ * finds it no longer enabled — the CPU trapped on bytes it still saw
+ * after the disarm: a vCPU held between its trap and its lookup, or
+ * QEMU's TCG running a translation made while the original was stored
+ * back — is late: not a firing (neither counted as one nor recorded, so
+ * the counters `trace flush` sends are final once the disable answered)
+ * but counted apart per CPU (`trace stats`); the arch still runs the
+ * displaced instruction, as it would for any hit. late_broken (tests,
+ * through the GDB stub) records and counts it as a firing, as before. */
+extern volatile unsigned late_broken;
+static inline bool tracer_late(const struct probe *p, unsigned cpu)
+{
+	if (__builtin_expect(p->state == PROBE_ENABLED, 1) || late_broken)
+		return false;
+	tracer_fired[cpu].late++;
+	return true;
+}
+uint64_t tracer_late_count(void);
 
 /* The probe kinds (wire.h WIRE_PROBE_KINDS): a kind's command word, or 0
  * if kind is not one a probe is added as; a word's kind, or -1; and every
@@ -165,6 +193,8 @@ static inline bool tracer_counts_only(const struct probe *p)
  * and reads no register. What tracer_fire does for such a probe. */
 static inline void tracer_fire_count(const struct probe *p, unsigned cpu)
 {
+	if (tracer_late(p, cpu))
+		return;
 	tracer_fired[cpu].n++;
 	tracer_hits[cpu][p->id]++;
 }
@@ -242,6 +272,13 @@ unsigned tracer_clear(void);
 /* Probes added (not yet cleared), and of those, enabled. */
 unsigned tracer_probes_added(void);
 unsigned tracer_probes_enabled(void);
+/* Of the enabled, those whose firings write records of their own (action
+ * record, no program in its place): while there are any, the scheduler's
+ * SWITCH and IRQ records are written too (switch.c), so that the host can
+ * pair entries with returns per thread; an aggregation alone sends none. */
+unsigned tracer_probes_recording(void);
+/* Count them again after a probe's state, action or program changed. */
+void tracer_recount_recording(void);
 
 /* The bare trap round trip and its trap-less twin (arch), for costs. */
 void tracer_bare_trap(void);

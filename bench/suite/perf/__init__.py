@@ -3,6 +3,7 @@
   plan        the boots and the experiments in each, in order (start here)
   core        the run's state: figures, sizes, targets, timings, boots
   dprobes     DProbes' five experiments and probecost
+  lang        a compiled D one-liner against RPN by hand; self-> per firing
   firepath    the fire path's cost stage by stage, the out-of-line path
   watch       the cost of a watch firing
   channels    the drain against the raw channel; the sustained run

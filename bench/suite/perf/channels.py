@@ -41,7 +41,7 @@ def drain(b: Bench, g: Guest, channel: str = "serial") -> None:
             w = line.split()
             if w[:1] == ["drain"] and len(w) == 4 and w[2].isdigit():
                 vals[w[1]] = (int(w[2]), int(w[3]))
-        if not r.ok or len(vals) != 2:
+        if not r.ok or {"raw", "payload"} - vals.keys():
             raise TraceError(f"drainrate failed: {r.message}: {r.text[-3:]}")
         rec_bytes = sum(len(f.payload) - 8 for f in g.trace_frames[mark:]
                         if f.type == frames.T_EVENTS) / DRAIN_TRIES

@@ -31,10 +31,12 @@ TARGETS = {
     "virtio_payload_over_raw": ("≥ 0.9", lambda v: v >= 0.9),
     "virtio_raw_over_serial": ("≥ 100", lambda v: v >= 100),
     "virtio_raw_bytes": ("≥ 50 MB/s", lambda v: v >= 50e6),
+    "shm_raw_over_virtio": ("≥ 10", lambda v: v >= 10),
     "sustained_lost": ("= 0", lambda v: v == 0),
     "missed_emulated": ("= 0", lambda v: v == 0),
     "lost_counted": ("= 0", lambda v: v == 0),
     "tracer_own_traps": ("= 0", lambda v: v == 0),
+    "compiled_over_hand": ("≤ 1.2", lambda v: v <= 1.2),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Callable
 
 from ... import arches
 from ...guest.qemu import Guest
+from ...wire import frames
 from .channels import drain, sustained
 from .core import Bench, Sizes
 from .dprobes import dprobes, dprobes_log, probecost
@@ -27,8 +28,10 @@ from .fbt import hooked, hooked_smp, probed, probed_smp
 from .firepath import firepath
 from .interrupts import avoid
 from .kernel import kernel
+from .lang import lang
 from .profile import profile
 from .scaling import scaling
+from .shm import hooked_virtio, probed_virtio, record_cost, shm_raw
 from .stackwalk import stackwalk
 from .watch import watchcost
 from .wholekernel import wholekernel
@@ -65,7 +68,22 @@ class Boot:
 
 
 def _virtio(g: Guest) -> bool:
-    return g.channel_used == "virtio"
+    """The guest has the virtio port (HELLO's channel), whatever it uses."""
+    return frames.CHANNELS.get(g.hello["channel"]) == "virtio"
+
+
+def _shm(g: Guest) -> bool:
+    return g.channel_used == "shm"
+
+
+def _shm_and_virtio(g: Guest) -> bool:
+    return _shm(g) and _virtio(g)
+
+
+def _byte_ring_channel(b: Bench, g: Guest) -> None:
+    """The channel of the byte ring and its drain: virtio where there is
+    the port, else the 16550."""
+    g.command(f"channel {'virtio' if _virtio(g) else 'serial'}")
 
 
 def _smp4(a: arches.Arch) -> bool:
@@ -74,7 +92,7 @@ def _smp4(a: arches.Arch) -> bool:
 
 PLAN = (
     # The image, one CPU: the fire path stage by stage; DProbes' five
-    # experiments with the bare trap; a watch firing against experiment
+    # experiments with the bare trap; D against hand-written RPN; a watch firing against experiment
     # 3's null probe; the drain over the 16550 and, in the same boot, over
     # virtio, with experiment 5 alone over each; fib and calltree untraced
     # and under every mechanism; the stack walk's cost per frame and
@@ -89,6 +107,7 @@ PLAN = (
         Experiment("dprobes", dprobes),
         Experiment("firepath", firepath),
         Experiment("probecost", probecost),
+        Experiment("lang", lang),
         Experiment("watchcost", watchcost),
         Experiment("drain serial", partial(drain, channel="serial")),
         Experiment("drain virtio", partial(drain, channel="virtio"), when=_virtio,
@@ -98,19 +117,29 @@ PLAN = (
                    when=_virtio),
         Experiment("dprobes 5 serial", partial(dprobes_log, channel="serial"),
                    when=_virtio),
+        Experiment("shm raw", shm_raw, when=_shm_and_virtio,
+                   otherwise="no shm channel beside virtio on {arch}: no shm raw rows"),
+        Experiment("record cost", record_cost, when=_shm_and_virtio),
         commands("channel {channel}", "timer 100"),
         Experiment("fbt", probed),
+        Experiment("fbt virtio", probed_virtio, when=_shm_and_virtio),
         Experiment("stackwalk", stackwalk),
         Experiment("profile", profile),
+        # Seed 003's methods write the byte ring by physical address, which
+        # the shm channel's sub-buffers are not: the port's channel.
+        Experiment("", _byte_ring_channel),
         Experiment("avoid", avoid),
     )),
     # The same workloads built with -finstrument-functions, hooks off/on.
-    Boot("B", (Experiment("fbt", hooked),), instrumented=True),
+    Boot("B", (Experiment("fbt", hooked),
+               Experiment("fbt virtio", hooked_virtio, when=_shm_and_virtio)),
+         instrumented=True),
     # 4 CPUs: calltree on 8 threads under every mechanism; firings/s by
     # vCPUs against the bare trap's; the sustained run over each channel.
     Boot("C", (
         Experiment("fbt", probed_smp),
         Experiment("scaling", scaling),
+        Experiment("sustained shm", partial(sustained, channel="shm"), when=_shm),
         Experiment("sustained virtio", partial(sustained, channel="virtio"),
                    when=_virtio),
         Experiment("sustained serial", partial(sustained, channel="serial")),

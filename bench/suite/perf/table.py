@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .core import TARGETS, Bench
 from .profile import rows as profile_rows
+from .shm import CHANNELS as SHM_COST_CHANNELS
 from .stackwalk import rows as stackwalk_rows
 from .wholekernel import rows as wholekernel_rows
 
@@ -68,6 +69,21 @@ def rpn_and_watch_rows(b: Bench) -> list:
         f = F["watch_w_null"]
         rows.append((f"  {f['what']}", f"+{f['median']:,.0f} cyc, "
                      f"{f['ns']['median']:,.0f} ns", ""))
+    return rows
+
+
+def lang_rows(b: Bench) -> list:
+    """The D compiler's cost: compiled against hand-written, self->."""
+    F = b.figures
+    if "lang_compiled_over_hand" not in F:
+        return []
+    rows = [("D compiled vs RPN by hand (cycles/firing over the loop)", "", "")]
+    for name in ("lang_hand", "lang_compiled", "lang_self", "lang_global"):
+        rows.append((f"  {F[name]['what']}", spread(F[name], ",.0f"), ""))
+    f = F["lang_compiled_over_hand"]
+    rows.append((f"  {f['what']}", spread(f, ".3f"), judge(f)))
+    f = F["lang_self_storage"]
+    rows.append((f"  {f['what']}", spread(f, ",.0f") + " cyc", ""))
     return rows
 
 
@@ -159,6 +175,34 @@ def channel_rows(b: Bench) -> list:
     return rows
 
 
+def shm_rows(b: Bench) -> list:
+    F = b.figures
+    rows = []
+    if "shm_raw" in F:
+        rows.append(("shm raw channel (host reads guest RAM)",
+                     f"{F['shm_raw']['median'] / 1e6:,.0f} MB/s", ""))
+    if "shm_raw_over_virtio" in F:
+        rows.append(("shm raw / virtio raw (same boot)",
+                     spread(F["shm_raw_over_virtio"], ",.1f"),
+                     judge(F["shm_raw_over_virtio"])))
+    costs = [ch for ch in SHM_COST_CHANNELS if f"record_cost_{ch}" in F]
+    if costs:
+        rows.append(("a record's guest cost, firing to committed (cycles): "
+                     + " | ".join(costs),
+                     " | ".join(f"{F[f'record_cost_{ch}']['median']:,.0f}" for ch in costs),
+                     ""))
+    for tag, ch in (("", "shm"), ("_virtio", "virtio")):
+        hooks = F.get(f"fbt_calltree_finstrument{tag}")
+        if not hooks:
+            continue
+        mechs = [m for m in b.arch.mechanisms if f"fbt_calltree_{m}{tag}" in F]
+        base = hooks["guest_seconds"]["median"]
+        rows.append((f"calltree traced, guest time / -finstrument-functions, over {ch}",
+                     ", ".join(f"{m} {F[f'fbt_calltree_{m}{tag}']['guest_seconds']['median'] / base:.2f}"
+                               for m in mechs), ""))
+    return rows
+
+
 def avoid_rows(b: Bench) -> list:
     F = b.figures
     avoid = [k for k in F if k.startswith("avoid_")]
@@ -184,7 +228,7 @@ def avoid_rows(b: Bench) -> list:
 
 def sustained_rows(b: Bench) -> list:
     rows = []
-    for ch in ("virtio", "virtio_ticks", "serial"):
+    for ch in ("shm", "virtio", "virtio_ticks", "serial"):
         f = b.figures.get(f"sustained_{ch}")
         if f:
             rows.append((f"sustained: {f['what']}",
@@ -196,10 +240,9 @@ def sustained_rows(b: Bench) -> list:
 
 
 # The table's sections, in order: a new experiment's rows go here.
-SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, stackwalk_rows, profile_rows,
-            kernel_rows,
-            wholekernel_rows, fbt_rows,
-            scaling_rows, channel_rows, avoid_rows, sustained_rows)
+SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, lang_rows, stackwalk_rows,
+            profile_rows, kernel_rows, wholekernel_rows, fbt_rows, scaling_rows,
+            channel_rows, shm_rows, avoid_rows, sustained_rows)
 
 
 def table(b: Bench) -> list[tuple[str, str, str]]:

@@ -123,7 +123,11 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 	return false;
 }
 
-/* At a function's save the arguments are the trapped window's %o0..%o5. */
+/* At a function's save the arguments are the trapped window's %o0..%o5;
+ * the V9 ABI passes the 7th on in the caller's frame, after the 16
+ * register-save words and the 6 argument homes: at %sp + BIAS + 128 +
+ * 8 n (read fault-safely: the stack is the caller's). */
+#define ARG_HOMES 128
 bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 		       unsigned n, unsigned long *value)
 {
@@ -131,10 +135,13 @@ bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 		*value = ctx->r->pc;                    /* the interrupted PC */
 		return true;
 	}
-	if (p->kind != WIRE_EVENT_ENTRY || n >= 6)
+	if (p->kind != WIRE_EVENT_ENTRY)
 		return false;
-	*value = ctx->r->r[8 + n];
-	return true;
+	if (n < 6) {
+		*value = ctx->r->r[8 + n];
+		return true;
+	}
+	return tracer_read(ctx->r->r[14] + STACK_BIAS + ARG_HOMES + 8 * n, 8, value);
 }
 
 /* The value the caller will see in %o0, as sparc64_return_value()

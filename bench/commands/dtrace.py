@@ -1,0 +1,139 @@
+"""`trace`: ask the kernel in D, as `dtrace -n '...'` or `dtrace -s FILE.d`.
+
+cmd_trace goes step by step: the script read (-n clauses, -s files) and
+compiled on the host against the image it will run on (bench/lang/: any
+error refuses the script before a guest boots, and nothing is armed);
+--emit-rpn prints the programs and stops there; otherwise the traced run is
+`run`'s (bench/commands/run.py: boot, arm, run the workload, disarm,
+drain), with each group's program loaded into its slot and attached to its
+probes, and the verdict is `run`'s too: the trace against the probes,
+check mode, the stub check, the channel, the PROBLEM lines and the last
+`traced=... fired=... missed=... dropped=...` line. In between, the
+script's output as DTrace prints it: BEGIN's, the printf lines, END's,
+then the aggregations (--json FILE writes them).
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import arches
+from ..errors import EXIT_FAILED, EXIT_OK, UsageError
+from ..lang import codegen, output, runner
+from ..lang.parser import parse
+from ..trace import verify
+from ..trace.format import nesting_error_lines, summary_lines
+from ..trace.image import load_image
+from . import run as run_cmd
+from .inputs import probe_args, workload_image
+
+# What `run` reads of its arguments that `trace` does not ask for.
+_RUN_DEFAULTS = {"pass_count": None, "maxhits": None, "timer_hz": None,
+                 "exec_count": False, "program": None, "templates": None,
+                 "ctf": None, "plot": None, "limit": 0}
+
+
+def script_text(args) -> tuple[str, str]:
+    """(text, path) of the script: -s FILE, or the -n clauses."""
+    if bool(args.script) == bool(args.clauses):
+        raise UsageError("give the script as -n 'CLAUSES' or -s FILE.d (one of them)")
+    if args.script:
+        try:
+            return open(args.script, encoding="utf-8").read(), args.script
+        except OSError as e:
+            raise UsageError(f"cannot read the script {args.script}: {e}") from None
+    return "\n".join(args.clauses), "-n"
+
+
+def compile_for(args, arch):
+    """The script compiled for the image the run will boot: (compiled,
+    image, ELF, run line)."""
+    text, path = script_text(args)
+    script = parse(text, path)
+    image, elf, line = workload_image(args, arch, "fib n=10")
+    img = load_image(elf or arch.elf())
+    return codegen.compile_script(script, img, arch, args.mechanism), image, elf, line
+
+
+def cmd_trace(args) -> int:
+    arch = arches.get(args.arch)
+    probe_args(args, arch)
+    for k, v in _RUN_DEFAULTS.items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
+    args.program = "D"      # every probe runs a program: check mode counts so
+    compiled, image, elf, line = compile_for(args, arch)
+    if args.emit_rpn:
+        print(compiled.rpn(), end="")
+        return EXIT_OK
+    for act in compiled.begin:
+        if act[0] == "print":
+            print(act[1], end="")
+    if not compiled.groups:
+        return _host_only(args, compiled)
+    t = run_cmd._trace_workload(args, arch, None, image, elf, line,
+                                load=runner.loader(compiled), spec=compiled.spec)
+    status = EXIT_OK if t.reply.ok else EXIT_FAILED
+    status = max(status, _print_results(args, arch, compiled, t))
+    rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
+                        allow_missing=args.mechanism in arch.lossy,
+                        refused=t.session.refused, window=t.window,
+                        accounting=False)      # programs run: no record per firing
+    run_cmd._print_setup(args, t)
+    for ln in summary_lines(rep):
+        print(ln)
+    if args.check:
+        status = max(status, run_cmd._check_mode(args, arch, t, rep))
+    status = max(status, run_cmd._stub_verdict(t.stub_states))
+    for prob in rep.problems:
+        print(f"PROBLEM: {prob}")
+    for ln in nesting_error_lines(rep):
+        print(ln)
+    print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
+          f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
+    return status if rep.ok else EXIT_FAILED
+
+
+def _host_only(args, compiled) -> int:
+    """A script of BEGIN and END alone: nothing to arm."""
+    tables = {name: {} for name in compiled.aggs}
+    for ln in output.apply_end(tables, compiled.end):
+        print(ln, end="")
+    return EXIT_OK
+
+
+def _print_results(args, arch, compiled, t) -> int:
+    """printf lines, END, the aggregations; PROBLEM lines for what the
+    guest could not keep."""
+    cap, g = t.capture, t.guest
+    probes = {p.id: p for p in t.session.probes}
+    for ln in output.printf_lines(compiled, cap.events, probes, g.byte_order,
+                                  arch.word_bytes, args.quiet):
+        print(ln)
+    tables = output.merge(compiled, cap.aggs, probes, arch.word_bytes)
+    for ln in output.apply_end(tables, compiled.end):
+        print(ln, end="")
+    for ln in output.lines(compiled, tables):
+        print(ln)
+    print()
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(output.to_json(compiled, tables), f, indent=1)
+    for res in t.reply.results:
+        print(f"result {res['name']} = {res['value']} "
+              f"({'ok' if res['status'] == 0 else 'WRONG'})")
+    status = EXIT_OK
+    dropped = sum(cap.agg_dropped.values())
+    if dropped:
+        print(f"PROBLEM: {dropped} aggregation updates found no room in the guest: "
+              "the tables above are short")
+        status = EXIT_FAILED
+    if cap.tls_dropped:
+        print(f"PROBLEM: {cap.tls_dropped} self-> stores found no room in the "
+              "guest's thread-local pool")
+        status = EXIT_FAILED
+    faults = sum(c.get("faults", 0) for c in cap.probe_counts.values())
+    if faults:
+        print(f"programs: {faults} runs ended by a fault (an argument or a string "
+              "that could not be read)")
+    return status

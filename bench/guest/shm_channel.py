@@ -1,0 +1,196 @@
+"""The shm trace channel of a guest the harness starts: reading QEMU's RAM.
+
+Where the machine takes a RAM backend (arches.py's ram_backend: pc), QEMU
+gets its RAM from a file under /dev/shm it maps shared (`-object
+memory-backend-file,...,share=on -machine memory-backend=`) and this
+process maps the same file (FileRam): physical address = file offset
+below 4 GiB. QEMU 7.2's sun4u ignores that option, so there the RAM is
+read and written in QEMU's own address space through /proc/PID/mem
+(ProcessRam, our child), at the host address where the table's magic sits
+at its physical offset (RAM at physical 0, in one 2 MiB-aligned
+anonymous mapping). After HELLO
+announces the ring table (include/shm.h), `channel shm` makes the guest
+record into sub-buffers, and a thread of ours is the consumer
+(bench/wire/shm.py): it polls every ring, copies out each complete
+sub-buffer and hands its records on as EVENTS frames, so the trace is read
+as it is from the other channels. Nothing runs in the guest for it. Every
+REPLY is followed by one more poll (drain()), so a reply never overtakes
+its records: a `trace flush` has committed every ring before it replies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import re
+import secrets
+import struct
+import threading
+import time
+
+from ..wire import shm as wire_shm
+
+# Between polls that found nothing: from POLL_IDLE_S, doubling up to
+# POLL_IDLE_MAX_S while the rings stay empty, so an idle guest costs the
+# host (and QEMU's vCPUs beside it on the same cores) little; a 256 KiB
+# ring takes tens of milliseconds to fill at the fastest firing rates.
+POLL_IDLE_S = 0.0005
+POLL_IDLE_MAX_S = 0.004
+_names = itertools.count()
+_ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
+
+
+class FileRam(wire_shm.BufferRam):
+    """QEMU's RAM file, mapped shared and populated at once: a page the
+    reader touched first would otherwise cost it a fault on every first
+    lap of a ring (a 64 KiB copy took 230 us instead of 6). Once both
+    QEMU and we map it, its name goes: nothing is left in /dev/shm
+    however either ends."""
+
+    def __init__(self, path: str, size: int):
+        with open(path, "r+b") as f:
+            super().__init__(mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED
+                                       | getattr(mmap, "MAP_POPULATE", 0)))
+        os.unlink(path)
+
+    def close(self) -> None:
+        self.buf.close()
+
+
+class ProcessRam:
+    """QEMU's RAM in its own address space, through /proc/PID/mem."""
+
+    def __init__(self, pid: int, size: int, table_phys: int):
+        self.size = size
+        self.fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
+        magics = {struct.pack(o + "I", wire_shm.TABLE_MAGIC) for o in "<>"}
+        self.base = next((b for b in self._candidates(pid)
+                          if self._peek(b + table_phys, 4) in magics), None)
+        if self.base is None:
+            os.close(self.fd)
+            raise wire_shm.ShmError(f"no mapping of QEMU (pid {pid}) holds the "
+                                    f"ring table at physical {table_phys:#x}")
+
+    def _candidates(self, pid: int):
+        """2 MiB-aligned starts of writable mappings with room for the RAM."""
+        with open(f"/proc/{pid}/maps") as maps:
+            for line in maps:
+                m = re.match(r"([0-9a-f]+)-([0-9a-f]+) rw", line)
+                if m:
+                    lo, hi = int(m[1], 16), int(m[2], 16)
+                    yield from range(-(-lo // _ALIGN) * _ALIGN, hi - self.size + 1, _ALIGN)
+
+    def _peek(self, at: int, n: int) -> bytes:
+        try:
+            return os.pread(self.fd, n, at)
+        except OSError:
+            return b""
+
+    def read(self, at: int, n: int) -> bytes:
+        return os.pread(self.fd, n, self.base + at)
+
+    def write(self, at: int, data: bytes) -> None:
+        os.pwrite(self.fd, data, self.base + at)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class ShmChannel:
+    def __init__(self, memory_mb: int, ram_backend: bool):
+        self.size = memory_mb << 20
+        # A name QEMU creates the file under (none is made before it runs).
+        self.path = (f"/dev/shm/trapbench-ram-{os.getpid()}-{next(_names)}-"
+                     f"{secrets.token_hex(4)}" if ram_backend else "")
+        self.reader: wire_shm.RingReader | None = None
+        self.error: wire_shm.ShmError | None = None
+        self._ram = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._paused = threading.Event()
+        self._deliver = None
+
+    def qemu_args(self) -> list[str]:
+        if not self.path:
+            return []
+        return ["-object", f"memory-backend-file,id=tbram,size={self.size},"
+                           f"mem-path={self.path},share=on",
+                "-machine", "memory-backend=tbram"]
+
+    def map(self, pid: int, table_phys: int, order: str, word_bytes: int) -> str:
+        """Reach the RAM and find the table in it: "" or why not."""
+        try:
+            self._ram = (FileRam(self.path, self.size) if self.path else
+                         ProcessRam(pid, self.size, table_phys))
+            self.reader = wire_shm.RingReader(self._ram, table_phys, order, word_bytes)
+        except (OSError, wire_shm.ShmError) as e:
+            return str(e)
+        self._order, self._word = order, word_bytes
+        return ""
+
+    def start(self, deliver, paused: threading.Event) -> None:
+        """Read the rings from now on: deliver(frames) gets each poll's
+        EVENTS frames; paused (set) stops the polling thread."""
+        self._deliver, self._paused = deliver, paused
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def drain(self, force: bool = False) -> int:
+        """Read every complete sub-buffer now (unless paused, or forced);
+        how many there were. Raises the ShmError a poll met, here or in
+        the thread."""
+        if self.error:
+            raise self.error
+        if not self._deliver or (self._paused.is_set() and not force):
+            return 0
+        with self._lock:
+            try:
+                subs = self.reader.poll()
+            except wire_shm.ShmError as e:
+                self.error = e
+                raise
+            if subs:
+                self._deliver(wire_shm.events_frames(subs, self._order, self._word))
+        return len(subs)
+
+    def drain_all(self) -> int:
+        """Read until every ring is empty, paused or not; the record bytes
+        read (the bench's raw rate of this channel)."""
+        before = self.reader.bytes
+        while self.drain(force=True):
+            pass
+        return self.reader.bytes - before
+
+    def _run(self) -> None:
+        idle = POLL_IDLE_S
+        while not self._stop.is_set():
+            if self._paused.is_set():
+                time.sleep(0.01)
+                continue
+            try:
+                n = self.drain()
+            except wire_shm.ShmError:
+                return          # kept in self.error; the next REPLY raises it
+            except (ValueError, OSError):
+                return          # the RAM was closed under us
+            if n:
+                idle = POLL_IDLE_S
+            else:
+                time.sleep(idle)
+                idle = min(2 * idle, POLL_IDLE_MAX_S)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        with self._lock:
+            if self._ram is not None:
+                self._ram.close()
+                self._ram = None
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass

@@ -1,0 +1,108 @@
+"""Compiled scripts into a guest: the programs onto their probes, and many
+scripts in one boot.
+
+    load = loader(compiled)      # for bench/commands/run.py's traced run
+    outs = run_scripts(arch, [(text, "calltree threads=2"), ...], smp=2)
+
+loader() gives what the traced run calls once the probes are added: every
+group's program checked into its slot and attached to the group's probes
+the guest kept. run_scripts() compiles every script first (a refused one
+is an error before anything boots), then boots one guest and runs each in
+turn — probes added, programs loaded, enabled, the workload run, disabled,
+flushed, its own frames decoded, probes and programs cleared — so that a
+table of one-liners (tests/test_lang_guest.py) or a bench row costs one
+boot per arch, not one per script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..guest.backend import open_guest
+from ..guest import build
+from ..program import load as program_load
+from ..trace.image import load_image
+from ..trace.session import open_session
+from . import codegen, output
+from .parser import parse
+
+
+def loader(compiled):
+    def load(session) -> None:
+        kept = {p.id for p in session.probes}
+        session.must("program clear")
+        session.programs = {}
+        for g in compiled.groups:
+            ids = [p.id for p in g.probes if p.id in kept]
+            if not ids:
+                continue
+            program_load.load(session.guest, g.program, g.slot)
+            program_load.attach(session.guest, g.slot, ids)
+            session.programs[g.slot] = g.program
+            for p in session.probes:
+                if p.id in ids:
+                    p.program = f"slot {g.slot}"
+    return load
+
+
+@dataclass
+class Outcome:
+    compiled: object
+    tables: dict           # name -> {keys: output.Row}
+    printed: list          # printf/trace lines (quiet) and END's
+    capture: object
+    reply: object
+    probes: dict           # id -> sites.Probe
+
+    def values(self, name: str = "") -> dict:
+        """{keys tuple: value} of one aggregation (a lone key unwrapped)."""
+        info = self.compiled.aggs[name]
+        return {(r.keys[0] if len(r.keys) == 1 else r.keys):
+                (r.buckets if info.func in ("quantize", "lquantize") else
+                 r.value(info.func))
+                for r in self.tables[name].values()}
+
+
+def compile_text(text: str, arch, mechanism: str, path: str = "-n", elf=None):
+    """text compiled against arch's image (or the ELF of a --workload one)."""
+    if elf is None:
+        build.ensure_image(arch)
+    return codegen.compile_script(parse(text, path), load_image(elf or arch.elf()),
+                                  arch, mechanism)
+
+
+def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
+                timeout: float = 300, label: str = "dtrace",
+                workload=None) -> list[Outcome]:
+    """Each (script text, run line) of items in one boot; workload, a C
+    file, is built into the image as --workload does."""
+    mechanism = mechanism or arch.default_mechanism
+    image = elf = None
+    if workload is not None:
+        image = build.user_image(arch, workload)
+        elf = image.parent / arch.symbols
+    compiled = [(compile_text(text, arch, mechanism, elf=elf), line)
+                for text, line in items]
+    outs = []
+    with open_guest(arch, label=label, smp=smp, command_timeout=timeout,
+                    image=image, elf=elf) as g:
+        s = open_session(g)
+        for c, line in compiled:
+            since = len(g.trace_frames)
+            s.setup(c.spec, mechanism, strict=False)
+            loader(c)(s)
+            s.enable(True)
+            r = s.cmd(f"run {line}")
+            s.enable(False)
+            s.must("trace flush", timeout=timeout)
+            cap = g.capture(since)
+            probes = {p.id: p for p in s.probes}
+            tables = output.merge(c, cap.aggs, probes, arch.word_bytes)
+            printed = output.printf_lines(c, cap.events, probes, g.byte_order,
+                                          arch.word_bytes, True)
+            printed += output.apply_end(tables, c.end)
+            outs.append(Outcome(c, tables, printed, cap, r, probes))
+            s.must("probe clear")
+            s.must("program clear")
+        g.exit(0)
+    return outs
