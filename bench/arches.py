@@ -81,6 +81,17 @@ class Arch:
     caller_rpn: tuple[str, ...] = ()
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
+    # What a call stack's frame (`stack`, bench/trace/stacks.py) is: "after"
+    # the call instruction (a return address, i386) or "at" it (the
+    # address a SPARC call leaves in %o7).
+    frame_address: str = "after"
+    # The frame of a stack that is an interrupt's caller: the walk hops from
+    # it to the interrupted code, whose PC is the next frame (no call site).
+    interrupt_frame: str = "trap_dispatch"
+    # Whether a frame is a call site judged from the text bytes alone, for
+    # code that objdump's function listing lacks (an assembly label):
+    # called with the 8 bytes that end at (i386) or start at (sparc64) it.
+    call_site: object = None
     # Where fbt and branch probes go (bench/trace/rules.py).
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
@@ -207,6 +218,19 @@ def _sparc64_arg_location(op: str, args) -> tuple[str, int] | str:
     return f"at entry in {op}{''.join(f' {a}' for a in args)}, which the record does not hold"
 
 
+def _i386_call_before(code: bytes) -> bool:
+    """8 bytes ending at a return address: a call rel32 (e8), or an
+    indirect call through a register (ff d0+r) just before it."""
+    return code[-5] == 0xE8 or (code[-2] == 0xFF and code[-1] & 0xF8 == 0xD0)
+
+
+def _sparc64_call_at(code: bytes) -> bool:
+    """The word at a frame: call (op 1), or jmpl that links %o7."""
+    w = int.from_bytes(code[:4], "big")
+    return w >> 30 == 1 or (w >> 30 == 2 and (w >> 19) & 0x3F == 0x38
+                            and (w >> 25) & 0x1F == 15)
+
+
 def _i386_rep_prefixed(code: bytes) -> str:
     """A REP/REPNE prefix (f3/f2): logged once per iteration under singlestep."""
     if code[:1] in (b"\xf2", b"\xf3"):
@@ -236,6 +260,7 @@ ARCHES: dict[str, Arch] = {
         caller_rpn=("reg esp", "load 4"),    # [esp]: the return address
         arg_location=_i386_arg_location,
         exec_uncounted=_i386_rep_prefixed,
+        call_site=_i386_call_before,
         sites=rules.I386Rules(),
         checker="bench.check.i386",
         fuzzer="bench.check.fuzz_i386",
@@ -272,6 +297,8 @@ ARCHES: dict[str, Arch] = {
         caller_rpn=("reg o7",),          # the call's address, before save
         arg_location=_sparc64_arg_location,
         word_bytes=8,
+        frame_address="at",
+        call_site=_sparc64_call_at,
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",

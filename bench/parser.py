@@ -129,6 +129,12 @@ def _run(s) -> None:
                    "into DIR (babeltrace2 DIR reads it)")
     s.add_argument("--plot", metavar="DIR", help="also draw per-CPU call timelines "
                    "into DIR/timeline-cpuN.png")
+    s.add_argument("--chrome", metavar="FILE", help="also write the calls as Chrome "
+                   "trace-event JSON (Perfetto, speedscope)")
+    s.add_argument("--folded", metavar="FILE", help="also write the stack "
+                   "aggregations as folded stacks (root;...;leaf COUNT)")
+    s.add_argument("--flamegraph", metavar="FILE", help="also draw the stack "
+                   "aggregations as a flame graph SVG")
     s.add_argument("--exec-count", action="store_true", dest="exec_count",
                    help="hold every insn probe's firings against how often QEMU "
                    "ran the instruction in an unprobed twin (bench/trace/execcount.py)")
@@ -215,6 +221,8 @@ def _export(s) -> None:
     s.add_argument("log", metavar="LOG", help="build/logs/NAME.log or .serial")
     s.add_argument("--ctf", metavar="DIR", help="write a CTF 1.8 trace into DIR")
     s.add_argument("--plot", metavar="DIR", help="draw timeline-cpuN.png into DIR")
+    s.add_argument("--chrome", metavar="FILE", help="write the calls as Chrome "
+                   "trace-event JSON")
     s.add_argument("--limit", type=int, default=0, help="also print this many "
                    "lines of the text trace")
 

@@ -66,7 +66,8 @@ struct wire_frame_header {
 	X(EXPECT, 8, "a workload's ground truth: calls of a function; wire_expect + name") \
 	X(FILL,   9, "filler that measures the raw channel (drainrate); bytes, unread") \
 	X(AGGS,  10, "aggregation entries of one CPU; struct wire_aggs + entries") \
-	X(PROBES, 11, "per-probe counters; struct wire_probe_counts, one per probe")
+	X(PROBES, 11, "per-probe counters; struct wire_probe_counts, one per probe") \
+	X(STACKS, 12, "stacks of one CPU's stack table; struct wire_stacks + stacks")
 
 /* Status of a REPLY. X(name, value, meaning) */
 #define WIRE_REPLY_STATUSES(X) \
@@ -174,7 +175,8 @@ struct wire_result {
 	X(ITRACE, 8, "instructions one thread executed (itrace.c): WIRE_ITRACE_WORDS") \
 	X(INSN,   9, "an instruction probe fired (insn:FUNC+OFF)") \
 	X(SWITCH, 10, "a CPU switched threads (switch_hook.h): WIRE_SWITCH_WORDS") \
-	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS")
+	X(IRQ,    11, "an interrupt entered or left a CPU: WIRE_IRQ_WORDS") \
+	X(SAMPLE, 12, "a sampling probe (profile-HZ, tick-HZ: tracer/core/sample.c)")
 
 #define WIRE_EVENT_ENUM(name, value, meaning) WIRE_EVENT_##name = value,
 enum wire_event_kind { WIRE_EVENT_KINDS(WIRE_EVENT_ENUM) };
@@ -438,6 +440,17 @@ struct wire_expect {
 				       * its range, 1..levels in it, levels + 1
 				       * above; < WIRE_AGG_MAX_BUCKETS */
 
+/* Call stacks (`stack [N]`; tracer/core/stacks.c): a firing's return
+ * addresses, innermost first, the tracer's own frames never among them. Each
+ * CPU keeps a table of the distinct stacks it saw; a stack's id (an
+ * aggregation key like any other) is WIRE_STACK_ID(cpu, entry), never 0;
+ * a stack that finds no room pushes WIRE_STACK_NONE and is counted in the
+ * STACKS frame's `dropped`. */
+#define WIRE_STACK_DEPTH        16    /* frames of `stack` with no operand */
+#define WIRE_STACK_MAX_DEPTH    32    /* and at most */
+#define WIRE_STACK_ID(cpu, entry) (((unsigned long)(cpu) << 16) | ((entry) + 1u))
+#define WIRE_STACK_NONE         0
+
 /* Stack effects that depend on operand a (WIRE_RPN_OPS' pops column). */
 #define WIRE_RPN_POPS_A         100   /* a items */
 #define WIRE_RPN_POPS_A1        101   /* a items, then one more */
@@ -465,6 +478,7 @@ struct wire_expect {
 	X(PC,       0x0a, 0, 1, "pc",       "",       "push the probed instruction's address") \
 	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns (the low word on a 32-bit arch)") \
 	X(LOAD,     0x0b, 1, 1, "load",     "size",   "replace an address by the a-byte value there (a fault ends the program)") \
+	X(STACK,    0x0d, 0, 1, "stack",    "depth",  "push the id of the firing's call stack, at most a frames (0: WIRE_STACK_DEPTH)") \
 	X(ADD,      0x10, 2, 1, "add",      "",       "a + b") \
 	X(SUB,      0x11, 2, 1, "sub",      "",       "a - b") \
 	X(MUL,      0x12, 2, 1, "mul",      "",       "a * b") \
@@ -604,6 +618,25 @@ struct wire_agg_bucket {
 	uint64_t count;
 };
 
+/* STACKS frame: struct wire_stacks, then `count` stacks, each a struct
+ * wire_stack followed by `depth` 64-bit program counters, innermost first.
+ * One frame per CPU per WIRE_MAX_PAYLOAD (at least one per CPU, for its
+ * `dropped`), sent before the AGGS frames whose keys name them. */
+struct wire_stacks {
+	uint16_t cpu;
+	uint16_t count;
+	uint32_t dropped;         /* stacks that found no room in this CPU's table */
+	uint32_t snapshot;        /* as wire_aggs' */
+	uint32_t reserved;
+};
+
+struct wire_stack {
+	uint32_t id;              /* WIRE_STACK_ID */
+	uint16_t depth;
+	uint16_t reserved;
+	/* followed by depth uint64_t program counters */
+};
+
 /* PROBES frame: one of these per probe in use (`trace flush`, `trace stats`). */
 struct wire_probe_counts {
 	uint32_t probe;
@@ -635,6 +668,10 @@ _Static_assert(sizeof(((struct wire_agg *)0)->key) == WIRE_AGG_MAX_KEYS * 8,
 _Static_assert(WIRE_LQUANTIZE_MAX < WIRE_AGG_MAX_BUCKETS,
 	       "every lquantize bucket fits an entry");
 _Static_assert(sizeof(struct wire_agg_bucket) == 16, "wire_agg_bucket has padding");
+_Static_assert(sizeof(struct wire_stacks) == 16, "wire_stacks has padding");
+_Static_assert(sizeof(struct wire_stack) == 8, "wire_stack has padding");
+_Static_assert(sizeof(struct wire_stacks) + sizeof(struct wire_stack) +
+	       WIRE_STACK_MAX_DEPTH * 8 <= WIRE_MAX_PAYLOAD, "a stack fits one frame");
 _Static_assert(sizeof(struct wire_probe_counts) == 40, "wire_probe_counts has padding");
 _Static_assert(sizeof(struct wire_aggs) + sizeof(struct wire_agg) +
 	       WIRE_AGG_MAX_BUCKETS * sizeof(struct wire_agg_bucket) <= WIRE_MAX_PAYLOAD,

@@ -252,7 +252,8 @@ PINNED_FIGURES = {
         ratio_stages_emulate_ool_null_over_bare
         ratio_stages_emulate_retl_null_over_bare ratio_watch_over_probe
         rpn_emulate_insn32 rpn_emulate_insn8 serial_payload serial_payload_over_raw
-        serial_raw stages_bare stages_call stages_emulate_branch_null
+        profile_997_overhead serial_raw stack_walk_depth stack_walk_frame stages_bare
+        stages_call stages_emulate_branch_null
         stages_emulate_branch_record stages_emulate_ool_null
         stages_emulate_ool_record stages_emulate_retl_null
         stages_emulate_retl_record stages_stamp virtio_payload
@@ -289,7 +290,8 @@ PINNED_FIGURES = {
         scaling_bare_2_vcpu scaling_bare_4_over_1 scaling_bare_4_vcpu scaling_opt_1_vcpu
         scaling_opt_2_over_1 scaling_opt_2_over_untraced scaling_opt_2_vcpu
         scaling_opt_4_vcpu scaling_untraced_2_over_1 serial_payload serial_payload_over_raw
-        serial_raw stages_bare stages_call stages_int3_nop_null stages_int3_nop_record
+        profile_997_overhead serial_raw stack_walk_depth stack_walk_frame stages_bare
+        stages_call stages_int3_nop_null stages_int3_nop_record
         stages_int3_ool_null stages_int3_ool_record stages_int3_prologue_null
         stages_int3_prologue_record stages_int3_push_null stages_int3_push_record
         stages_opt_prologue_null stages_opt_prologue_record stages_stamp stages_ud_ool_null
@@ -310,7 +312,7 @@ PINNED_FIGURES = {
         record_cost_shm record_cost_virtio shm_raw shm_raw_over_virtio sustained_shm
     """,
 }
-PINNED_ROWS = {"sparc64": 85, "i386": 128}
+PINNED_ROWS = {"sparc64": 87, "i386": 130}
 
 
 def _masked(text: str) -> str:

@@ -12,12 +12,12 @@ live run and a saved one alike.
 from __future__ import annotations
 
 from ..errors import EXIT_OK, UsageError
-from ..export import ctf, logs, timeline
+from ..export import chrome, ctf, logs, timeline
 from ..trace.format import format_trace
 
 
 def write_exports(args, cap, probes, image, hello, environment) -> None:
-    """--ctf and --plot, for run and export."""
+    """--ctf, --plot and --chrome, for run and export."""
     if getattr(args, "ctf", None):
         w = ctf.write(args.ctf, cap, probes, image, hello, environment)
         print(f"ctf: {w.path}: {w.events} events in {w.streams} streams"
@@ -27,12 +27,15 @@ def write_exports(args, cap, probes, image, hello, environment) -> None:
         made = timeline.draw(cap, probes, args.plot, hello["cycles_hz"],
                              f"{hello['arch_name']} ")
         print(f"timeline: {', '.join(str(p) for p in made) or 'no calls to draw'}")
+    if getattr(args, "chrome", None):
+        n = chrome.write(args.chrome, cap, probes, hello["cycles_hz"])
+        print(f"chrome: {args.chrome}: {n} calls (Perfetto, speedscope, chrome://tracing)")
 
 
 def cmd_export(args) -> int:
     run = logs.load(args.log)
-    if not (args.ctf or args.plot or args.limit):
-        raise UsageError("export what? --ctf DIR, --plot DIR or --limit N")
+    if not (args.ctf or args.plot or args.chrome or args.limit):
+        raise UsageError("export what? --ctf DIR, --plot DIR, --chrome FILE or --limit N")
     print(f"export {run.name}: {run.hello['arch_name']}, {len(run.probes)} probes, "
           f"{len(run.capture.events)} records, {len(run.capture.checks)} CHECK records"
           + (f", {len(run.link_errors)} link errors" if run.link_errors else ""))

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import arches
 from ..debug import sitecheck
+from ..export import flamegraph
 from ..errors import EXIT_FAILED, EXIT_OK
 from ..guest.backend import open_guest
 from ..paths import PROGRAMS
 from ..program import aggregate, templates
-from ..trace import avoid, execcount, sites, verify
+from ..trace import avoid, execcount, sites, stacks, verify
 from ..trace.format import format_trace, nesting_error_lines, summary_lines
 from ..trace.session import open_session
 from . import watch as watch_cmd
@@ -133,17 +135,37 @@ def _print_trace(args, arch, t: _Traced, formatter, line) -> None:
     if cap.aggs:
         names = {p.id: p.function if p.kind == "entry" else f"{p.function}:{p.kind}"
                  for p in s.probes}
-        for ln in aggregate.lines(aggregate.merge(cap.aggs), s.programs, names,
-                                  arch.word_bytes):
+        entries = aggregate.resolve(cap.aggs, s.programs, cap.stacks)
+        sym = stacks.Symbolizer(s.image)
+        tables = aggregate.merge(entries)
+        for ln in aggregate.lines(tables, s.programs, names, arch.word_bytes, sym=sym,
+                                  stacks_dropped=sum(cap.stack_dropped.values())):
             print(ln)
+        _write_flames(args, tables, s.programs, sym, names, line)
     if cap.tls_dropped:
         print(f"PROBLEM: {cap.tls_dropped} thread-local stores found no room in the "
               "guest's pool: those threads' words read 0")
+    if s.sample_report:
+        print(s.sample_report.replace("profile off:", "samples:", 1))
     write_exports(args, cap, s.probes, s.image, g.hello,
                   {"mechanism": args.mechanism, "workload": line, "smp": args.smp})
     for res in t.reply.results:
         print(f"result {res['name']} = {res['value']} "
               f"({'ok' if res['status'] == 0 else 'WRONG'})")
+
+
+def _write_flames(args, tables, programs, sym, names, line) -> None:
+    """--folded and --flamegraph, from the stack aggregations."""
+    if not (args.folded or args.flamegraph):
+        return
+    paths = flamegraph.folded(tables, programs, sym, names)
+    if args.folded:
+        Path(args.folded).write_text("".join(f"{ln}\n" for ln in flamegraph.folded_lines(paths)))
+        print(f"folded: {args.folded}: {len(paths)} stacks")
+    if args.flamegraph:
+        Path(args.flamegraph).write_text(flamegraph.svg(paths, f"Flame Graph: {line}"))
+        print(f"flamegraph: {args.flamegraph}: {sum(paths.values())} counted in "
+              f"{len(paths)} stacks")
 
 
 def _print_setup(args, t: _Traced) -> None:

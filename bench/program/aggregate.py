@@ -20,7 +20,10 @@ above — an RPN program declares no range the host could print):
 
 Keys print as what the program put there (bench/program/asm.py follows
 it): a probe as its function (and its kind if not an entry), a thread as
-tN, a CPU as cpuN, anything else as a signed number.
+tN, a CPU as cpuN, a call stack (`stack`) as its frames, one per line
+(bench/trace/stacks.py), anything else as a signed number. A stack key is
+a per-CPU id in the guest: resolve() replaces it by the PCs it stands for
+before the CPUs merge, so that the same stack seen on two CPUs is one row.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..trace import stacks as stack_text
 from ..wire.frames import WIRE
 
 KIND_NAMES = {e.value: e.meaning for e in WIRE.table("WIRE_AGG_KINDS")}
@@ -63,6 +67,22 @@ class Table:
     number: int
     kind: str
     rows: dict = field(default_factory=dict)      # keys -> Row
+
+
+def resolve(entries: list[dict], programs: dict, stacks: dict) -> list[dict]:
+    """entries with every stack key (by its program's key kinds) replaced by
+    the tuple of PCs its id stands for, or None for a stack that found no
+    room."""
+    out = []
+    for e in entries:
+        prog = programs.get(e["program"])
+        agg = prog.aggs[e["agg"]] if prog and e["agg"] < len(prog.aggs) else None
+        kinds = agg.keys if agg else ()
+        if "stack" in kinds:
+            e = dict(e, key=[stacks.get(k) if i < len(kinds) and kinds[i] == "stack"
+                             else k for i, k in enumerate(e["key"])])
+        out.append(e)
+    return out
 
 
 def merge(entries: list[dict]) -> dict[tuple[int, int], Table]:
@@ -126,8 +146,10 @@ def bucket_rows(buckets: dict[int, int], indent: str = "  ") -> list[str]:
     return out
 
 
-def format_key(key: int, what, names: dict, word_bytes: int) -> str:
+def format_key(key, what, names: dict, word_bytes: int, sym=None) -> str:
     """A key as what it is (see the top)."""
+    if what == "stack":
+        return "\n".join(stack_text.stack_lines(key, sym))
     bits = 8 * word_bytes
     signed = key - (1 << bits) if key >> (bits - 1) & 1 else key
     if what == "probe":
@@ -142,8 +164,9 @@ def format_key(key: int, what, names: dict, word_bytes: int) -> str:
 
 
 def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
-          dropped: int = 0) -> list[str]:
-    """Every table as text. programs: slot -> bench/program/asm.Program."""
+          dropped: int = 0, sym=None, stacks_dropped: int = 0) -> list[str]:
+    """Every table as text. programs: slot -> bench/program/asm.Program;
+    sym a bench/trace/stacks.Symbolizer for stack keys."""
     out = []
     for (slot, number), t in sorted(tables.items()):
         prog = programs.get(slot)
@@ -152,11 +175,18 @@ def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
         keyinfo = agg.keys if agg else ()
         by = ", ".join(k if isinstance(k, str) else f"{k[0]} {k[1]}" for k in keyinfo)
         out.append(f"{name} ({t.kind}" + (f", by {by})" if by else ")"))
-        rows = sorted(t.rows.values(), key=lambda r: (r.value(t.kind), r.keys))
+        rows = sorted(t.rows.values(), key=lambda r: (r.value(t.kind), repr(r.keys)))
         for r in rows:
             label = "  ".join(format_key(k, keyinfo[i] if i < len(keyinfo) else "value",
-                                         probe_names, word_bytes)
+                                         probe_names, word_bytes, sym)
                               for i, k in enumerate(r.keys)) or "(all)"
+            if "stack" in keyinfo:              # a stack: DTrace's layout
+                out += label.split("\n")
+                if t.kind not in ("quantize", "lquantize"):
+                    v = r.value(t.kind)
+                    out.append(f"  {(f'{v:.1f}' if t.kind == 'avg' else str(v)):>16}")
+                    continue
+                label = ""
             if t.kind in ("quantize", "lquantize"):
                 out.append(f"  {label}")
                 out += (histogram if t.kind == "quantize" else bucket_rows)(r.buckets, "    ")
@@ -168,6 +198,9 @@ def lines(tables: dict, programs: dict, probe_names: dict, word_bytes: int,
     if dropped:
         out.append(f"PROBLEM: {dropped} aggregation entries found no room in the guest "
                    "(a per-CPU table was full): the tables above are short")
+    if stacks_dropped:
+        out.append(f"PROBLEM: {stacks_dropped} call stacks found no room in the guest's "
+                   "per-CPU stack tables: they are counted under one row of their own")
     return out
 
 

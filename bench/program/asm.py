@@ -21,6 +21,7 @@ from wire.h's WIRE_PROGRAM_*, so nothing here is a second copy. Grammar
 Operands by the table's operand kind: imm (a number; on a 64-bit arch one
 that does not fit 32 signed bits becomes push + pushhi), reg (a register
 name, with or without %), n (an argument, below WIRE_PROGRAM_MAX_ARG),
+depth (`stack`'s frames, optional: none is the guest's default),
 size, label (defined later in the file: jumps only go forward),
 local/global/tls (an index), `size, n` (log), `@name, n [, flag]` (an
 aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
@@ -64,7 +65,11 @@ HEADER = WIRE.structs["wire_program"]
 INSN = WIRE.structs["wire_rpn_insn"]
 SIZE_LETTERS = {"b": 1, "w": 2, "d": 4, "q": 8}
 # What a stack slot holds, for aggregation keys.
-FACTS = {"probe": "probe", "thread": "thread", "cpu": "cpu", "pc": "address"}
+FACTS = {"probe": "probe", "thread": "thread", "cpu": "cpu", "pc": "address",
+         "stack": "stack"}
+# Operand kinds that may be left out, and what the instruction then takes.
+OPTIONAL = {"depth": "0"}
+MAX_DEPTH = WIRE.const("WIRE_STACK_MAX_DEPTH")
 
 
 class AsmError(UsageError):
@@ -227,6 +232,8 @@ class _Assembler:
         if op is None:
             raise line.err(col, f"unknown instruction {word0!r}")
         kinds = [k for k in op.more[0].split(",") if k]
+        if not operands and len(kinds) == 1 and kinds[0] in OPTIONAL:
+            operands = [(OPTIONAL[kinds[0]], col)]
         flags = 0
         if "agg" in kinds and len(operands) == len(kinds) + 1:
             tok, tcol = operands.pop()
@@ -290,6 +297,13 @@ class _Assembler:
             raise line.err(tcol, f"argument {v}: at most {top} are read")
         ins["a"] = v
 
+    def _depth(self, ins, word0, tok, tcol, line) -> None:
+        v = _number(tok, tcol, line)
+        if not 0 <= v <= MAX_DEPTH:
+            raise line.err(tcol, f"depth {v}: 1..{MAX_DEPTH} frames (none: "
+                           f"{WIRE.const('WIRE_STACK_DEPTH')})")
+        ins["a"] = v
+
     def _size_operand(self, ins, word0, tok, tcol, line) -> None:
         ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, self.word)
 
@@ -327,7 +341,7 @@ class _Assembler:
                            f"aggregation, not {word0}")
         ins["b"] = list(self.declared).index(name)
 
-    OPERANDS = {"imm": _imm, "reg": _reg, "n": _n, "size": _size_operand,
+    OPERANDS = {"imm": _imm, "reg": _reg, "n": _n, "size": _size_operand, "depth": _depth,
                 "label": _label, "local": _local, "global": _global, "agg": _agg,
                 "tls": _tls}
 

@@ -71,6 +71,8 @@ class _Frame:
     function: str
     uncertain: bool      # pushed inside a window in which the thread lost records
     partial: bool        # its function has a refused return site
+    start: int = 0       # cycles of its entry
+    cpu: int = -1        # where its entry was recorded
 
 
 @dataclass
@@ -116,8 +118,13 @@ class Walk:
 
 
 class Walker:
+    """on_call(thread, function, cpu, start, end, depth), if given, sees
+    every call whose return paired with its entry (the exports draw them:
+    bench/export/chrome.py)."""
+
     def __init__(self, probes, key, outer_ok: bool, refused=(), losses=(),
-                 since: int | None = None, restarts=()):
+                 since: int | None = None, restarts=(), on_call=None):
+        self.on_call = on_call
         self.by_id = {p.id: p for p in probes}
         self.both = {p.function for p in probes if p.kind == "entry"} & \
             {p.function for p in probes if p.kind == "return"}
@@ -234,7 +241,7 @@ class Walker:
         if ev.kind == K_ENTRY:
             self.out.calls.entries[p.function] += 1
             st.append(_Frame(p.function, ev.cycles <= t.window_end,
-                             p.function in self.no_return))
+                             p.function in self.no_return, ev.cycles, ev.cpu))
             t.first_run = False
         else:
             self._return(ev, k, thread, t, st, p.function)
@@ -301,9 +308,12 @@ class Walker:
             calls.left_refused[st.pop().function] += 1   # by a refused return site
             self.out.left_open += 1
         if st and st[-1].function == f:
-            st.pop()
+            fr = st.pop()
             self.out.checked += 1
             calls.returns[f] += 1
+            if self.on_call:
+                depth = sum(1 for x in st if x.function != IRQ_FRAME)
+                self.on_call(thread, f, fr.cpu, fr.start, ev.cycles, depth)
             return
         if not st and t.first_run and f == SWITCH_FUNCTION:
             t.first_run = False

@@ -10,6 +10,7 @@ A session talks to the guest only through its commands:
                                 entry probe; a refusal leaves it trapping)
   [program load/check, probe program ID... SLOT, probe pass/maxhits]
   probe enable ID ... / start|run WORKLOAD / probe disable all / trace flush
+  profile HZ all|one 0 ... profile off (a spec's profile-HZ or tick-HZ)
 `trace flush` returns once every record written so far has been sent and
 the per-CPU STATS frames are out, so the capture is complete when it
 answers; finish() decodes it (bench/wire/records.py) for verify.py.
@@ -52,6 +53,10 @@ class Session:
     # The probe programs loaded, by slot (bench/program/asm.Program).
     programs: dict = field(default_factory=dict)
     unarmed: list[sites.Probe] = field(default_factory=list)   # added, refused arming
+    # A sampling probe (profile-HZ, tick-HZ): ("all"|"one", HZ), running
+    # the program of slot 0 from enable() to disarm_window(); its report.
+    samplers: list = field(default_factory=list)
+    sample_report: str = ""
 
     def cmd(self, line: str, timeout: float | None = None):
         return self.guest.command(line, timeout=timeout)
@@ -69,7 +74,13 @@ class Session:
               maxhits: int | None = None) -> None:
         """Probes for spec, added to the guest; with a program (asm.Program),
         loaded into slot 0 and run at every probe instead of its record."""
-        self.probes, self.notes = sites.plan(spec, self.image, mechanism)
+        spec, self.samplers = sites.split_samplers(spec)
+        if self.samplers and program is None:
+            raise TraceError(f"{'profile' if self.samplers[0][0] == 'all' else 'tick'}"
+                             f"-{self.samplers[0][1]} runs a program at each sample: "
+                             "give one (--program)")
+        self.probes, self.notes = (sites.plan(spec, self.image, mechanism) if spec
+                                   else ([], []))
         self.refused = []
         self.must(f"probe mechanism {mechanism}")
         self.must(f"probe check {'on' if check else 'off'}")
@@ -92,7 +103,7 @@ class Session:
                              "\n  ".join(f"{p.spec} at {p.addr:#x}: {p.refused}"
                                          for p in refused))
         self.probes = kept
-        if not kept:
+        if not kept and not self.samplers:
             raise TraceError("no probe left to enable:\n  " + "\n  ".join(self.notes))
         if mechanism in self.guest.arch.return_trampolines:
             self._ride(kept)
@@ -124,7 +135,13 @@ class Session:
         """Enable every probe; one the mechanism cannot arm is dropped with
         a note (or is an error, if strict)."""
         if not on:
-            self.must("probe disable all")
+            self._stop_sampling()
+            if self.probes:
+                self.must("probe disable all")
+            return
+        for every, hz in self.samplers:
+            self.must(f"profile {hz} {every} 0")
+        if not self.probes:
             return
         # All at once: one batch of stores and settles (opt's IPI rounds
         # once, not once a probe: the whole kernel one by one under opt on
@@ -160,6 +177,8 @@ class Session:
         """After enable(): disarm every probe and arm them all again at
         once; the cycles at which the last was live. The probes enable()
         found the mechanism cannot arm are refused again, and named so."""
+        if not self.probes:
+            return cycles_of(self.must("info").message)
         self.must("probe disable all")
         r = self.cmd("probe enable all")
         refused = re.search(r"\b(\d+) refused\b", r.message)
@@ -169,8 +188,18 @@ class Session:
         return cycles_of(r.message)
 
     def disarm_window(self) -> int:
-        """Disarm every probe; the cycles before the first went."""
-        return cycles_of(self.must("probe disable all").message)
+        """Disarm every probe (and stop sampling); the cycles before the
+        first went."""
+        if not self.probes:
+            self._stop_sampling()
+            return cycles_of(self.must("info").message)
+        at = cycles_of(self.must("probe disable all").message)
+        self._stop_sampling()
+        return at
+
+    def _stop_sampling(self) -> None:
+        if self.samplers and not self.sample_report:
+            self.sample_report = self.must("profile off").message
 
     def finish(self) -> records.Capture:
         self.must("trace flush", timeout=600)

@@ -80,11 +80,38 @@ def sites_of(image: Image, probes: list[Probe]) -> dict[int, Site]:
 MODULES = ("workload", "kernel")
 
 
+SAMPLERS = {"profile": "all", "tick": "one"}    # profile-HZ: every CPU; tick-HZ: one
+SAMPLE_HZ_MAX = 20000
+
+
+def split_samplers(spec: str) -> tuple[str, list[tuple[str, int]]]:
+    """The spec without its sampling probes, and those: `profile-HZ` (every
+    CPU) or `tick-HZ` (cpu0), DTrace's names, also as `profile:::profile-HZ`,
+    as (the guest's `profile` word, all or one; HZ)."""
+    rest, found = [], []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name = part[len("profile:::"):] if part.startswith("profile:::") else part
+        kind, _, hz = name.partition("-")
+        if kind not in SAMPLERS or not hz:
+            rest.append(part)
+            continue
+        if not hz.isdigit() or not 1 <= int(hz) <= SAMPLE_HZ_MAX:
+            raise SpecError(f"probe {part!r}: {kind}-HZ takes a rate of 1 to "
+                            f"{SAMPLE_HZ_MAX} Hz")
+        found.append((SAMPLERS[kind], int(hz)))
+    if len(found) > 1:
+        raise SpecError("one sampling probe (profile-HZ or tick-HZ) at a time")
+    return ",".join(rest), found
+
+
 def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
-    """(provider, module, function pattern, kind) per probe the spec asks for."""
+    """(provider, module, function pattern, kind) per probe the spec asks
+    for; its sampling probes (split_samplers) are checked and left out."""
+    spec, samplers = split_samplers(spec)
     fbt_kinds = tuple(k for k in PROBE_KINDS if k not in ("branch", "insn"))
     usage = (f"expected fbt:[kernel:]FUNCTION:{'|'.join(fbt_kinds)}, "
-             "branch:[kernel:]FUNCTION or insn:[kernel:]FUNCTION+OFF")
+             "branch:[kernel:]FUNCTION, insn:[kernel:]FUNCTION+OFF, profile-HZ "
+             "or tick-HZ")
     out = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         bits = part.split(":")
@@ -120,7 +147,7 @@ def parse_spec(spec: str) -> list[tuple[str, str, str, str]]:
         if not bits[1]:
             raise SpecError(f"probe {part!r}: no function")
         out += [(bits[0], module, bits[1], k) for k in kinds]
-    if not out:
+    if not out and not samplers:
         raise SpecError("no probes given")
     return out
 

@@ -60,9 +60,10 @@ T_EXPECT = FRAME_TYPES["EXPECT"].value
 T_FILL = FRAME_TYPES["FILL"].value
 T_AGGS = FRAME_TYPES["AGGS"].value
 T_PROBES = FRAME_TYPES["PROBES"].value
+T_STACKS = FRAME_TYPES["STACKS"].value
 # Kept with the capture, not shown: FILL rides with the trace so that the
 # raw channel and the drain are read the same way on the host.
-TRACE_TYPES = (T_EVENTS, T_STATS, T_EXPECT, T_FILL, T_AGGS, T_PROBES)
+TRACE_TYPES = (T_EVENTS, T_STATS, T_EXPECT, T_FILL, T_AGGS, T_PROBES, T_STACKS)
 
 # struct wire_frame_header, little-endian on every arch.
 HEADER = WIRE.structs["wire_frame_header"]

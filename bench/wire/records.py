@@ -4,7 +4,9 @@ AGGS frames (a program's aggregations, one CPU's entries each) and PROBES
 frames (each probe's hits, program runs, faults) are kept decoded:
 Capture.aggs and Capture.agg_dropped from the latest snapshot of the
 tables (an earlier sending is replaced whole), Capture.probe_counts the
-latest per probe; bench/program/aggregate.py merges the CPUs.
+latest per probe; bench/program/aggregate.py merges the CPUs. STACKS
+frames (each CPU's table of the call stacks `stack` keys name) become
+Capture.stacks, id: the PCs innermost first, and Capture.stack_dropped.
 
 An EVENTS frame holds records of one CPU (struct wire_events, then each
 record: struct wire_event and `nwords` words of the guest's word size and
@@ -44,6 +46,8 @@ AGGS_HEAD = WIRE.structs["wire_aggs"]
 AGG = WIRE.structs["wire_agg"]
 AGG_BUCKET = WIRE.structs["wire_agg_bucket"]
 PROBE_COUNTS = WIRE.structs["wire_probe_counts"]
+STACKS_HEAD = WIRE.structs["wire_stacks"]
+STACK = WIRE.structs["wire_stack"]
 
 KINDS = WIRE.by_name("WIRE_EVENT_KINDS")
 KIND_NAMES = {e.value: e.name for e in KINDS.values()}
@@ -139,6 +143,8 @@ class Capture:
     # SWITCH (and IRQ) records, by cycles like events: the scheduler's, no probe's.
     switches: list[Event] = field(default_factory=list)
     tls_dropped: int = 0     # thread-local stores that found no room (AGGS)
+    stacks: dict[int, tuple] = field(default_factory=dict)        # id: PCs
+    stack_dropped: dict[int, int] = field(default_factory=dict)   # cpu: stacks
 
     def losses(self) -> list[Loss]:
         """Every loss: the marked ones by time, then each CPU's rest at the
@@ -188,7 +194,7 @@ def decode(frame_list, order: str, word_bytes: int) -> Capture:
     d.switches.sort(key=lambda e: e.cycles)
     return Capture(d.events, d.checks, d.stats, d.expects, d.nframes, d.nbytes,
                    d.marked, d.ends, d.aggs, d.agg_dropped, d.probe_counts,
-                   d.switches, d.tls_dropped)
+                   d.switches, d.tls_dropped, d.stacks, d.stack_dropped)
 
 
 class _Decoder:
@@ -210,6 +216,9 @@ class _Decoder:
         self.snapshot = -1
         self.tls_dropped = 0
         self.probe_counts: dict[int, dict] = {}
+        self.stacks: dict[int, tuple] = {}
+        self.stack_dropped: dict[int, int] = {}
+        self.stack_snapshot = -1
         self.nbytes = self.nframes = 0
 
     def stats_frame(self, fr, p) -> None:
@@ -250,6 +259,30 @@ class _Decoder:
         if off != len(p):
             raise ProtocolError(f"AGGS frame seq {fr.seq}: {len(p) - off} bytes "
                                 "left over after its entries")
+
+    def stacks_frame(self, fr, p) -> None:
+        head = STACKS_HEAD.unpack(p, self.order)
+        if head["snapshot"] > self.stack_snapshot:    # a newer sending replaces all
+            self.stack_snapshot, self.stacks, self.stack_dropped = head["snapshot"], {}, {}
+        elif head["snapshot"] < self.stack_snapshot:
+            return
+        self.stack_dropped[head["cpu"]] = head["dropped"]
+        off = STACKS_HEAD.size
+        for _ in range(head["count"]):
+            if off + STACK.size > len(p):
+                raise ProtocolError(f"STACKS frame seq {fr.seq}: its stacks run "
+                                    f"past its {len(p)} bytes")
+            st = STACK.unpack(p[off:off + STACK.size], self.order)
+            off += STACK.size
+            end = off + 8 * st["depth"]
+            if end > len(p):
+                raise ProtocolError(f"STACKS frame seq {fr.seq}: a stack runs past "
+                                    "the frame")
+            self.stacks[st["id"]] = struct.unpack_from(f"{self.order}{st['depth']}Q", p, off)
+            off = end
+        if off != len(p):
+            raise ProtocolError(f"STACKS frame seq {fr.seq}: {len(p) - off} bytes "
+                                "left over after its stacks")
 
     def probes_frame(self, fr, p) -> None:
         if len(p) % PROBE_COUNTS.size:
@@ -301,4 +334,5 @@ class _Decoder:
 
     FRAMES = {frames.T_STATS: stats_frame, frames.T_EXPECT: expect_frame,
               frames.T_AGGS: aggs_frame, frames.T_PROBES: probes_frame,
+              frames.T_STACKS: stacks_frame,
               frames.T_EVENTS: events_frame}

@@ -19,23 +19,26 @@
 #include "kstring.h"
 #include "miss_account.h"
 #include "mm.h"
+#include "stack.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "wire.h"
 
 /* trace flush: every record written so far is sent, then the STATS, the
- * per-probe counts (PROBES) and the aggregations (AGGS) */
+ * per-probe counts (PROBES), the stacks (STACKS) and the aggregations (AGGS) */
 static int trace_flush(const struct subcommand *s, int argc, char **argv,
 		       struct command_reply *r)
 {
-	unsigned entries;
-	unsigned long dropped;
+	unsigned entries, stacks;
+	unsigned long dropped, stacks_dropped;
 	if (argc != 2)
 		return subcommand_usage(s, argv, r);
 	buffer_flush();
 	buffer_send_stats();
 	gate_send_counts();
+	stack_send(&stacks, &stacks_dropped);
 	agg_send(&entries, &dropped);
+	(void)stacks, (void)stacks_dropped;
 	return command_reply(r, WIRE_REPLY_OK, "flushed");
 }
 
@@ -54,15 +57,18 @@ static int trace_stats(const struct subcommand *s, int argc, char **argv,
 			     (unsigned long long)tracer_late_count());
 }
 
-/* trace aggregations: every CPU's aggregation entries (AGGS frames) */
+/* trace aggregations: every CPU's stacks (STACKS frames), which its keys
+ * may name, and aggregation entries (AGGS frames) */
 static int trace_aggregations(const struct subcommand *s, int argc, char **argv,
 			      struct command_reply *r)
 {
-	unsigned entries;
-	unsigned long dropped;
+	unsigned entries, stacks;
+	unsigned long dropped, stacks_dropped;
 	if (argc != 2)
 		return subcommand_usage(s, argv, r);
+	stack_send(&stacks, &stacks_dropped);
 	agg_send(&entries, &dropped);
+	(void)stacks, (void)stacks_dropped;     /* the STACKS frames say */
 	return command_reply(r, WIRE_REPLY_OK, "aggregations: %u entries, %lu dropped",
 			     entries, dropped);
 }
@@ -82,6 +88,7 @@ static int trace_reset(const struct subcommand *s, int argc, char **argv,
 	buffer_reset_counters();
 	gate_reset_counts();
 	agg_clear(-1);
+	stack_clear();
 	return command_reply(r, WIRE_REPLY_OK, "counters reset");
 }
 

@@ -104,6 +104,16 @@ static bool check_arg(struct checking *c, const struct wire_rpn_insn *i,
 	return false;
 }
 
+static bool check_depth(struct checking *c, const struct wire_rpn_insn *i,
+			unsigned at, char *what, size_t size)
+{
+	if (i->a <= WIRE_STACK_MAX_DEPTH)
+		return true;
+	ksnprintf(what, size, "depth %u: at most %u frames (0: %u)", i->a,
+		  WIRE_STACK_MAX_DEPTH, WIRE_STACK_DEPTH);
+	return false;
+}
+
 static bool check_load_size(struct checking *c, const struct wire_rpn_insn *i,
 			    unsigned at, char *what, size_t size)
 {
@@ -214,6 +224,7 @@ static const struct {
 	{ "reg",    check_reg },
 	{ "n",      check_arg },
 	{ "size",   check_load_size },
+	{ "depth",  check_depth },
 	{ "label",  check_label },
 	{ "local",  check_local },
 	{ "global", check_global },

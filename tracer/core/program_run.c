@@ -7,7 +7,9 @@
  * run can know ends it like `abort`, as a fault the caller counts: a read
  * that faults (`load`, through peek.c's trap_try), a division by 0, a log
  * past WIRE_PROGRAM_LOG_BYTES, a register, argument or return value the
- * context lacks (none at all at the compiler hooks). In `logm`/`logs` a
+ * context lacks (none at all at the compiler hooks, nor a stack). `stack`
+ * walks the trapped context's stack (the arch's tarch_stack_walk) and
+ * pushes the id stacks.c gives it. In `logm`/`logs` a
  * fault instead logs a FAULT token — the word size, then the first address
  * not read — and the run goes on, as in DProbes. The log buffer is the LOG
  * record being built: data from its DATA word on, in the guest's order.
@@ -16,6 +18,7 @@
  */
 #include "program.h"
 #include "aggregate.h"
+#include "stack.h"
 #include "arch.h"
 #include "atomic.h"
 #include "cpu.h"
@@ -164,6 +167,15 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_TIME:   PUSH((unsigned long)arch_cycles()); break;
 		case WIRE_RPN_PC:     PUSH(p->addr); break;
 		case WIRE_RPN_TIMENS: PUSH((unsigned long)time_ns()); break;
+		case WIRE_RPN_STACK: {
+			uintptr_t pcs[WIRE_STACK_MAX_DEPTH];
+			if (!ctx)
+				return PROGRAM_FAULT;
+			unsigned n = tarch_stack_walk(ctx, p, pcs,
+						      i->a ? i->a : WIRE_STACK_DEPTH);
+			PUSH(stack_intern(pcs, n));
+			break;
+		}
 		case WIRE_RPN_LOAD:
 			if (!tracer_read(TOP, i->a, &v))
 				return PROGRAM_FAULT;

@@ -105,6 +105,14 @@ bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p,
 			  unsigned long *value);
 
+/* A sample (tracer/core/sample.c): run prog for the sampling probe p on
+ * the state the timer interrupt's trap frame tf holds (`arg 0` its PC,
+ * `stack` its stack), interrupts masked; how it ended (program.h). */
+struct trapframe;
+struct program;
+int tarch_sample_run(const struct trapframe *tf, const struct probe *p,
+		     const struct program *prog);
+
 /* For the self-test of what programs read (tracer/core/
  * selftest_program_context.c): tarch_context_call(TARCH_CONTEXT_X) runs
  * the arch's code with probe sites (tracer/arch/<arch>/

@@ -71,6 +71,12 @@ class Sizes:
     # enough for ~0.1 s a run, so thread start and a tick are noise.
     scale_fast_iters: int = 40000
     kernel_iters: int = 20
+    # The stack walk's cost: calltree iterations at a recursion depth that
+    # makes ct_add's stacks 4 to 20 frames deep.
+    stack_iters: int = 1000
+    stack_depth: int = 16
+    # profsplit's rounds under profile-997 (about 0.3 s of guest time).
+    profile_rounds: int = 300
     stage_n: int = 2000
     bare_traps: int = 250000
     # The interrupt-avoidance walks: pages between calls, walks a run, and
@@ -84,7 +90,7 @@ class Sizes:
         return cls(dp_n=200, dp_base=10, drain_bytes=16384, drain_firings=512,
                    virtio_bytes=1 << 20, virtio_firings=4096, sustained_iters=20,
                    fib_n=10, ct_iters=20, scale_iters=50, scale_fast_iters=500,
-                   kernel_iters=2,
+                   kernel_iters=2, stack_iters=20, profile_rounds=20,
                    stage_n=200, bare_traps=2000, avoid_iters=20,
                    avoid_configs=("untraced", "none", "buffer_physical", "all"))
 

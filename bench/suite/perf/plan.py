@@ -29,8 +29,10 @@ from .firepath import firepath
 from .interrupts import avoid
 from .kernel import kernel
 from .lang import lang
+from .profile import profile
 from .scaling import scaling
 from .shm import hooked_virtio, probed_virtio, record_cost, shm_raw
+from .stackwalk import stackwalk
 from .watch import watchcost
 from .wholekernel import wholekernel
 
@@ -93,7 +95,8 @@ PLAN = (
     # experiments with the bare trap; D against hand-written RPN; a watch firing against experiment
     # 3's null probe; the drain over the 16550 and, in the same boot, over
     # virtio, with experiment 5 alone over each; fib and calltree untraced
-    # and under every mechanism; at its end, where TLB misses are software
+    # and under every mechanism; the stack walk's cost per frame and
+    # profile-997's overhead; at its end, where TLB misses are software
     # traps (sun4u), seed 003's interrupt-avoidance methods.
     Boot("A", (
         # A 1 ms tick: the flushes that end experiment 5 and the drain poll
@@ -120,6 +123,8 @@ PLAN = (
         commands("channel {channel}", "timer 100"),
         Experiment("fbt", probed),
         Experiment("fbt virtio", probed_virtio, when=_shm_and_virtio),
+        Experiment("stackwalk", stackwalk),
+        Experiment("profile", profile),
         # Seed 003's methods write the byte ring by physical address, which
         # the shm channel's sub-buffers are not: the port's channel.
         Experiment("", _byte_ring_channel),

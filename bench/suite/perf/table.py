@@ -12,7 +12,9 @@ target was missed, for results.json.
 from __future__ import annotations
 
 from .core import TARGETS, Bench
+from .profile import rows as profile_rows
 from .shm import CHANNELS as SHM_COST_CHANNELS
+from .stackwalk import rows as stackwalk_rows
 from .wholekernel import rows as wholekernel_rows
 
 
@@ -238,9 +240,9 @@ def sustained_rows(b: Bench) -> list:
 
 
 # The table's sections, in order: a new experiment's rows go here.
-SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, lang_rows, kernel_rows,
-            wholekernel_rows, fbt_rows, scaling_rows, channel_rows, shm_rows, avoid_rows,
-            sustained_rows)
+SECTIONS = (dprobes_rows, stage_rows, rpn_and_watch_rows, lang_rows, stackwalk_rows,
+            profile_rows, kernel_rows, wholekernel_rows, fbt_rows, scaling_rows,
+            channel_rows, shm_rows, avoid_rows, sustained_rows)
 
 
 def table(b: Bench) -> list[tuple[str, str, str]]:

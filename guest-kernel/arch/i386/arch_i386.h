@@ -30,7 +30,12 @@ uint16_t pit_read_count(void);
 void lapic_init(bool boot_cpu);
 void lapic_calibrate(void);
 void lapic_eoi(void);
-void lapic_timer_interrupt(void);
+/* Whether this timer interrupt is a tick (LAPIC_DUE_TICK), and in
+ * *samples how many samples (sample.h) are due, the first *late TSC
+ * cycles after its deadline, each later one a sample period less. */
+#define LAPIC_DUE_TICK   1u
+unsigned lapic_timer_interrupt(uint64_t *late, unsigned *samples);
+uint64_t lapic_sample_period(void);
 bool lapic_timer_set_hz(unsigned hz);
 void lapic_timer_start_here(void);
 unsigned lapic_id(void);

@@ -58,6 +58,10 @@ trap_common:
 	cld
 	pushl	%esp
 	call	trap_dispatch
+	/* trap_dispatch's frame returns here, its argument the frame: where
+	 * a stack walk hops to the interrupted code (tracer/arch/i386/stack.c) */
+	.globl	trap_dispatch_returned
+trap_dispatch_returned:
 	addl	$4, %esp
 	testl	%eax, %eax
 	jnz	move_frame

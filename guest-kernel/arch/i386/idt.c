@@ -13,6 +13,7 @@
  * then exits with EXIT_UNEXPECTED_TRAP.
  */
 #include "arch_i386.h"
+#include "sample.h"
 #include "console.h"
 #include "cpu.h"
 #include "exit.h"
@@ -61,7 +62,7 @@ void idt_load(unsigned cpu)
 }
 
 /* Returns false for a vector no device or CPU uses. */
-static bool interrupt_dispatch(unsigned vector)
+static bool interrupt_dispatch(unsigned vector, const struct trapframe *tf)
 {
 	if (vector >= PIC_VECTOR_BASE && vector < PIC_VECTOR_BASE + 16) {
 		unsigned irq = vector - PIC_VECTOR_BASE;
@@ -71,8 +72,13 @@ static bool interrupt_dispatch(unsigned vector)
 			uart_interrupt();
 		pic_eoi(irq);
 	} else if (vector == LAPIC_TIMER_VECTOR) {
-		lapic_timer_interrupt();
-		timer_tick();
+		uint64_t late = 0, period = lapic_sample_period();
+		unsigned samples;
+		unsigned due = lapic_timer_interrupt(&late, &samples);
+		for (unsigned k = 0; k < samples && sample_hook; k++)
+			sample_hook(tf, late > k * period ? late - k * period : 0);
+		if (due & LAPIC_DUE_TICK)
+			timer_tick();
 		lapic_eoi();
 	} else if (vector == IPI_RESCHED_VECTOR) {
 		ipi_interrupt(IPI_RESCHEDULE);
@@ -145,7 +151,7 @@ uint32_t trap_dispatch(struct trapframe *tf)
 		/* The interrupt's frame on this thread's stack (irq_hook.h): its
 		 * end comes after sched_irq_exit, when this thread runs again. */
 		irq_hook_run(vector, false);
-		if (!interrupt_dispatch(vector))
+		if (!interrupt_dispatch(vector, tf))
 			unexpected_trap(tf);
 		irq_hook_run(vector, true);
 		return 0;

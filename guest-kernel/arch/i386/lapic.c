@@ -9,6 +9,15 @@
  * A rate change is published as (count, generation); each CPU reloads its
  * own timer at its next tick when it sees a new generation, so no IPI is
  * needed and no CPU ever runs at a rate it was not told.
+ *
+ * The sampling timer (sample.h) shares it: while sampling, the timer runs
+ * at the higher of the two rates and each interrupt asks which of the
+ * tick and the samples are due, each by its own TSC deadlines (met within
+ * half an interrupt period), so both keep their rates: an interrupt that
+ * comes late (a vCPU the host did not run) takes every sample it missed,
+ * up to LAPIC_MAX_PENDING, each with its lateness, as illumos' cyclics
+ * fire each pending expiration; with no sampling every interrupt is a
+ * tick, as before.
  */
 #include "arch_i386.h"
 #include "console.h"
@@ -16,6 +25,7 @@
 #include "vectors.h"
 #include "x86.h"
 #include "notrace.h"
+#include "sample.h"
 
 #define LAPIC_ID       0x020
 #define LAPIC_TPR      0x080
@@ -51,6 +61,14 @@ static uint64_t tsc_rate;
 static volatile uint32_t timer_count;
 static volatile unsigned long timer_gen;
 static unsigned long seen_gen[KERNEL_MAX_CPUS];
+
+/* The rates asked for, and each CPU's next deadlines (TSC). */
+static volatile unsigned tick_hz, sample_hz;
+static volatile bool sample_every;
+static uint64_t next_tick[KERNEL_MAX_CPUS], next_sample[KERNEL_MAX_CPUS];
+sample_hook_fn sample_hook;
+const unsigned arch_sample_hz_max = 20000;
+#define LAPIC_MAX_PENDING 1000
 
 static uint32_t rd(unsigned reg) { return lapic[reg / 4]; }
 static void wr(unsigned reg, uint32_t v) { lapic[reg / 4] = v; }
@@ -117,18 +135,35 @@ void udelay(unsigned us)
 		__asm__ volatile("pause");
 }
 
+/* This CPU's deadlines, a period from now. */
+static void deadlines_start(unsigned id)
+{
+	uint64_t now = rdtsc();
+	if (tick_hz)
+		next_tick[id] = now + tsc_rate / tick_hz;
+	if (sample_hz)
+		next_sample[id] = now + tsc_rate / sample_hz;
+}
+
 void lapic_timer_start_here(void)
 {
-	seen_gen[this_cpu()->id] = timer_gen;
+	unsigned id = this_cpu()->id;
+	seen_gen[id] = timer_gen;
+	deadlines_start(id);
 	wr(LAPIC_LVT_TMR, LVT_PERIODIC | LAPIC_TIMER_VECTOR);
 	wr(LAPIC_TMR_INIT, timer_count);
 }
 
-bool lapic_timer_set_hz(unsigned hz)
+/* Publish the timer's rate for (tick, sample) rates: the higher. */
+static bool timer_rates(unsigned tick, unsigned sample, bool every)
 {
-	uint64_t count = lapic_hz / hz;
+	unsigned base = sample > tick ? sample : tick;
+	uint64_t count = lapic_hz / base;
 	if (count < 16 || count > 0xffffffffu)
 		return false;
+	tick_hz = tick;
+	sample_hz = sample;
+	sample_every = every;
 	timer_count = (uint32_t)count;
 	arch_barrier();
 	timer_gen++;
@@ -136,13 +171,65 @@ bool lapic_timer_set_hz(unsigned hz)
 	return true;
 }
 
-void lapic_timer_interrupt(void)
+bool lapic_timer_set_hz(unsigned hz)
+{
+	return timer_rates(hz, sample_hz, sample_every);
+}
+
+bool arch_sample_set(unsigned hz, bool every_cpu)
+{
+	if (hz > arch_sample_hz_max)
+		return false;
+	irqflags_t f = arch_irq_save();
+	bool ok = timer_rates(tick_hz, hz, every_cpu);
+	arch_irq_restore(f);
+	return ok;
+}
+
+/* How many deadlines *next, period apart, now has passed, within half of
+ * the timer's period: each is due (a tick skips those it fell behind by,
+ * as ever; samples are all taken, as illumos' cyclics fire each pending
+ * expiration), *late the first one's lateness; *next the one after. */
+static unsigned deadlines_met(uint64_t *next, uint64_t period, uint64_t now,
+			      uint64_t *late, unsigned most)
+{
+	uint64_t base = sample_hz > tick_hz ? sample_hz : tick_hz;
+	unsigned n = 0;
+	*late = now > *next ? now - *next : 0;
+	while ((int64_t)(now + tsc_rate / base / 2 - *next) >= 0 && n < most) {
+		*next += period;
+		n++;
+	}
+	if (*next + period < now)
+		*next = now + period;             /* fell further behind: no burst */
+	return n;
+}
+
+uint64_t lapic_sample_period(void)
+{
+	return sample_hz ? tsc_rate / sample_hz : 0;
+}
+
+unsigned lapic_timer_interrupt(uint64_t *late, unsigned *samples)
 {
 	unsigned id = this_cpu()->id;
+	uint64_t now = rdtsc(), tick_late;
+	*samples = 0;
 	if (seen_gen[id] != timer_gen) {
 		seen_gen[id] = timer_gen;
 		wr(LAPIC_TMR_INIT, timer_count);
+		deadlines_start(id);
+		return sample_hz ? 0 : LAPIC_DUE_TICK;
 	}
+	if (!sample_hz)
+		return LAPIC_DUE_TICK;
+	unsigned due = 0;
+	if (deadlines_met(&next_tick[id], tsc_rate / tick_hz, now, &tick_late, 1))
+		due |= LAPIC_DUE_TICK;
+	if (sample_every || id == 0)
+		*samples = deadlines_met(&next_sample[id], tsc_rate / sample_hz, now, late,
+					 LAPIC_MAX_PENDING);
+	return due;
 }
 
 static void send_icr(unsigned apic_id, uint32_t low)

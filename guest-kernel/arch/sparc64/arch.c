@@ -6,7 +6,8 @@
  * Interrupts are PSTATE.IE alone; PIL stays 0. Two sources:
  *  - the tick compare: TICK_CMPR matches %tick, SOFTINT.TICK_INT is set,
  *    the CPU takes interrupt_level_14; we clear the bit and set the next
- *    compare.
+ *    compare. The sampling timer (sample.h) is STICK_CMPR against %stick,
+ *    SOFTINT.STICK_INT, the same level: the tick keeps its own compare.
  *  - the UART's receive interrupt, routed for real: ISA IRQ 4 on the ebus
  *    reaches the sabre host bridge as OBIO interrupt 0x2b; with its
  *    interrupt map register valid, the bridge sends an interrupt vector
@@ -25,6 +26,7 @@
 #include "vmlayout.h"
 #include "wire.h"
 #include "notrace.h"
+#include "sample.h"
 
 const uint8_t arch_wire_id = WIRE_ARCH_SPARC64;
 const uint8_t arch_byte_order = WIRE_ORDER_BIG;
@@ -81,12 +83,51 @@ bool arch_timer_set_hz(unsigned hz)
 	return true;
 }
 
+sample_hook_fn sample_hook;
+const unsigned arch_sample_hz_max = 20000;
+static uint64_t sample_period, sample_next;    /* %stick cycles; 0: off */
+
+bool arch_sample_set(unsigned hz, bool every_cpu)
+{
+	(void)every_cpu;                          /* one CPU on sun4u */
+	if (hz > arch_sample_hz_max)
+		return false;
+	irqflags_t flags = arch_irq_save();
+	sample_period = hz ? TICK_HZ / hz : 0;
+	sample_next = rd_stick() + sample_period;
+	wr_stick_cmpr(hz ? sample_next : (1ul << 63));  /* INT_DIS when off */
+	arch_irq_restore(flags);
+	return true;
+}
+
+/* STICK_INT: every deadline passed is a sample, each with its lateness
+ * (a vCPU the host did not run takes the ones it missed, up to a bound,
+ * as illumos' cyclics fire each pending expiration); the next compare
+ * from the last deadline, as the tick's. */
+static void sample_interrupt(const struct trapframe *tf)
+{
+	uint64_t now = rd_stick();
+	unsigned n = 0;
+	if (!sample_period)
+		return;
+	while (sample_next <= now && n++ < 1000) {
+		if (sample_hook)
+			sample_hook(tf, now - sample_next);
+		sample_next += sample_period;
+	}
+	if (sample_next <= now)
+		sample_next = now + sample_period;
+	wr_stick_cmpr(sample_next);
+}
+
 /* interrupt_level_14, from trap_dispatch with interrupts off. */
-void timer_interrupt(void)
+void timer_interrupt(const struct trapframe *tf)
 {
 	uint64_t softint = rd_softint();
 
-	wr_clear_softint(softint & (SOFTINT_TICK_INT | 1u << 14));
+	wr_clear_softint(softint & (SOFTINT_TICK_INT | SOFTINT_STICK_INT | 1u << 14));
+	if (softint & SOFTINT_STICK_INT)
+		sample_interrupt(tf);
 	if (softint & SOFTINT_TICK_INT) {
 		/* Next compare from the last one, so the rate does not drift;
 		 * if we fell behind by a whole period, skip ahead instead of

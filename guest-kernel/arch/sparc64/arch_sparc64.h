@@ -38,7 +38,7 @@ uint64_t mmu_page_hide(uintptr_t va);
 void mmu_page_restore(uintptr_t va, uint64_t tte);
 
 /* arch.c */
-void timer_interrupt(void);
+void timer_interrupt(const struct trapframe *tf);
 void vector_interrupt(void);
 
 /* trap_table.S: window trap counts, for the self-tests. */

@@ -167,6 +167,22 @@ static inline void wr_tick_cmpr(uint64_t v)
 	__asm__ volatile("wr %0, 0, %%asr23" : : "r"(v));
 }
 
+/* %stick (ASR 24) and STICK_CMPR (ASR 25): a second clock and compare,
+ * whose match sets SOFTINT.STICK_INT (bit 16), also at level 14. */
+#define SOFTINT_STICK_INT (1ul << 16)
+
+static inline uint64_t rd_stick(void)
+{
+	uint64_t v;
+	__asm__ volatile("rd %%asr24, %0" : "=r"(v));
+	return v & ~TICK_NPT;
+}
+
+static inline void wr_stick_cmpr(uint64_t v)
+{
+	__asm__ volatile("wr %0, 0, %%asr25" : : "r"(v));
+}
+
 static inline uint64_t rd_softint(void)
 {
 	uint64_t v;

@@ -330,14 +330,14 @@ _Noreturn void double_fault(const struct df_record *rec)
 /* The interrupts the kernel handles, each ended by sched_irq_exit and
  * framed by the interrupt hook (irq_hook.h: its end comes when this
  * thread runs again); false for any other trap type. */
-static bool interrupt_dispatch(unsigned tt)
+static bool interrupt_dispatch(unsigned tt, const struct trapframe *tf)
 {
 	if (tt != TT_INTERRUPT_LEVEL_14 && tt != TT_INTERRUPT_VECTOR &&
 	    tt != TT_INTERRUPT_KICK)
 		return false;
 	irq_hook_run(tt, false);
 	if (tt == TT_INTERRUPT_LEVEL_14) {
-		timer_interrupt();
+		timer_interrupt(tf);
 	} else if (tt == TT_INTERRUPT_VECTOR) {
 		vector_interrupt();
 	} else {
@@ -362,7 +362,7 @@ void trap_dispatch(struct trapframe *tf)
 	/* An interrupt's hooks only observe it (trap.h). */
 	if (trap_hooks_run(tt, tf) == TRAP_HANDLED && !interrupt)
 		return;
-	if (interrupt_dispatch(tt))
+	if (interrupt_dispatch(tt, tf))
 		return;
 	describe(tf, &t);
 	/* Interrupts are never offered to trap_try (trap.h). */

@@ -71,6 +71,11 @@ FUNC(trap_entry)
 	stx	%g6, [%l7 + TF_G + 0x30]
 	stx	%g7, [%l7 + TF_G + 0x38]
 	wrpr	%g0, 0, %tl
+	/* trap_dispatch's %i7 is this call, and this window's %l7 the frame:
+	 * where a stack walk hops to the interrupted code (tracer/arch/
+	 * sparc64/stack.c) */
+	.globl	trap_dispatch_called
+trap_dispatch_called:
 	call	trap_dispatch
 	 mov	%l7, %o0
 

@@ -110,8 +110,9 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 	case TREG_EBP:    *value = tf->ebp; return true;
 	case TREG_ESI:    *value = tf->esi; return true;
 	case TREG_EDI:    *value = tf->edi; return true;
-	case TREG_EIP:    /* a watch's is where the trap left it (watch.c) */
-		*value = p->kind == WIRE_EVENT_WATCH ? tf->eip : p->addr;
+	case TREG_EIP:    /* a watch's and a sample's: where the trap left it */
+		*value = p->kind == WIRE_EVENT_WATCH || p->kind == WIRE_EVENT_SAMPLE ?
+			 tf->eip : p->addr;
 		return true;
 	case TREG_EFLAGS: *value = tf->eflags; return true;
 	}
@@ -123,6 +124,10 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 		       unsigned n, unsigned long *value)
 {
+	if (p->kind == WIRE_EVENT_SAMPLE && n == 0) {
+		*value = ctx->tf->eip;                  /* the interrupted PC */
+		return true;
+	}
 	if (p->kind != WIRE_EVENT_ENTRY)
 		return false;
 	return tracer_read(trapframe_sp(ctx->tf) + 4 + 4 * n, 4, value);

@@ -131,6 +131,10 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 		       unsigned n, unsigned long *value)
 {
+	if (p->kind == WIRE_EVENT_SAMPLE && n == 0) {
+		*value = ctx->r->pc;                    /* the interrupted PC */
+		return true;
+	}
 	if (p->kind != WIRE_EVENT_ENTRY)
 		return false;
 	if (n < 6) {

@@ -1,0 +1,148 @@
+"""Sampling probes against ground truth (tracer/core/sample.c, docs/stacks.md):
+profsplit's two leaf loops take 3:1 of the time by construction, so
+`profile 997 all` on every CPU, with a program that counts by the
+interrupted PC (`arg 0`), must give ps_heavy 75 % (±3 points) of the
+samples that land in either, on both arches; each CPU must take rate ×
+time samples (±5 %); the scheduler's tick keeps its rate meanwhile;
+`stack` in a sample starts at the interrupted PC; `one` (tick-HZ)
+samples cpu0 alone; bad requests are refused and change nothing. The
+checks catch a sampler that drops samples or misattributes them."""
+
+import re
+from collections import Counter
+
+import pytest
+
+from bench import arches
+from bench.guest.qemu import Guest
+from bench.program import aggregate, asm, load
+from bench.trace.image import load_image
+
+HZ = 997
+BY_PC = "arg 0\nstack 4\ncount @pc, 2\nabort\n"
+
+
+def sampled(arch: str, smp: int, rounds: int, every: str = "all"):
+    a = arches.get(arch)
+    prog = asm.assemble(BY_PC, arch, "by_pc")
+    with Guest(a, label=f"profile-{arch}-{every}", smp=smp) as g:
+        load.load(g, prog, 0)
+        before = _info(g)
+        assert g.command(f"profile {HZ} {every} 0").ok
+        r = g.command(f"run profsplit threads={2 * smp} rounds={rounds} chunk=20000",
+                      timeout=300)
+        off = g.command("profile off")
+        after = _info(g)
+        mark = len(g.trace_frames)
+        g.command("trace aggregations")
+        cap = g.capture(mark)
+        hz = g.hello["cycles_hz"]
+        g.exit(0)
+    assert r.ok and off.ok, (r.message, off.message)
+    return off.message, cap, hz, before, after, {0: prog}
+
+
+def _info(g) -> dict:
+    return {k: int(v) for k, v in re.findall(r"(hz|ticks|cycles)=(\d+)",
+                                             g.command("info").message)}
+
+
+def per_cpu(message: str, field: str) -> list[int]:
+    return [int(x) for x in re.search(rf"{field}=([\d,]+)", message).group(1).split(",")]
+
+
+def count_problems(samples: list[int], cycles: int, hz: float) -> list[str]:
+    want = HZ * cycles / hz
+    return [f"cpu{c}: {n} samples, {want:.0f} expected" for c, n in enumerate(samples)
+            if abs(n - want) > 0.05 * want]
+
+
+def share_problem(by_function: Counter) -> str:
+    h, l = by_function["ps_heavy"], by_function["ps_light"]
+    share = 100.0 * h / (h + l) if h + l else 0
+    return "" if abs(share - 75) <= 3 else f"ps_heavy {share:.1f} % of {h + l} samples"
+
+
+def functions(cap, progs, image) -> tuple[Counter, list]:
+    """Samples by the interrupted PC's function, and the stacks seen."""
+    by = Counter()
+    walked = []
+    entries = aggregate.resolve(cap.aggs, progs, cap.stacks)
+    for t in aggregate.merge(entries).values():
+        for keys, row in t.rows.items():
+            f = image.function_at(keys[1])
+            by[f.name if f else hex(keys[1])] += row.count
+            walked.append((keys[1], keys[0], row.count))
+    return by, walked
+
+
+@pytest.fixture(scope="module")
+def runs(built):
+    got = {}
+
+    def run(arch):
+        if arch not in got:
+            built(arch)
+            a = arches.get(arch)
+            smp = min(2, a.max_smp)
+            got[arch] = sampled(arch, smp, 1200 if smp > 1 else 1500)
+        return got[arch]
+    return run
+
+
+def test_profile_gives_the_known_split_and_rate_times_time_per_cpu(arch, runs):
+    message, cap, hz, before, after, progs = runs(arch)
+    image = load_image(arches.get(arch).elf())
+    cycles = int(re.search(r"cycles=(\d+)", message).group(1))
+    samples = per_cpu(message, "samples")
+    assert len(samples) == min(2, arches.get(arch).max_smp)
+    assert not count_problems(samples, cycles, hz), (message, hz)
+    by, walked = functions(cap, progs, image)
+    assert not share_problem(by), by.most_common(6)
+    assert sum(by.values()) == sum(samples) - int(re.search(r"faults=(\d+)", message)
+                                                  .group(1))
+    # The scheduler's tick kept its rate while the timer sampled.
+    ticks = (after["ticks"] - before["ticks"]) / ((after["cycles"] - before["cycles"]) / hz)
+    assert abs(ticks - before["hz"]) <= 0.1 * before["hz"], (ticks, before)
+    # Each sample's stack begins at the interrupted PC.
+    assert all(st is None or st[0] == pc for pc, st, _ in walked)
+    # Lateness is recorded, per CPU.
+    assert len(per_cpu(message, "late_avg")) == len(samples)
+
+
+def test_the_checks_catch_a_sampler_that_drops_or_misattributes(arch, runs):
+    message, cap, hz, _, _, progs = runs(arch)
+    cycles = int(re.search(r"cycles=(\d+)", message).group(1))
+    samples = per_cpu(message, "samples")
+    assert count_problems([n * 2 // 3 for n in samples], cycles, hz)
+    by, _ = functions(cap, progs, load_image(arches.get(arch).elf()))
+    assert share_problem(Counter(ps_heavy=by["ps_heavy"], ps_light=2 * by["ps_light"]))
+
+
+def test_tick_samples_one_cpu_and_bad_requests_are_refused(built):
+    built("i386")
+    a = arches.get("i386")
+    message, *_ = sampled("i386", 2, 200, every="one")
+    samples = per_cpu(message, "samples")
+    assert samples[0] > 0 and samples[1] == 0, message
+    with Guest(a, label="profile-refused") as g:
+        assert g.command("profile 0 all 0").status != 0
+        assert "no program" in g.command(f"profile {HZ} all 3").message
+        load.load(g, asm.assemble(BY_PC, "i386", "by_pc"), 0)
+        assert "at most" in g.command("profile 50000 all 0").message
+        assert g.command(f"profile {HZ} all 0").ok
+        assert "already" in g.command(f"profile {HZ} all 0").message
+        assert g.command("profile off").ok
+        g.exit(0)
+
+
+def test_the_spec_names_sampling_probes_as_dtrace_does():
+    from bench.trace import sites
+    assert sites.split_samplers("profile-997") == ("", [("all", 997)])
+    assert sites.split_samplers("fbt:ct_add:entry, tick-100") == \
+        ("fbt:ct_add:entry", [("one", 100)])
+    assert sites.split_samplers("profile:::profile-4999")[1] == [("all", 4999)]
+    assert sites.parse_spec("profile-997") == []
+    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97"):
+        with pytest.raises(sites.SpecError):
+            sites.parse_spec(bad)

@@ -1,0 +1,134 @@
+/*
+ * stack.c — the sparc64 stack walk (stack.h's tarch_stack_walk), as
+ * illumos' dtrace_getpcstack does it on SPARC.
+ *
+ * First `flushw`: every window of the thread goes to its save area at
+ * %sp + 2047 (the 64-bit ABI's bias), where a window's %i6 (its caller's
+ * %sp, the frame pointer) and %i7 (the address of the call that made it)
+ * are then read. A frame is the address of its call instruction, as
+ * DTrace's SPARC stacks show it. Where the probed code runs in its
+ * caller's window — at a function's first instruction (an entry probe, on
+ * the `save` or, in a leaf that never saves, anything), at a leaf's
+ * `retl` — the caller is %o7, still live in a register (a leaf); past a
+ * `save` it is the trapped window's %i7 (a non-leaf). From there the walk
+ * follows %i6 from save area to save area, each inside the thread's
+ * stack and above the last, to a new thread's zeroed first frame. A
+ * window entered from trap_entry's call of trap_dispatch is an interrupt's:
+ * the walk hops to the interrupted code, its PC from the trap frame (in
+ * the trap window's %l7), then its callers from its %sp on (its %o7 may
+ * be a leaf's caller or a stale call: left out, as a non-leaf). The trapped window's save area is the one
+ * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
+ * never in a stack. Each address goes through tracer_real_return.
+ */
+#include "arch.h"
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
+#include "context.h"
+#include "cpu.h"
+#include "emulate.h"
+#include "stack.h"
+#include "thread.h"
+#include "tracer.h"
+
+#define SAVE_L7 (8 * 7)         /* offsets in a window's save area */
+#define SAVE_I6 (8 * 14)
+#define SAVE_I7 (8 * 15)
+
+extern const char trap_dispatch_called[];
+
+struct walk {
+	uintptr_t lo, hi;
+	const struct thread *thread;
+	uintptr_t *pcs;
+	unsigned n, max;
+};
+
+static bool stack_word(const struct walk *w, uintptr_t addr, uintptr_t *value)
+{
+	unsigned long v;
+	if (addr & 7)
+		return false;
+	if (w->hi > w->lo) {
+		if (addr < w->lo || addr > w->hi - 8)
+			return false;
+		*value = *(const volatile uint64_t *)addr;
+		return true;
+	}
+	if (!tracer_read(addr, 8, &v))
+		return false;
+	*value = v;
+	return true;
+}
+
+static bool add(struct walk *w, uintptr_t pc)
+{
+	if (!pc || w->n >= w->max)
+		return false;
+	w->pcs[w->n++] = tracer_real_return(w->thread, pc);
+	return true;
+}
+
+/* Whether the window at fp is a new thread's zeroed first frame
+ * (arch_context_init): the %i7 that points at it is no caller's call but
+ * the address that makes `ret` land on the thread's entry. */
+static bool bottom(const struct walk *w, uintptr_t fp)
+{
+	uintptr_t i6, i7;
+	return stack_word(w, fp + STACK_BIAS + SAVE_I6, &i6) &&
+	       stack_word(w, fp + STACK_BIAS + SAVE_I7, &i7) && !i6 && !i7;
+}
+
+/* Whether p's code runs in its caller's window (see the top). */
+static bool leaf_site(const struct probe *p)
+{
+	if (p->kind == WIRE_EVENT_ENTRY)
+		return true;
+	return p->site.what == SPARC_SITE_CTI && p->site.cti.rs1 == SPARC_O7;
+}
+
+unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p,
+			  uintptr_t *pcs, unsigned max)
+{
+	const struct thread *t = thread_current();
+	struct walk w = { .thread = t, .pcs = pcs, .max = max };
+	if (t && t->stack) {
+		w.lo = (uintptr_t)t->stack;
+		w.hi = w.lo + t->stack_size;
+	}
+	const uint64_t *ins = trapframe_reg_read(ctx->tf, 16);   /* %l0.. %i7 */
+	if (!ins)
+		return 0;
+	flushw();
+	if (p->kind == WIRE_EVENT_SAMPLE && !add(&w, ctx->tf->tpc))
+		return w.n;                          /* the interrupted PC first */
+	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
+		return w.n;
+	if (bottom(&w, ins[14]) || !add(&w, ins[15]))          /* %i7 */
+		return w.n;
+	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
+	while (fp > last) {
+		uintptr_t area = fp + STACK_BIAS, next;
+		if (!stack_word(&w, area + SAVE_I7, &ret) ||
+		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next))
+			break;
+		if (ret == (uintptr_t)trap_dispatch_called) {
+			/* the trap's window below holds the frame in %l7; the
+			 * interrupted code's %o7 is not known to be a caller */
+			uintptr_t frame;
+			if (!stack_word(&w, next + STACK_BIAS + SAVE_L7, &frame))
+				break;
+			const struct trapframe *tf = (const struct trapframe *)frame;
+			if (!add(&w, tf->tpc))
+				break;
+			last = next;
+			fp = tf->o[6];
+			continue;
+		}
+		if (!add(&w, ret))
+			break;
+		last = fp;
+		fp = next;
+	}
+	return w.n;
+}
