@@ -163,10 +163,14 @@ TABLE = [
      [(255, 0, 0, 0), EXIT],
      'instruction 0 (op 0xff): unknown operation',
      "unknown instruction 'opff'"),
-    ('unknown op 0x0d', {},
+    ('unknown op 0x0e', {},
+     [(14, 0, 0, 0), EXIT],
+     'instruction 0 (op 0x0e): unknown operation',
+     "unknown instruction 'op0e'"),
+    ('stack (op 0x0d), default depth', {},
      [(13, 0, 0, 0), EXIT],
-     'instruction 0 (op 0x0d): unknown operation',
-     "unknown instruction 'op0d'"),
+     'ok',
+     'ok'),
     ('timens (op 0x0c)', {},
      [(12, 0, 0, 0), EXIT],
      'ok',
@@ -467,7 +471,7 @@ def text(head: dict, insns) -> str:
         operands = {"": "", "imm": f" {imm}", "reg": f" %{REGS.get(a, f'r{a}')}",
                     "n": f" {a}", "size": f" {a}", "label": f" L{b}", "local": f" {b}",
                     "global": f" {b}", "size,n": f" {b}, {a}",
-                    "tls": f" {b}",
+                    "tls": f" {b}", "depth": f" {a}" if a else "",
                     "agg,n": f" @a{b}, {a}" + "".join(
                         f", {w}" for w, bit in asm.AGG_FLAGS.items() if imm & bit)
                     }[asm.OPS[m].more[0]]

@@ -37,7 +37,8 @@ INCLUDES = ["tests/fuzz", "tests/fuzz/host", "include", "guest-kernel/include",
 
 # The guest's C every tracer target links (stubs.c stands in for the rest).
 GUEST = [
-    "tracer/core/aggregate.c", "tracer/core/args.c", "tracer/core/buffer.c", "tracer/core/commands.c",
+    "tracer/core/aggregate.c", "tracer/core/args.c", "tracer/core/buffer.c",
+    "tracer/core/drain.c", "tracer/core/stacks.c", "tracer/core/commands.c",
     "tracer/core/commands_probe.c", "tracer/core/commands_program.c",
     "tracer/core/commands_trace.c", "tracer/core/frame.c", "tracer/core/gate.c",
     "tracer/core/hits.c", "tracer/core/hooks.c", "tracer/core/itrace.c",

@@ -41,6 +41,7 @@
 #include "tarch/mechanisms.h"
 #include "virtio_console.h"
 #include "watch.h"
+#include "stack.h"
 
 /* ---- the address space ---- */
 
@@ -304,6 +305,32 @@ void tarch_disarm(struct probe *p)
 	memcpy(tracer_text_alias(p->addr), &p->site.insn, 4);
 }
 void tarch_stage(void) { }
+
+/* Return trampolines (i386 opt's): none here, as on an arch without. */
+int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why)
+{
+	(void)entry, (void)ret;
+	*why = "the fuzz host has no return trampolines";
+	return -1;
+}
+void tarch_ride_stats(unsigned long n[TARCH_RIDE_STATS])
+{
+	for (unsigned i = 0; i < TARCH_RIDE_STATS; i++)
+		n[i] = 0;
+}
+
+/* A stack walk: a fixed two frames from the context's registers, so the
+ * `stack` instruction's table (stacks.c) is fuzzed with real ids. */
+unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p,
+			  uintptr_t *pcs, unsigned max)
+{
+	(void)p;
+	const struct stub_context *c = (const void *)ctx;
+	unsigned n = 0;
+	for (; n < max && n < 2; n++)
+		pcs[n] = c ? (uintptr_t)c->reg[n] : 0x1000 + n;
+	return n;
+}
 
 bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 		       unsigned reg, unsigned long *value)

@@ -51,6 +51,8 @@ static const char *walk_operand(const struct wire_program *h, const struct walk_
 		return i->b < WIRE_PROGRAM_GLOBALS ? 0 : "global past WIRE_PROGRAM_GLOBALS";
 	if (!strcmp(k, "tls"))
 		return i->b < WIRE_PROGRAM_TLS ? 0 : "thread-local past WIRE_PROGRAM_TLS";
+	if (!strcmp(k, "depth"))                /* stack's frames, 0: the default */
+		return i->a <= WIRE_STACK_MAX_DEPTH ? 0 : "depth past WIRE_STACK_MAX_DEPTH";
 	if (!strcmp(k, "agg,n")) {
 		if (i->b >= h->naggs || i->b >= WIRE_PROGRAM_MAX_AGGS)
 			return "aggregation not declared";
