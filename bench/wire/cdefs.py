@@ -242,8 +242,24 @@ def parse(text: str, path: Path = Path("<text>")) -> Header:
     return Header(path, constants, tables, structs, known)
 
 
+SHARED = REPO / "include"
+
+
 @lru_cache(maxsize=None)
 def load(relpath: str) -> Header:
-    """Parse a header of this repository, e.g. 'include/wire.h'."""
+    """Parse a header of this repository, e.g. 'include/wire.h'. A header
+    of include/ that a header there includes (wire.h's wire_program.h) is
+    one with it: its tables and structs are the including header's too."""
     path = REPO / relpath
-    return parse(path.read_text(), path)
+    h = parse(path.read_text(), path)
+    if path.parent.resolve() != SHARED.resolve():
+        return h
+    for name in _INCLUDE_RE.findall(_strip_comments(path.read_text())):
+        sub = SHARED / name
+        if sub.is_file() and sub.name != path.name:
+            inc = parse(sub.read_text(), sub)
+            for k, v in inc.tables.items():
+                h.tables.setdefault(k, v)
+            for k, v in inc.structs.items():
+                h.structs.setdefault(k, v)
+    return h
