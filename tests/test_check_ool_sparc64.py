@@ -201,22 +201,6 @@ def _run(s, g, spec, line):
     return r, cap, firings, C.verify(cap.checks, sites.sites_of(s.image, s.probes))
 
 
-def _write_kernel(stub, addr, data):
-    """Write guest memory at a kernel address. QEMU's sun4u stub translates
-    a virtual address through the TLB alone, so a page no TLB entry holds
-    at the halt answers E14 (which page that is depends on what ran last);
-    the kernel's RAM is identity-mapped (mmu.c), so the same address is
-    then written physically, as bench/debug/sitecheck.py reads code."""
-    try:
-        stub.write_memory(addr, data)
-    except rsp.StubErrorReply:
-        stub.set_physical(True)
-        try:
-            stub.write_memory(addr, data)
-        finally:
-            stub.set_physical(False)
-
-
 def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
     built("sparc64")
     a = arches.get("sparc64")
@@ -238,8 +222,10 @@ def test_guest_out_of_line_sites_checked_and_a_broken_slot_caught(built):
         flag = s.image.symbols["ool_check_broken"]
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()
-            live = [stub.read_memory(addr, 4) for addr in words]
-            _write_kernel(stub, flag, (1).to_bytes(4, "big"))
+            # Kernel memory, identity-mapped: read and written physically
+            # where the stub's TLB-only translation fails (rsp.py).
+            live = [stub.read_identity(addr, 4) for addr in words]
+            stub.write_identity(flag, (1).to_bytes(4, "big"))
             stub.detach()
         inc = _first(s.image, "fib", "inc")
         r2, cap2, firings2, rep2 = _run(s, g, f"insn:fib+{inc:#x}", "fib n=6")

@@ -188,6 +188,56 @@ def test_errors_are_exceptions():
     stub.close()
 
 
+class TlbOnlyStub:
+    """QEMU's sun4u stub: a virtual access whose page no TLB holds answers
+    E14; in physical mode (Qqemu.PhyMemMode:1) the same address is RAM.
+    `broken`: physical mode fails too (no fallback can help)."""
+
+    def __init__(self, broken=False):
+        self.physical = False
+        self.broken = broken
+        self.mem = bytearray(range(16))
+
+    def __call__(self, body: bytes):
+        if body.startswith(b"Qqemu.PhyMemMode:"):
+            self.physical = body.endswith(b"1")
+            return pkt(b"OK")
+        if not self.physical or self.broken:
+            return pkt(b"E14")
+        if body.startswith(b"m"):
+            a, n = (int(x, 16) for x in body[1:].split(b","))
+            return pkt(self.mem[a:a + n].hex().encode())
+        if body.startswith(b"M"):
+            where, data = body[1:].split(b":")
+            a = int(where.split(b",")[0], 16)
+            self.mem[a:a + len(data) // 2] = bytes.fromhex(data.decode())
+            return pkt(b"OK")
+        return None
+
+
+def test_identity_mapped_memory_falls_back_to_physical_and_back():
+    fake = TlbOnlyStub()
+    stub = FakeStub(fake)
+    with stub.client() as c:
+        assert c.read_identity(4, 2) == bytes([4, 5])
+        assert not fake.physical          # virtual mode again for what follows
+        c.write_identity(8, b"\xaa")
+        assert fake.mem[8] == 0xaa and not fake.physical
+        with pytest.raises(rsp.StubErrorReply):
+            c.read_memory(4, 2)           # the plain read does not fall back
+    assert stub.got[:4] == [b"m4,2", b"Qqemu.PhyMemMode:1", b"m4,2", b"Qqemu.PhyMemMode:0"]
+    stub.close()
+
+    # Physical memory refused too: the error is the caller's, mode restored.
+    fake = TlbOnlyStub(broken=True)
+    stub = FakeStub(fake)
+    with stub.client() as c:
+        with pytest.raises(rsp.StubErrorReply, match="m4,2"):
+            c.read_identity(4, 2)
+    assert not fake.physical and stub.got[-1] == b"Qqemu.PhyMemMode:0"
+    stub.close()
+
+
 def test_timeout_garbage_and_closed():
     stub = FakeStub({b"?": b""})           # acked, never answered
     with stub.client(timeout=0.3) as c:

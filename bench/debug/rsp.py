@@ -339,6 +339,28 @@ class RSPClient:
     def write_memory(self, addr: int, data: bytes) -> None:
         self._ok(f"M{addr:x},{len(data):x}:{data.hex()}")
 
+    def read_identity(self, addr: int, length: int) -> bytes:
+        """read_memory of memory mapped at its own physical address (the
+        guest kernel's, mmu.c): QEMU's sun4u stub translates a virtual
+        address through the TLBs alone, so a page no TLB entry holds at
+        the halt answers an error (which page that is depends on what ran
+        last); the same address is then read as physical memory."""
+        return self._identity(lambda: self.read_memory(addr, length))
+
+    def write_identity(self, addr: int, data: bytes) -> None:
+        """write_memory of identity-mapped memory, as read_identity reads."""
+        self._identity(lambda: self.write_memory(addr, data))
+
+    def _identity(self, access):
+        try:
+            return access()
+        except StubErrorReply:
+            self.set_physical(True)
+            try:
+                return access()
+            finally:
+                self.set_physical(False)
+
     def set_physical(self, on: bool) -> None:
         """QEMU's Qqemu.PhyMemMode: m/M address physical memory (on) or
         virtual memory through the CPU's MMU (off, the default)."""

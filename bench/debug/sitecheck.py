@@ -17,7 +17,7 @@ and the next, the original; both are accepted there.
 
 QEMU's sparc64 stub translates addresses through the TLBs only; a site
 whose page no TLB holds is read as physical memory instead (kernel text
-is identity-mapped on both arches).
+is identity-mapped on both arches: RSPClient.read_identity).
 """
 
 from __future__ import annotations
@@ -55,14 +55,8 @@ class SiteState:
 
 
 def read_code(stub: rsp.RSPClient, addr: int, length: int) -> bytes:
-    try:
-        return stub.read_memory(addr, length)
-    except rsp.StubErrorReply:
-        stub.set_physical(True)
-        try:
-            return stub.read_memory(addr, length)
-        finally:
-            stub.set_physical(False)
+    """A site's bytes: kernel text is identity-mapped (RSPClient.read_identity)."""
+    return stub.read_identity(addr, length)
 
 
 def read_sites(guest: Guest, image: Image, probes: list[Probe],

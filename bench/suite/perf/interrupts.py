@@ -35,7 +35,7 @@ def avoid(b: Bench, g: Guest) -> None:
              "own_total": "misses and faults",
              "locked": "pages locked", "all_dtlb": "DTLB misses (every code)",
              "cycles_per_insn": "guest cycles per traced instruction",
-             "bytes_per_record": "bytes per record (EVENTS payload)"}
+             "bytes_per_record": "bytes per record (the firings' records)"}
     for name, f in avoid_methods.figures(rows).items():
         fig = {"what": f["what"], "workload": f"tlbwalk pages={sz.avoid_pages} "
                f"iters={sz.avoid_iters}", "probes": avoid_methods.SPEC}
