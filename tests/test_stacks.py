@@ -138,3 +138,37 @@ def test_a_walker_that_skips_a_frame_or_is_off_by_a_byte_is_caught(arch, runs):
     assert paths_of(skipped, sym) != want
     shifted = {tuple(pc + 1 for pc in pcs): n for pcs, n in rows.items()}
     assert all(stacks.check_frames(pcs, image) for pcs in shifted)
+
+
+def test_returns_riding_on_trampolines_are_walked_through(built):
+    # Under opt, each return probe rides on its entry (opt_return.c): while
+    # a call is open its frame holds the trampoline's address, and the
+    # walk must give the caller's (retaddr.h), or every path changes.
+    a = arches.get("i386")
+    if "opt" not in a.return_trampolines:
+        pytest.skip("no return trampolines on i386's mechanisms")
+    built("i386")
+    prog = asm.assemble((PROGRAMS / "stack.rpn").read_text(), "i386", "stack.rpn")
+    spec = ("fbt:ct_add:entry,fbt:ct_mid:entry,fbt:ct_mid:return,"
+            "fbt:ct_rec:entry,fbt:ct_rec:return,fbt:ct_root:entry,fbt:ct_root:return")
+    with Guest(a, label="stacks-riding", smp=2) as g:
+        s = open_session(g)
+        s.setup(spec, "opt", buffer_bytes=1 << 22, program=prog)
+        others = [str(p.id) for p in s.probes if p.function != "ct_add"]
+        s.must("probe program " + " ".join(others) + " none")
+        s.enable(True)
+        r = s.cmd(f"run calltree threads={THREADS} iters={ITERS} depth={DEPTH} ref=0")
+        rides = g.command("probe ride").message
+        s.enable(False)
+        cap = s.finish()
+        g.exit(0)
+    assert r.ok, r
+    trampolined = int(rides.split("trampolined ")[1].split()[0])
+    assert trampolined > 0, rides            # the frames did hold trampolines
+    tables = aggregate.merge(aggregate.resolve(cap.aggs, s.programs, cap.stacks))
+    table = next(iter(tables.values()))
+    rows = {k[0]: row.count for k, row in table.rows.items()}
+    got = paths_of(rows, stacks.Symbolizer(s.image))
+    assert got == expected_paths(THREADS, ITERS, DEPTH), dict(got)
+    bad = [b for pcs in rows for b in stacks.check_frames(pcs, s.image)]
+    assert not bad, bad[:5]

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "tracer.h"
 #include "wire.h"
+#include "retaddr.h"
 
 struct thread;
 
@@ -26,13 +27,14 @@ struct thread;
 unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p,
 			  uintptr_t *pcs, unsigned max);
 
-/* The address a frame really returns to. A return trampoline (i386's, with
- * its shadow stack) puts its own address in a frame; this gives back the
- * caller's. Until the trampolines exist it is the address itself. */
-static inline uintptr_t tracer_real_return(const struct thread *thread, uintptr_t addr)
+/* The address a frame really returns to: addr, read as the return address
+ * of the frame whose frame pointer is frame. A return trampoline (i386's
+ * opt, with its shadow stack: opt_return.c) puts its own address there
+ * while the call is open; retaddr.h's filter gives back the caller's. */
+static inline uintptr_t tracer_real_return(const struct thread *thread,
+					   uintptr_t frame, uintptr_t addr)
 {
-	(void)thread;
-	return addr;
+	return return_address_real(thread, (const void *)frame, addr);
 }
 
 /* Fire path, interrupts masked: the id of the stack pcs[0..depth) in this

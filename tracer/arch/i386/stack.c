@@ -113,13 +113,13 @@ static void walk_from(struct walk *w, const uint8_t code[2], uintptr_t sp,
 			return;
 		if (ebp_at_esp && !stack_word(w, sp, &fp))
 			return;
-		if (!add(w, tracer_real_return(w->thread, ret)))
+		if (!add(w, tracer_real_return(w->thread, sp + ret_at - 4, ret)))
 			return;
 		last = sp;
 	}
 	uintptr_t next;
 	while (fp > last && stack_word(w, fp, &next) && stack_word(w, fp + 4, &ret)) {
-		ret = tracer_real_return(w->thread, ret);
+		ret = tracer_real_return(w->thread, fp, ret);
 		if (ret == (uintptr_t)trap_dispatch_returned) {
 			uintptr_t frame;
 			if (!stack_word(w, fp + 8, &frame))

@@ -65,7 +65,7 @@ static bool add(struct walk *w, uintptr_t pc)
 {
 	if (!pc || w->n >= w->max)
 		return false;
-	w->pcs[w->n++] = tracer_real_return(w->thread, pc);
+	w->pcs[w->n++] = tracer_real_return(w->thread, 0, pc);   /* no trampolines */
 	return true;
 }
 
