@@ -85,7 +85,11 @@ def runs(built):
             built(arch)
             a = arches.get(arch)
             smp = min(2, a.max_smp)
-            got[arch] = sampled(arch, smp, 1200 if smp > 1 else 1500)
+            # Rounds enough for some 4,000 samples on an idle host: a
+            # share of n samples spreads by sqrt(.75 * .25 / n), 0.7 points
+            # at 4,000, so the ±3-point bound is over 4 of those (at 761
+            # samples, 1.6 points: one run in 16 failed on chance alone).
+            got[arch] = sampled(arch, smp, 6000 if smp > 1 else 7500)
         return got[arch]
     return run
 
