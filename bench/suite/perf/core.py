@@ -96,7 +96,14 @@ class Sizes:
 
 
 def figure(values, unit: str, **extra) -> dict:
+    """A figure over the repetitions that gave a value; those that could
+    not (a ratio whose denominator the guest measured as 0 cycles: a cost
+    below its timer's resolution) are counted in `unresolved`, never
+    dropped silently."""
+    unresolved = sum(v is None for v in values)
     values = [v for v in values if v is not None]
+    if unresolved:
+        extra = {**extra, "unresolved": unresolved}
     f = {"unit": unit, "repetitions": len(values), "values": values,
          "median": statistics.median(values) if values else None,
          "spread": [min(values), max(values)] if values else None}
