@@ -22,38 +22,13 @@
 #include "context.h"
 #include "cpu.h"
 #include "stack.h"
+#include "stack_walk.h"
 #include "thread.h"
 #include "tracer.h"
 
 extern const char trap_dispatch_returned[];
 
-struct walk {
-	uintptr_t lo, hi;              /* the stack's bounds, [lo, hi) */
-	const struct thread *thread;
-	uintptr_t *pcs;
-	unsigned n, max;
-};
-
-/* A word of the stack, inside its bounds (a stack of unknown bounds, the
- * boot CPU's, is read fault-safely instead). */
-static bool stack_word(const struct walk *w, uintptr_t addr, uintptr_t *value)
-{
-	unsigned long v;
-	if (addr & 3)
-		return false;
-	if (w->hi > w->lo) {
-		if (addr < w->lo || addr > w->hi - 4)
-			return false;
-		*value = *(const volatile uint32_t *)addr;
-		return true;
-	}
-	if (!tracer_read(addr, 4, &v))
-		return false;
-	*value = v;
-	return true;
-}
-
-static bool add(struct walk *w, uintptr_t pc)
+static bool add(struct stack_walk *w, uintptr_t pc)
 {
 	if (w->n >= w->max)
 		return false;
@@ -99,7 +74,7 @@ static void site_code(const struct probe *p, uint8_t code[2])
 }
 
 /* From the state (sp, ebp) about to run `code`: the return addresses. */
-static void walk_from(struct walk *w, const uint8_t code[2], uintptr_t sp,
+static void walk_from(struct stack_walk *w, const uint8_t code[2], uintptr_t sp,
 		      uintptr_t ebp, bool at_entry)
 {
 	unsigned ret_at;
@@ -147,7 +122,7 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 			  uintptr_t *pcs, unsigned max)
 {
 	const struct thread *t = thread_current();
-	struct walk w = { .thread = t, .pcs = pcs, .max = max };
+	struct stack_walk w = { .thread = t, .pcs = pcs, .max = max };
 	if (t && t->stack) {
 		w.lo = (uintptr_t)t->stack;
 		w.hi = w.lo + t->stack_size;

@@ -28,6 +28,7 @@
 #include "cpu.h"
 #include "emulate.h"
 #include "stack.h"
+#include "stack_walk.h"
 #include "thread.h"
 #include "tracer.h"
 
@@ -37,31 +38,7 @@
 
 extern const char trap_dispatch_called[];
 
-struct walk {
-	uintptr_t lo, hi;
-	const struct thread *thread;
-	uintptr_t *pcs;
-	unsigned n, max;
-};
-
-static bool stack_word(const struct walk *w, uintptr_t addr, uintptr_t *value)
-{
-	unsigned long v;
-	if (addr & 7)
-		return false;
-	if (w->hi > w->lo) {
-		if (addr < w->lo || addr > w->hi - 8)
-			return false;
-		*value = *(const volatile uint64_t *)addr;
-		return true;
-	}
-	if (!tracer_read(addr, 8, &v))
-		return false;
-	*value = v;
-	return true;
-}
-
-static bool add(struct walk *w, uintptr_t pc)
+static bool add(struct stack_walk *w, uintptr_t pc)
 {
 	if (!pc || w->n >= w->max)
 		return false;
@@ -72,7 +49,7 @@ static bool add(struct walk *w, uintptr_t pc)
 /* Whether the window at fp is a new thread's zeroed first frame
  * (arch_context_init): the %i7 that points at it is no caller's call but
  * the address that makes `ret` land on the thread's entry. */
-static bool bottom(const struct walk *w, uintptr_t fp)
+static bool bottom(const struct stack_walk *w, uintptr_t fp)
 {
 	uintptr_t i6, i7;
 	return stack_word(w, fp + STACK_BIAS + SAVE_I6, &i6) &&
@@ -91,7 +68,7 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 			  uintptr_t *pcs, unsigned max)
 {
 	const struct thread *t = thread_current();
-	struct walk w = { .thread = t, .pcs = pcs, .max = max };
+	struct stack_walk w = { .thread = t, .pcs = pcs, .max = max };
 	if (t && t->stack) {
 		w.lo = (uintptr_t)t->stack;
 		w.hi = w.lo + t->stack_size;
