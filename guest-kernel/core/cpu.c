@@ -8,7 +8,10 @@
  * the call slot with interrupts ON, so a CPU that wants the slot can still
  * answer the IPI of the CPU that holds it; once it holds the slot it masks
  * interrupts (no preemption while others wait on it), sends IPI_CALL to
- * every other CPU and spins until each has run the function.
+ * every other CPU and spins until each has run the function. The spin is
+ * bounded (call_wait_seconds of arch_cycles): a CPU that never answers
+ * (stuck with interrupts masked, an IPI lost) is a panic naming it, not a
+ * machine that hangs in silence until the harness's timeout.
  *
  * smp_stop_others uses the same slot: the function the others run parks
  * them (each notes its stack pointer and spins until released), so the
@@ -26,6 +29,14 @@ static volatile unsigned long call_busy;
 static void (*volatile call_fn)(void *);
 static void *volatile call_arg;
 static volatile unsigned long call_pending;
+static volatile unsigned char call_answered[KERNEL_MAX_CPUS];
+
+/* Long enough for a vCPU the host did not run for a while (TCG on a loaded
+ * machine), short enough to beat the harness's timeouts. Variables, so
+ * that tests/test_smp_call.py can shorten the wait and make one CPU deaf
+ * to IPI_CALL (call_deaf_cpu = id + 1) through the GDB stub. */
+volatile unsigned call_wait_seconds = 10;
+volatile unsigned call_deaf_cpu;
 
 unsigned cpu_count(void)
 {
@@ -65,8 +76,45 @@ void ipi_interrupt(enum ipi_kind kind)
 	if (kind == IPI_RESCHEDULE) {
 		this_cpu()->need_resched = true;
 	} else if (kind == IPI_CALL) {
+		if (__builtin_expect(call_deaf_cpu == this_cpu()->id + 1, 0))
+			return;
 		call_fn(call_arg);
+		call_answered[this_cpu()->id] = 1;
 		atomic_fetch_add(&call_pending, (unsigned long)-1);
+	}
+}
+
+/* Under the call slot: arm the per-CPU answers and send IPI_CALL to every
+ * CPU but self. */
+static void call_send(unsigned self, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		call_answered[i] = i == self;
+	call_pending = n - 1;
+	arch_barrier();
+	for (unsigned i = 0; i < n; i++)
+		if (i != self)
+			arch_send_ipi(i, IPI_CALL);
+}
+
+/* Spin until *count reaches want, or panic naming the CPUs that did not
+ * answer once call_wait_seconds have gone by. */
+static void call_wait(volatile unsigned long *count, unsigned long want,
+		      const char *what, unsigned n)
+{
+	uint64_t deadline = arch_cycles() + call_wait_seconds * arch_cycles_hz();
+	while (*count != want) {
+		arch_cpu_relax();
+		if (arch_cycles() < deadline)
+			continue;
+		char late[8 * KERNEL_MAX_CPUS + 1];     /* " cpuNNN" each */
+		unsigned at = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (!call_answered[i])
+				at += (unsigned)ksnprintf(late + at, sizeof late - at, " cpu%u", i);
+		late[at] = 0;
+		panic("%s: no answer in %u s from%s", what, call_wait_seconds,
+		      at ? late : " (each took the call; one has not finished it)");
 	}
 }
 
@@ -79,13 +127,8 @@ void smp_call_others(void (*fn)(void *), void *arg)
 
 	call_fn = fn;
 	call_arg = arg;
-	call_pending = n - 1;
-	arch_barrier();
-	for (unsigned i = 0; i < n; i++)
-		if (i != self)
-			arch_send_ipi(i, IPI_CALL);
-	while (call_pending)
-		arch_cpu_relax();
+	call_send(self, n);
+	call_wait(&call_pending, 0, "smp_call_others", n);
 	call_busy = 0;
 	arch_irq_restore(f);
 }
@@ -97,6 +140,7 @@ static void park(void *unused)
 	volatile uintptr_t here = 0;
 	(void)unused;
 	this_cpu()->stopped_sp = (uintptr_t)&here;
+	call_answered[this_cpu()->id] = 1;
 	atomic_fetch_add(&stop_parked, 1);
 	while (!stop_release)
 		arch_cpu_relax();
@@ -113,19 +157,13 @@ void smp_stop_others(void (*fn)(void *), void *arg)
 	stop_release = 0;
 	call_fn = park;
 	call_arg = 0;
-	call_pending = n - 1;
-	arch_barrier();
-	for (unsigned i = 0; i < n; i++)
-		if (i != self)
-			arch_send_ipi(i, IPI_CALL);
-	while (stop_parked != n - 1)
-		arch_cpu_relax();
+	call_send(self, n);
+	call_wait(&stop_parked, n - 1, "smp_stop_others", n);
 	arch_barrier();
 	fn(arg);
 	arch_barrier();
 	stop_release = 1;
-	while (call_pending)
-		arch_cpu_relax();
+	call_wait(&call_pending, 0, "smp_stop_others (release)", n);
 	call_busy = 0;
 	arch_irq_restore(f);
 }

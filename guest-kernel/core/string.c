@@ -105,6 +105,17 @@ char *strchr(const char *s, int c)
 	return c ? 0 : (char *)s;
 }
 
+int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 bool parse_u64(const char *s, uint64_t *out)
 {
 	unsigned base = 10;
@@ -117,18 +128,12 @@ bool parse_u64(const char *s, uint64_t *out)
 	if (!*s)
 		return false;
 	for (; *s; s++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (base == 16 && *s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (base == 16 && *s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
+		int d = hex_digit(*s);
+		if (d < 0 || (unsigned)d >= base)
 			return false;
-		if (v > (UINT64_MAX - d) / base)
+		if (v > (UINT64_MAX - (unsigned)d) / base)
 			return false;
-		v = v * base + d;
+		v = v * base + (unsigned)d;
 	}
 	*out = v;
 	return true;

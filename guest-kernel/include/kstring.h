@@ -21,5 +21,7 @@ char *strchr(const char *s, int c);
 /* Whole-string unsigned parse (decimal or 0x hex); false on any junk or
  * overflow, leaving *out untouched. */
 bool parse_u64(const char *s, uint64_t *out);
+/* The value of one hex digit (either case), or -1. */
+int hex_digit(char c);
 
 #endif

@@ -21,17 +21,6 @@
 #include "tracer_arch.h"
 #include "wire.h"
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int tracer_argmap_parse(const char *hex, unsigned nargs, uint8_t *map, char *why,
 			size_t why_size)
 {
@@ -41,7 +30,7 @@ int tracer_argmap_parse(const char *hex, unsigned nargs, uint8_t *map, char *why
 		return -1;
 	}
 	for (unsigned i = 0; i < nargs; i++) {
-		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
 			ksnprintf(why, why_size, "argument map \"%s\": not hex", hex);
 			return -1;

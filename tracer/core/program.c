@@ -29,17 +29,6 @@ static struct staging {
 
 #define compiler_barrier() __asm__ volatile("" ::: "memory")
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool bad_slot(unsigned slot, char *why, size_t why_size)
 {
 	if (slot < WIRE_PROGRAMS)
