@@ -303,6 +303,14 @@ def _matrix(s) -> None:
                    "qemu+tcp://HOST:16509/session): slots from its CPU count, "
                    "a cell rerun once elsewhere if its host fails; without "
                    "--host, QEMU here")
+    s.add_argument("--spawn-hosts", type=int, metavar="N",
+                   help="start N private libvirt daemons on loopback TCP and "
+                   "run the cells on them as on remote hosts "
+                   "(bench/suite/spawned_hosts.py)")
+    s.add_argument("--kill-one", action="store_true",
+                   help="with --spawn-hosts: SIGKILL the last host once it runs "
+                   "a guest; the run passes only if every cell still passes, "
+                   "each of its cells rerun once elsewhere")
 
 
 def _daemon(s) -> None:

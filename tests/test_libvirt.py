@@ -342,3 +342,41 @@ def test_a_traced_run_through_libvirt_is_lossless(arch, built, lv_default):
     assert res.missed == 0, (res.firings_expected, rep.fired, rep.problems)
     assert rep.ok, rep.problems
     assert rep.traced > 1000 and rep.nesting_checked > 0
+
+
+def test_a_local_domain_traces_over_shm_its_ram_mapped_here(arch, built, lv_default):
+    """The same lossless run with --channel shm: the daemon is on this host,
+    so the harness maps the domain's RAM (i386: a shared memfd the domain
+    XML asks for, mapped through /proc/PID/fd; sun4u: QEMU's address space
+    through /proc/PID/mem) and reads the rings out of it, no drain."""
+    built(arch)
+    a = arches.get(arch)
+    backend.use_channel("shm")
+    try:
+        res = stress.lossless(a, a.default_mechanism, min(2, a.max_smp), threads=4,
+                              iters=60, depth=3,
+                              timer_hz=0 if arch == "i386" else 20000)
+    finally:
+        backend.use_channel(None)
+    rep = res.report
+    assert res.channel == "shm", res.channel
+    assert res.result_ok, "the workload's own result is wrong"
+    assert rep.dropped == 0 and not rep.link_errors, (rep.dropped, rep.link_errors)
+    assert res.missed == 0 and rep.ok, rep.problems
+    assert rep.traced > 1000 and rep.nesting_checked > 0
+    xml = sorted((REPO / "build" / "logs").glob(f"*-{arch}-lossless-*.xml"))[-1]
+    assert ("<source type='memfd'/><access mode='shared'/>" in xml.read_text()) \
+        == a.ram_backend, xml
+    log = xml.with_suffix(".log").read_text()
+    want = "QEMU's memfd /proc/" if a.ram_backend else "QEMU's address space (/proc/"
+    assert f"# shm: guest RAM mapped from {want}" in log, log[:3000]
+
+
+def test_a_remote_domain_keeps_the_port_and_says_why(arch, built):
+    """A URI naming a host is not this machine's RAM: --channel shm falls
+    back to the port, and the log says so (no daemon needed to decide)."""
+    a = arches.get(arch)
+    g = virt.LibvirtGuest(a, connect="qemu+tcp://192.0.2.1/session", channel="shm")
+    assert g.channel == "virtio" and g._shm is None
+    g2 = virt.LibvirtGuest(a, connect="qemu:///session", channel="shm")
+    assert g2.channel == "shm" and g2._shm is not None and g2._shm.path == ""

@@ -35,27 +35,12 @@ from bench.trace import stress
 from bench.trace.session import open_session
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_tcp_daemon(tag: str) -> libvirtd.PrivateDaemon:
-    """A private daemon on a free loopback port (a few tries: a port found
-    free may be taken before libvirtd binds it)."""
-    last = None
-    for _ in range(3):
-        port = free_port()
-        d = libvirtd.PrivateDaemon(REPO / "build" / "libvirt" / f"{tag}{os.getpid()}-{port}",
-                                   tcp_port=port)
-        try:
-            d.start()
-            return d
-        except libvirtd.DaemonUnavailable as e:
-            d.stop()
-            last = e
-    pytest.skip(f"no libvirt daemon on loopback TCP here: {last}")
+    """A private daemon on a free loopback port, or the test skips saying why."""
+    try:
+        return libvirtd.start_on_free_port(REPO / "build" / "libvirt", tag)
+    except libvirtd.DaemonUnavailable as e:
+        pytest.skip(f"no libvirt daemon on loopback TCP here: {e}")
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +144,7 @@ def test_a_daemon_that_dies_under_a_guest_is_host_lost_naming_its_uri(built):
 
 def test_an_unreachable_host_is_exit_status_3_naming_it(built):
     built("i386")
-    uri = f"qemu+tcp://127.0.0.1:{free_port()}/session"
+    uri = f"qemu+tcp://127.0.0.1:{libvirtd.free_port()}/session"
     r = subprocess.run([sys.executable, "-m", "bench", "cmd", "--arch", "i386",
                         "--backend", "libvirt", "--connect", uri, "info"],
                        cwd=REPO, capture_output=True, text=True, timeout=120)

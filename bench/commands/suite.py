@@ -25,7 +25,7 @@ from ..errors import EXIT_FAILED, EXIT_OK, BenchError, HostLost, UsageError
 from ..guest import build, libvirt
 from ..guest.backend import open_guest
 from ..paths import BUILD
-from ..suite import guestfuzz, hosts, junit, lint, matrix, perf, selftest
+from ..suite import guestfuzz, hosts, junit, lint, matrix, perf, selftest, spawned_hosts
 from ..trace import avoid
 
 
@@ -127,6 +127,23 @@ def cmd_boot_time(args) -> int:
 
 
 def cmd_matrix(args) -> int:
+    if args.spawn_hosts is not None:
+        if args.host:
+            raise UsageError("--spawn-hosts makes the hosts: no --host with it")
+        if not 1 <= args.spawn_hosts <= 8 or (args.kill_one and args.spawn_hosts < 2):
+            raise UsageError("--spawn-hosts: 1 to 8 (at least 2 with --kill-one: "
+                             "a lost host's cells need another)")
+        if not args.list:
+            with spawned_hosts.SpawnedHosts(args.spawn_hosts) as sp:
+                return _matrix(args, sp)
+    elif args.kill_one:
+        raise UsageError("--kill-one needs --spawn-hosts (it kills a host it made)")
+    return _matrix(args, None)
+
+
+def _matrix(args, spawned) -> int:
+    if spawned is not None:
+        args.host = spawned.uris
     cells = matrix.select(matrix.load(args.file), args.group,
                           arches.names(args.arch) if args.arch else None, args.cell)
     if args.jobs is not None and args.jobs < 1:
@@ -153,11 +170,23 @@ def cmd_matrix(args) -> int:
         if all(h.down for h in on):
             raise HostLost("no host could be reached: " + "; ".join(
                 f"{h.uri}: {h.down}" for h in on))
+    if spawned is not None and args.kill_one:
+        spawned.kill_when_busy()
     res = matrix.run(cells, args.group, jobs=args.jobs, hosts=on)
     print()
     for line in matrix.summary_lines(res):
         print(line)
-    return EXIT_OK if res.ok else EXIT_FAILED
+    if spawned is None or not args.kill_one:
+        return EXIT_OK if res.ok else EXIT_FAILED
+    problems = spawned_hosts.survival_problems(res, spawned.victim.tcp_uri,
+                                               spawned.killed.is_set())
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    print(f"hosts: {spawned.victim.tcp_uri} killed after "
+          f"{spawned.killed_after or 0:.0f} s; " +
+          ("every promise of a lost host kept" if not problems
+           else f"{len(problems)} problems"))
+    return EXIT_FAILED if problems else EXIT_OK
 
 
 def cmd_bench(args) -> int:

@@ -62,6 +62,7 @@ from ..wire import frames as wire
 from .console import COM1, ConsoleStream, Port
 from .conversation import _EOF, ExitInfo
 from .qemu import Guest
+from .shm_channel import ShmChannel
 
 # How the libvirt lifecycle STOPPED details read (virDomainEventStoppedDetailType).
 STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
@@ -130,10 +131,16 @@ def device_override_xml(arch, ports) -> str:
             f"<qemu:frontend>{props}</qemu:frontend></qemu:device></qemu:override>")
 
 
+# RAM the harness on this host can map as QEMU does (the shm channel).
+SHARED_MEMFD = ("<memoryBacking><source type='memfd'/><access mode='shared'/>"
+                "</memoryBacking>")
+
+
 def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               ports=(COM1,), logs=(), extra_args=()) -> str:
+               ports=(COM1,), logs=(), extra_args=(), shared_ram=False) -> str:
     """A transient domain running what Guest's QEMU command line runs
-    (images/domain.xml filled in); image is its path on the daemon's host."""
+    (images/domain.xml filled in); image is its path on the daemon's host;
+    shared_ram: its RAM in a shared memfd, where the machine takes one."""
     if not arch.libvirt_arch:
         raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
     machine = None
@@ -157,6 +164,7 @@ def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
     passthrough += [*arch.exit_device, *extra_args]
     return Template(TEMPLATE.read_text()).substitute(
         name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
+        memory_backing=SHARED_MEMFD if shared_ram and arch.ram_backend else "",
         arch=arch.libvirt_arch, machine=_attr(machine),
         boot="\n    ".join(boot), ports=port_xml(ports, logs),
         overrides=device_override_xml(arch, ports),
@@ -216,12 +224,15 @@ def socket_dir(uri: str | None) -> Path:
 class LibvirtGuest(Guest):
     def __init__(self, arch, *, connect: str | None = None, ports=(COM1,), **kw):
         a = arch if isinstance(arch, arches.Arch) else arches.get(arch)
-        # The shm channel maps QEMU's RAM into this process: a libvirt
-        # host's (remote, or its own daemon's) is not ours to map, so the
-        # trace keeps the port; said in the log once it is open.
-        self._shm_refused = kw.get("channel") == "shm"
-        if kw.get("channel") in (None, "shm"):
-            kw["channel"] = a.default_channel
+        # The shm channel maps QEMU's RAM into this process: a domain on
+        # this host (a local URI) is mapped through /proc/<QEMU's pid>, as
+        # the qemu backend's sun4u; a remote host's RAM is out of reach, so
+        # its trace keeps the port, said in the log once it is open.
+        want = kw.get("channel") or Guest.DEFAULT_CHANNEL or a.default_channel
+        self._shm_refused = want == "shm" and (not connect or is_remote(connect))
+        if self._shm_refused:
+            kw["channel"] = "virtio" if a.default_channel in ("virtio", "shm") \
+                else a.default_channel
         self._channel_ports: tuple = ()
         super().__init__(a, **kw)
         self.uri = connect
@@ -258,8 +269,9 @@ class LibvirtGuest(Guest):
 
     def _launch_process(self) -> None:
         if self._shm_refused:
-            self._note(f"# shm channel asked for: a libvirt domain's RAM is not "
-                       f"mapped here, so the trace goes over {self.channel}")
+            self._note(f"# shm channel asked for: {self.uri or 'no URI'} is not a "
+                       f"daemon on this host, whose domain's RAM could be mapped "
+                       f"here, so the trace goes over {self.channel}")
         libvirt = libvirtd.import_libvirt()
         if not self.uri:
             raise LaunchError("the libvirt backend needs a connection URI "
@@ -289,7 +301,8 @@ class LibvirtGuest(Guest):
         self.xml = domain_xml(self.domain_name, self.arch, image=Path(vol.path()),
                               smp=self.smp, memory_mb=self.memory_mb,
                               ports=self.ports, logs=logs,
-                              extra_args=self.extra_args)
+                              extra_args=self.extra_args,
+                              shared_ram=self._shm is not None)
         self.xml_path.write_text(self.xml)
         self._note(f"# libvirt: {self.uri} createXML {self.xml_path}")
         try:
@@ -347,6 +360,29 @@ class LibvirtGuest(Guest):
             raise HostLost(f"lost the libvirt connection to {self.uri} "
                            f"({self._host_lost}); domain {self.domain_name} "
                            "may still run there", uri=self.uri, **self._context())
+
+    # ---- the shm channel: QEMU's RAM on this host ----
+
+    def _plan_shm(self) -> None:
+        """The RAM is libvirt's to place (<memoryBacking>, domain_xml): no
+        file of ours; shm_channel maps what QEMU has once it runs."""
+        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend, path="")
+
+    def _qemu_pid(self) -> int:
+        """The pid of this domain's QEMU, found by its -name on this host."""
+        want = f"guest={self.domain_name},".encode()
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if any(a.startswith(want) or a == want[:-1] for a in argv):
+                return int(d)
+        raise LaunchError(f"no QEMU of domain {self.domain_name} on this host "
+                          f"(its RAM cannot be mapped)", **self._context())
 
     # ---- the virtio trace port: one more stream ----
 

@@ -49,6 +49,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -304,3 +305,28 @@ class PrivateDaemon:
             time.sleep(0.05)
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)
+
+
+def free_port() -> int:
+    """A loopback TCP port no one listens on now (it may be taken before
+    libvirtd binds it: start_on_free_port tries again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_on_free_port(root: Path, tag: str, tries: int = 3) -> PrivateDaemon:
+    """A started private daemon listening on a free loopback port, its root
+    under root/<tag><pid>-<port>; DaemonUnavailable after tries ports."""
+    last: Exception | None = None
+    for _ in range(tries):
+        port = free_port()
+        d = PrivateDaemon(Path(root) / f"{tag}{os.getpid()}-{port}", tcp_port=port)
+        try:
+            d.start()
+            return d
+        except DaemonUnavailable as e:
+            d.stop()
+            last = e
+    raise DaemonUnavailable(f"no private daemon on loopback TCP after {tries} "
+                            f"ports: {last}")

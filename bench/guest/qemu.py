@@ -146,7 +146,7 @@ class Guest(Conversation):
         if not table:
             self.channel_absent = "the guest announced no ring table"
         else:
-            self.channel_absent = self._shm.map(self.proc.pid, table, self.byte_order,
+            self.channel_absent = self._shm.map(self._qemu_pid(), table, self.byte_order,
                                                 self.hello["word_bytes"])
         reply = None if self.channel_absent else self.command("channel shm")
         if reply and not reply.ok:
@@ -154,8 +154,12 @@ class Guest(Conversation):
         if self.channel_absent:
             self._note(f"# no shm channel: {self.channel_absent}")
             return
+        self._note(f"# shm: guest RAM mapped from {self._shm.how}")
         self._shm.start(self.trace_frames.extend, self._chan_paused)
         self.channel_used = "shm"
+
+    def _qemu_pid(self) -> int:
+        return self.proc.pid
 
     def shm_drain_all(self) -> int:
         """Under shm, read every ring empty now, even with the reading

@@ -1,4 +1,4 @@
-"""The shm trace channel of a guest the harness starts: reading QEMU's RAM.
+"""The shm trace channel: reading the RAM of a QEMU on this host.
 
 Where the machine takes a RAM backend (arches.py's ram_backend: pc), QEMU
 gets its RAM from a file under /dev/shm it maps shared (`-object
@@ -8,7 +8,9 @@ below 4 GiB. QEMU 7.2's sun4u ignores that option, so there the RAM is
 read and written in QEMU's own address space through /proc/PID/mem
 (ProcessRam, our child), at the host address where the table's magic sits
 at its physical offset (RAM at physical 0, in one 2 MiB-aligned
-anonymous mapping). After HELLO
+anonymous mapping). A libvirt domain on this host (bench/guest/libvirt.py)
+is no child of ours: on pc its RAM is a shared memfd (<memoryBacking>),
+mapped through /proc/PID/fd; on sun4u, /proc/PID/mem again. After HELLO
 announces the ring table (include/shm.h), `channel shm` makes the guest
 record into sub-buffers, and a thread of ours is the consumer
 (bench/wire/shm.py): it polls every ring, copies out each complete
@@ -45,14 +47,33 @@ class FileRam(wire_shm.BufferRam):
     """QEMU's RAM file, mapped shared and populated at once: a page the
     reader touched first would otherwise cost it a fault on every first
     lap of a ring (a 64 KiB copy took 230 us instead of 6). Once both
-    QEMU and we map it, its name goes: nothing is left in /dev/shm
-    however either ends."""
+    QEMU and we map it, its name goes (unlink): nothing is left in
+    /dev/shm however either ends. A memfd (a libvirt domain's shared RAM)
+    is opened through /proc/PID/fd and has no name to remove."""
 
-    def __init__(self, path: str, size: int):
+    def __init__(self, path: str, size: int, unlink: bool = True):
         with open(path, "r+b") as f:
             super().__init__(mmap.mmap(f.fileno(), size, flags=mmap.MAP_SHARED
                                        | getattr(mmap, "MAP_POPULATE", 0)))
-        os.unlink(path)
+        if unlink:
+            os.unlink(path)
+
+
+def memfd_of(pid: int, size: int) -> str | None:
+    """/proc/PID/fd/N of a memfd of exactly size bytes that QEMU (pid)
+    holds: its RAM when libvirt backs it with a shared memfd."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for n in fds:
+        path = f"/proc/{pid}/fd/{n}"
+        try:
+            if os.readlink(path).startswith("/memfd:") and os.stat(path).st_size == size:
+                return path
+        except OSError:
+            continue
+    return None
 
     def close(self) -> None:
         self.buf.close()
@@ -98,11 +119,14 @@ class ProcessRam:
 
 
 class ShmChannel:
-    def __init__(self, memory_mb: int, ram_backend: bool):
+    def __init__(self, memory_mb: int, ram_backend: bool, path: str | None = None):
         self.size = memory_mb << 20
-        # A name QEMU creates the file under (none is made before it runs).
-        self.path = (f"/dev/shm/trapbench-ram-{os.getpid()}-{next(_names)}-"
-                     f"{secrets.token_hex(4)}" if ram_backend else "")
+        # A name QEMU creates the file under (none is made before it runs);
+        # path="": QEMU's RAM is someone else's to place (libvirt's), found
+        # as a memfd or in QEMU's address space once it runs.
+        self.path = path if path is not None else (
+            f"/dev/shm/trapbench-ram-{os.getpid()}-{next(_names)}-"
+            f"{secrets.token_hex(4)}" if ram_backend else "")
         self.reader: wire_shm.RingReader | None = None
         self.error: wire_shm.ShmError | None = None
         self._ram = None
@@ -111,6 +135,7 @@ class ShmChannel:
         self._thread: threading.Thread | None = None
         self._paused = threading.Event()
         self._deliver = None
+        self.how = ""           # where the RAM was mapped from, once it is
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -122,8 +147,13 @@ class ShmChannel:
     def map(self, pid: int, table_phys: int, order: str, word_bytes: int) -> str:
         """Reach the RAM and find the table in it: "" or why not."""
         try:
+            memfd = None if self.path else memfd_of(pid, self.size)
             self._ram = (FileRam(self.path, self.size) if self.path else
+                         FileRam(memfd, self.size, unlink=False) if memfd else
                          ProcessRam(pid, self.size, table_phys))
+            self.how = (f"the file {self.path}" if self.path else
+                        f"QEMU's memfd {memfd}" if memfd else
+                        f"QEMU's address space (/proc/{pid}/mem)")
             self.reader = wire_shm.RingReader(self._ram, table_phys, order, word_bytes)
         except (OSError, wire_shm.ShmError) as e:
             return str(e)

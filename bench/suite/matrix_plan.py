@@ -2,7 +2,8 @@
 
 The matrix is data. Each `[cell]` section of the file names one guest run
 by its axes — arch, CPUs, probe mechanism, kind (trace, check,
-differential, lossless, toggle, fuzz, itrace, avoid) — plus a timeout and
+differential, lossless, toggle, fuzz, itrace, avoid, libfuzz,
+fuzz-guest, hosts) — plus a timeout and
 the groups it belongs to; the keys are documented at the top of
 ci/matrix.cfg and in KEYS below, and anything else is refused with the
 file and line (MatrixError, a usage error: nothing runs). A cell is read
@@ -46,13 +47,18 @@ KINDS: dict[str, tuple[str, tuple[str, ...], float]] = {
     "avoid":        ("avoid",    ("iters",), 600),
     "libfuzz":      ("libfuzz",  (), 3600),
     "fuzz-guest":   ("fuzz-guest", (), 1800),
+    "hosts":        ("matrix",   (), 3600),
 }
+# Kinds that always run on this machine, never on a --host: they boot no
+# guest (fuzz, libfuzz) or make their own hosts (hosts: `bench matrix
+# --spawn-hosts`); and they take no --smp.
+HERE_KINDS = ("fuzz", "libfuzz", "hosts")
 COMMON_KEYS = ("arch", "smp", "kind", "extra_params", "timeout", "groups", "xfail")
 KEYS = {
     "arch": "i386 or sparc64 (required)",
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
     "kind": "trace | check | differential | lossless | toggle | fuzz | itrace | avoid "
-            "| libfuzz | fuzz-guest (required)",
+            "| libfuzz | fuzz-guest | hosts (required)",
     "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
@@ -94,7 +100,7 @@ class Cell:
         """The `python3 -m bench` arguments this cell runs."""
         sub = KINDS[self.kind][0]
         a = [sub, "--arch", self.arch]
-        if self.kind not in ("fuzz", "libfuzz"):
+        if self.kind not in HERE_KINDS:
             a += ["--smp", str(self.smp)]
         if self.kind == "differential":
             a += ["--area", "probes"]
@@ -228,8 +234,9 @@ def _axes(s: _Section, cell: Cell, arch) -> None:
     parameters, each against what the arch has and what the kind takes."""
     sec, kind = s.sec, cell.kind
     if "smp" in sec:
-        if kind in ("fuzz", "libfuzz"):
-            raise s.err("smp", f"does not apply to kind {kind} (it boots no guest)")
+        if kind in HERE_KINDS:
+            raise s.err("smp", f"does not apply to kind {kind} (it boots no guest "
+                        "of its own here)")
         cell.smp = s.integer("smp", 1, arch.max_smp)
     if "mechanism" in KINDS[kind][1]:
         cell.mechanism = sec.get("mechanism", arch.default_mechanism).strip()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import junit, tap
-from .matrix_plan import Cell
+from .matrix_plan import HERE_KINDS, Cell
 
 
 @dataclass
@@ -107,7 +107,7 @@ def summary_lines(res: MatrixResult) -> list[str]:
         row = [c.name, c.arch, str(c.smp), c.mechanism or "-", c.kind,
                o.verdict, f"{o.seconds:.1f}"]
         if on_hosts:
-            row.append((o.host or ("here" if c.kind in ("fuzz", "libfuzz") else "-"))
+            row.append((o.host or ("here" if c.kind in HERE_KINDS else "-"))
                        + (" (rerun)" if o.attempts else ""))
         rows.append(tuple(row))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

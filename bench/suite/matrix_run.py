@@ -31,7 +31,7 @@ from typing import Callable
 from ..errors import EXIT_HOST
 from ..paths import BUILD, REPO
 from . import hosts as hosts_mod
-from .matrix_plan import Cell
+from .matrix_plan import HERE_KINDS, Cell
 from .matrix_report import MatrixResult, Outcome, write_reports
 
 OUT_DIR = BUILD / "matrix"
@@ -253,7 +253,7 @@ class _Runner:
             if self.cap is not None and len(self.running) >= self.cap:
                 return
             cell, excluded, attempts = item
-            if self.hosts is None or cell.kind in ("fuzz", "libfuzz"):
+            if self.hosts is None or cell.kind in HERE_KINDS:
                 if sum(r.host is None for r in self.running) < self.local_jobs:
                     self.pending.remove(item)
                     self.start(cell, None, excluded, attempts)
