@@ -177,6 +177,19 @@ ONE_LINERS = [
               "ct_root:entry": ALL["ct_root"]})),
     ("trace()", "fbt::fib:entry /arg0 == 10/ { trace(arg0); }", FIB,
      lambda o, a: o.printed, ["10"]),
+    ("several printfs in one clause, in program order",
+     'fbt::ct_root:entry { printf("i %u", args[1]); printf("d %u", args[2]); '
+     "trace(tid > 0); }", CT,
+     lambda o, a: sorted(tuple(o.printed[k:k + 3]) for k in range(0, len(o.printed), 3)),
+     sorted((f"i {i}", f"d {D}", "1") for i in range(M) for _ in range(T))),
+    ("printfs of two clauses at one probe, in script order",
+     'fbt::ct_mul:entry { printf("x"); } fbt::ct_mul:entry { printf("y"); }', CT,
+     lambda o, a: o.printed, ["x", "y"] * ALL["ct_mul"]),
+    ("a probe whose every predicate is false is not armed",
+     'fbt::ct_*:entry /probefunc == "ct_mul" || probefunc == "ct_add"/ '
+     "{ @[probefunc] = count(); }", CT,
+     lambda o, a: (o.values(), sorted({p.function for p in o.probes.values()})),
+     ({"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}, ["ct_add", "ct_mul"])),
     ("exit() stops the counting", "fbt::ct_add:entry { @ = count(); exit(0); }", CT,
      lambda o, a: 1 <= o.values()[ONE] <= 4, True),
     ("top-N with trunc", "fbt::ct_*:entry { @[probefunc] = count(); } "

@@ -5,8 +5,10 @@ with exactly its message — `FILE:LINE:COL: what`, then the source line and
 a caret under the column — before anything boots: the CLI returns 2 with
 open_guest replaced by a function that fails the test if called. Also:
 --emit-rpn prints the programs without a guest, a probefunc comparison a
-group's probes decide is a constant, and clauses on the same probes share
-one program (this-> is shared by them) while other probes get their own.
+group's probes decide is no test at all (and a clause it makes false at a
+probe does not run there), clauses on the same probes share one program
+(this-> is shared by them) while other probes get their own, and several
+printfs of one probe log in program order.
 """
 
 import pytest
@@ -57,8 +59,16 @@ BAD = [
      '1:18: the format wants 2 arguments, printf has 1'),
     ('fbt::fib:entry { printf("%s", arg0); }',
      '1:31: %s wants a string (a char * argument)'),
-    ('fbt::fib:entry { printf("%d", 1); printf("%d", 2); }',
-     '1:35: one printf or trace() per probe: the VM sends one LOG record per firing, and bad.d:1:18 has it'),
+    ('fbt::thread_create:entry { printf("%s", args[0]); printf("%s", args[0]); '
+     'trace(args[0]); }',
+     "1:74: a program past the VM's limits: the printfs of one probe log 213 bytes, "
+     "a LOG record holds 192"),
+    ('fbt::ct_*:entry /probefunc == "nope"/ { @ = count(); }',
+     "1:28: the predicate is false at every probe of this clause (probefunc and "
+     "probename decide it here): it would never run"),
+    ('fbt::ct_add:entry /!(probename == "entry")/ { @ = count(); }',
+     "1:20: the predicate is false at every probe of this clause (probefunc and "
+     "probename decide it here): it would never run"),
     ('fbt::fib:entry { @ = sum(self->nope); }',
      '1:26: self->nope is never assigned'),
     ('fbt::fib:entry { @ = count() }\nfbt::fib:entry /arg0 > / { @ = count(); }',
@@ -138,12 +148,29 @@ def test_groups_and_host_decided_comparisons(built):
     by_fn = {p.function: g for g in c.groups for p in g.probes}
     assert [cl.index for cl in by_fn["ct_mul"].clauses] == [0, 1, 2]
     assert "lset 0" in by_fn["ct_mul"].text and "lget 0" in by_fn["ct_mul"].text
-    # ct_add's own group: its probefunc is ct_add, decided here (push 1)
+    # ct_add's own group: its probefunc is ct_add, decided here: no test at all
     add = by_fn["ct_add"]
-    assert "push 1\njz" in add.text and "probe\npush" not in add.text
-    # a glob group holding several functions compares probe ids at run time
-    glob = by_fn["ct_root"]
-    assert "push 0\njz" in glob.text          # no ct_mul among them: false here
+    assert [cl.index for cl in add.clauses] == [3]
+    assert "jz" not in add.text and "probe\n" not in add.text
+    # clause 3 is false at ct_root's probe, so it does not run there, and a
+    # probe where no clause runs is not armed at all
+    assert "ct_root" not in by_fn and "ct_root" not in c.spec
+    assert {p.function for p in c.probes} == {"ct_mul", "ct_add"}
+
+
+def test_a_predicate_the_probes_cannot_decide_is_tested_at_run_time(built):
+    """probefunc or'ed with an argument test: kept at both probes, the
+    comparison made in the guest on the probe id where the group's probes
+    differ, and the printfs of one probe logged in program order."""
+    built("i386")
+    c = runner.compile_text(
+        'fbt::ct_add:entry, fbt::ct_mul:entry /probefunc == "ct_mul" || arg0 > 1/ '
+        '{ printf("a"); trace(arg0); }', arches.get("i386"), "int3")
+    (g,) = c.groups
+    assert {p.function for p in g.probes} == {"ct_add", "ct_mul"}
+    assert "probe\npush" in g.text
+    assert [p.fmt for p in g.printfs] == ["a", "%d\n"]
+    assert g.text.index("push 0\nlog a, 1") < g.text.index("push 1\nlog a, 1")
 
 
 def test_a_sum_of_unsigned_values_is_marked_unsigned(built):

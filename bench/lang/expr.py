@@ -23,6 +23,29 @@ from .parser import (AggRef, ArgsIndex, Binary, Cast, Cond, Member, Name, Num, S
                      CASTS)
 
 
+def probe_truth(e, probe) -> bool | None:
+    """A predicate at one probe, where probefunc and probename decide it:
+    True or False, else None (only the run can tell)."""
+    if e is None:
+        return True
+    if isinstance(e, Unary) and e.op == "!":
+        t = probe_truth(e.e, probe)
+        return None if t is None else not t
+    if isinstance(e, Binary) and e.op in ("&&", "||"):
+        a, b = probe_truth(e.a, probe), probe_truth(e.b, probe)
+        if e.op == "&&":
+            return False if False in (a, b) else (True if a and b else None)
+        return True if True in (a, b) else (False if a is False and b is False
+                                            else None)
+    if isinstance(e, Binary) and e.op in ("==", "!="):
+        for n, other in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(n, Name) and n.name in ("probefunc", "probename") and \
+                    isinstance(other, Str):
+                have = probe.function if n.name == "probefunc" else probe.kind
+                return (have == other.value) == (e.op == "==")
+    return None
+
+
 class ExprGen:
     """One group's program as it is written: lines, labels, this-> locals."""
 

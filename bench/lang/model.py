@@ -8,7 +8,8 @@ Ty is an expression's type as the compiler tracks it (signedness, what a
 key means, the DWARF type for naming values). A compiled script is a
 Compiled: its probe groups (Group: one program in one slot, its clauses,
 its aggregations and its printf) plus what the output needs (AggInfo,
-Printf) and the host's BEGIN/END actions. Scope numbers the script's
+Printf, one per printf/trace in program order) and the host's BEGIN/END
+actions. Scope numbers the script's
 globals and thread-locals, shared by every group's program.
 """
 
@@ -33,6 +34,7 @@ SCRATCH_LOCAL = LOCALS - 2     # lquantize's value
 THIS_LOCALS = LOCALS - 2       # this->x take 0 .. THIS_LOCALS - 1
 BUILTINS = ("probefunc", "probename", "cpu", "tid", "timestamp", "caller", "retval")
 STRING_BYTES = 64              # a %s argument: the string, up to this many bytes
+LOG_BYTES = asm.LIMITS["LOG_BYTES"]   # what one firing's LOG record holds
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Printf:
     fmt: str                   # Python %-format
     args: list                 # ("int", signed) | ("string",) | ("const", value)
     pos: int
+    size: int = 0              # bytes it logs, its number included
 
 
 @dataclass
@@ -71,7 +74,7 @@ class Group:
     text: str = ""
     program: object = None     # asm.Program
     aggs: list = field(default_factory=list)    # AggInfo per program aggregation
-    printf: Printf | None = None
+    printfs: list = field(default_factory=list)  # Printf, by its number in the record
 
 
 @dataclass
