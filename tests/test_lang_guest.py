@@ -15,12 +15,17 @@ closed form says:
 - latency pairs: every return of ct_mid finds the self->ts its own entry
   set (none finds it unset), and self->d counts ct_rec's depth to d + 1;
 - a sum past 2^32 (uint32 arguments + 0xf0000000, 80 of them) exact on
-  i386 as on sparc64.
+  i386 as on sparc64;
+- several printfs of a probe in program order; a probe whose every
+  clause's predicate probefunc decides false is not armed; END's printf
+  of globals the probes counted; exit(n) ending the run at once (through
+  the CLI, in a boot of its own).
 
 A broken variant: the same table with one expected value changed fails
 (test_a_wrong_truth_is_caught), so the checks can fail.
 """
 
+import re
 from collections import Counter
 
 import pytest
@@ -191,7 +196,13 @@ ONE_LINERS = [
      lambda o, a: (o.values(), sorted({p.function for p in o.probes.values()})),
      ({"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}, ["ct_add", "ct_mul"])),
     ("exit() stops the counting", "fbt::ct_add:entry { @ = count(); exit(0); }", CT,
-     lambda o, a: 1 <= o.values()[ONE] <= 4, True),
+     lambda o, a: (1 <= o.values()[ONE] <= 4, o.exit_status), (True, 0)),
+    ("END prints globals the probes counted",
+     "fbt::ct_add:entry { total += 1; } fbt::ct_mul:entry { m++; } "
+     'END { printf("%d %d %d %u\\n", total, m, m - total, (uint8_t)(m * 5)); }', CT,
+     lambda o, a: o.printed,
+     [f"{ALL['ct_add']} {ALL['ct_mul']} {ALL['ct_mul'] - ALL['ct_add']} "
+      f"{ALL['ct_mul'] * 5 & 255}\n"]),
     ("top-N with trunc", "fbt::ct_*:entry { @[probefunc] = count(); } "
      "END { trunc(@, 2); }", CT, lambda o, a: o.values(),
      {"ct_add": ALL["ct_add"], "ct_rec": ALL["ct_rec"]}),
@@ -303,6 +314,30 @@ def test_the_cli_runs_check_mode_and_writes_json(arch, built, tmp_path, capsys):
     assert " 0 mismatches" in text and "PROBLEM" not in text, text
     assert text.rstrip().splitlines()[-1].startswith(f"traced={ALL['ct_mul']} ")
     assert json.loads(out.read_text())["@"]["rows"][0]["value"] == ALL["ct_mul"]
+
+
+def test_exit_ends_the_run_at_once(arch, built, capsys):
+    """exit(3) after K firings of ct_add ends the run there: the workload,
+    a hundred million iterations (half an hour of TCG), is stopped with
+    the guest within seconds, the table holds K, END prints the global
+    that counted, and `trace` exits with 3. --timeout 120 makes a run
+    that missed the exit fail rather than hang."""
+    from bench import cli
+    import time
+    built(arch)
+    k = 50
+    t0 = time.monotonic()
+    rc = cli.main(["trace", "--arch", arch, "--timeout", "120", "-q", "-n",
+                   "fbt::ct_add:entry { @[probefunc] = count(); n++; } "
+                   f"fbt::ct_add:entry /n >= {k}/ {{ exit(3); }} "
+                   'END { printf("n=%d\\n", n); }',
+                   "--run", "calltree threads=1 iters=100000000 ref=0"])
+    took = time.monotonic() - t0
+    text = capsys.readouterr().out
+    assert rc == 3, text
+    assert took < 60, (took, text)
+    assert f"n={k}\n" in text and re.search(rf"\n  ct_add +{k}\n", text), text
+    assert "exit(3): the run ended there" in text
 
 
 def test_the_table_is_big_enough():

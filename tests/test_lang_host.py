@@ -82,7 +82,14 @@ BAD = [
     ('fbt::fib:entry /probefunc == arg0/ { @ = count(); }',
      '1:30: probefunc compares with a string constant'),
     ('BEGIN { @ = count(); }',
-     '1:9: BEGIN and END run on the host: only printf, trace, exit, clear and trunc of constants'),
+     '1:9: BEGIN and END run on the host: only printf, trace, exit, clear and trunc, '
+     'of constants and globals'),
+    ('fbt::fib:entry { n++; } END { printf("%d %d\\n", n, arg0); }',
+     "1:52: 'arg0' in BEGIN or END: the host knows constants and the script's globals "
+     "only"),
+    ('fbt::fib:entry { n++; } END { printf("%s\\n", n); }',
+     "1:46: BEGIN and END print strings only as constants, and numbers with %d, %u, "
+     "%x ..."),
     ('fbt::fib:entry { @ = count(); } END { trunc(@nope, 1); }',
      '1:45: no aggregation @nope'),
     ('fbt::fib:entry { arg0 = 1; }',
@@ -213,8 +220,63 @@ def test_lost_thread_local_stores_are_a_problem(built, capsys):
     for lost, want in ((3, 1), (0, 0)):
         cap = NS(events=[], aggs=[], agg_dropped={}, tls_dropped=lost, probe_counts={})
         t = NS(capture=cap, guest=NS(byte_order="<"), session=NS(probes=[]),
-               reply=NS(results=[]))
+               reply=NS(results=[]), after=None)
         status = dtrace._print_results(args, a, c, t)
         out = capsys.readouterr().out
         assert status == want
         assert ("PROBLEM: 3 self-> stores found no room" in out) == bool(lost), out
+
+
+def test_end_evaluates_globals_as_the_vm_does(built):
+    """END's expressions over the globals read back, on the arch's word:
+    it wraps, it is signed unless a cast says not, / is unsigned; BEGIN
+    sees every global 0."""
+    from bench.lang.hosted import HostValues
+    from bench.lang import output
+    built("i386")
+    c = runner.compile_text(
+        "fbt::fib:entry { a += 1; b = 7; } END { printf(\"%d %d %u %d %x\\n\", a - b, "
+        "a * b, (unsigned)(a - b), (a - b) / 2 > 0, (uint8_t)(a * 100)); }",
+        arches.get("i386"), "int3")
+    assert c.host_globals == {"a": 0, "b": 1}
+    got = output.apply_end({}, c.end, HostValues(c.scope, {0: 3, 1: 7}, 4))
+    assert got == [f"-4 21 {2**32 - 4} 1 {300 & 255:x}\n"]
+    zero = output.apply_end({}, c.end, HostValues(c.scope, {}, 4))
+    assert zero == ["0 0 0 0 0\n"]
+
+
+def test_exit_stops_waiting_at_once():
+    """Workload polls `wait TICKS` and exit()'s global: it stops at the
+    first poll that finds the global set and keeps exit()'s n; a script
+    without exit() runs the workload with one `run`."""
+    from types import SimpleNamespace as NS
+    from bench.lang.model import EXIT_GLOBAL, EXIT_SET
+
+    class Guest:
+        def __init__(self, flags):
+            self.flags, self.sent = list(flags), []
+
+        def cmd(self, line, timeout=None):
+            self.sent.append(line)
+            if line.startswith("wait"):
+                return NS(ok=True, message="calltree still running")
+            return NS(ok=True, message="calltree = 1")
+
+        def must(self, line, timeout=None):
+            self.sent.append(line)
+            if line.startswith("start"):
+                return NS(ok=True, message="calltree started")
+            assert line == f"program global {EXIT_GLOBAL}"
+            return NS(ok=True, message=str(self.flags.pop(0)))
+
+    g = Guest([0, 0, EXIT_SET | 3])
+    work = runner.Workload(NS(uses_exit=True))
+    work(g, "calltree iters=9")
+    assert g.sent[0] == "start calltree iters=9"
+    assert work.status == 3 and not g.flags
+    assert [x for x in g.sent if x.startswith("wait")] == [
+        f"wait {runner.EXIT_POLL_TICKS}"] * 3
+    plain = Guest([])
+    work = runner.Workload(NS(uses_exit=False))
+    work(plain, "fib n=3")
+    assert plain.sent == ["run fib n=3"] and work.status is None

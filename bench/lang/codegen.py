@@ -24,7 +24,7 @@ import re
 from ..trace import sites
 from . import probes as probes_mod
 from .expr import probe_truth
-from .hosted import host_clause
+from .hosted import globals_read, host_clause
 from .model import (AggInfo, BUILTINS, Compiled, GLOBALS, Group, SLOTS, Scope, TLS)
 from .parser import Action, Assign, Member, Name, Script
 from .statements import Gen
@@ -85,10 +85,10 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
         groups.append(g)
     begin, end = [], []
     for c in hosted:
-        acts = host_clause(script, c, aggs)
+        acts = host_clause(script, c, aggs, scope)
         (begin if descs[id(c)][0].provider == "BEGIN" else end).extend(acts)
     return Compiled(spec, [p for ps in by_set.values() for p in ps], groups, aggs,
-                    begin, end, uses_exit)
+                    begin, end, uses_exit, scope, globals_read(begin + end, scope))
 
 
 def _by_clauses(planned, traced, descs, image) -> dict[tuple, list]:

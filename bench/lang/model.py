@@ -29,6 +29,7 @@ MAX_KEYS = asm.MAX_KEYS
 LQ_MAX = WIRE.const("WIRE_LQUANTIZE_MAX")
 MAJOR = 31                     # LOG records of compiled printf/trace
 EXIT_GLOBAL = GLOBALS - 1      # set by exit(); every program checks it first
+EXIT_SET = 0x100               # exit(n) stores EXIT_SET | (n & 0xff): n may be 0
 FLAG_LOCAL = LOCALS - 1        # a printf ran: send the log
 SCRATCH_LOCAL = LOCALS - 2     # lquantize's value
 THIS_LOCALS = LOCALS - 2       # this->x take 0 .. THIS_LOCALS - 1
@@ -86,6 +87,8 @@ class Compiled:
     begin: list                # host clauses' actions
     end: list
     uses_exit: bool = False
+    scope: object = None       # Scope: what BEGIN/END's globals are
+    host_globals: dict = field(default_factory=dict)   # name -> number END reads
 
     def rpn(self) -> str:
         out = []

@@ -106,12 +106,13 @@ def merge(compiled, entries: list[dict], probes: dict, word: int) -> dict:
     return out
 
 
-def apply_end(tables: dict, actions: list) -> list[str]:
-    """END's printing, trunc() and clear(); the lines it printed."""
+def apply_end(tables: dict, actions: list, values) -> list[str]:
+    """BEGIN's or END's printing (values: a hosted.HostValues over the
+    globals read back), trunc() and clear(); the lines it printed."""
     printed = []
     for act in actions:
         if act[0] == "print":
-            printed.append(act[1])
+            printed.append(values.text(act[1], act[2]))
         elif act[0] == "trunc":
             rows = tables[act[1]]
             keep = act[2] or 0

@@ -22,7 +22,7 @@ import re
 from ..program import asm
 from .expr import ExprGen, probe_truth
 from .hosted import c_format
-from .model import (AggInfo, EXIT_GLOBAL, FLAG_LOCAL, LOG_BYTES, LQ_MAX, MAJOR, MAX_KEYS,
+from .model import (AggInfo, EXIT_GLOBAL, EXIT_SET, FLAG_LOCAL, LOG_BYTES, LQ_MAX, MAJOR, MAX_KEYS,
                     Printf, SCRATCH_LOCAL, STRING_BYTES, THIS_LOCALS)
 from .parser import AggStmt, Action, Assign, Name, Str
 
@@ -185,7 +185,8 @@ class Gen(ExprGen):
         if st.name == "exit":
             if len(st.args) != 1:
                 raise self.err(st.pos, "exit() takes one argument")
-            self.emit("push 1", f"gset {EXIT_GLOBAL}")
+            self.scalar(st.args[0])             # the status, flagged as set
+            self.emit("push 255", "and", f"push {EXIT_SET}", "or", f"gset {EXIT_GLOBAL}")
             return
         if st.name == "trace":
             if len(st.args) != 1:
