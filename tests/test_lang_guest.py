@@ -17,7 +17,9 @@ closed form says:
 - a sum past 2^32 (uint32 arguments + 0xf0000000, 80 of them) exact on
   i386 as on sparc64;
 - several printfs of a probe in program order; a probe whose every
-  clause's predicate probefunc decides false is not armed; END's printf
+  clause's predicate probefunc decides false is not armed; a char *
+  argument compared with strings (the word boundary: "calltree" is 8
+  bytes, its NUL in the next word on sparc64); END's printf
   of globals the probes counted; exit(n) ending the run at once (through
   the CLI, in a boot of its own).
 
@@ -216,6 +218,10 @@ ONE_LINERS = [
     ("two probes in one clause",
      "fbt::ct_add:entry, fbt::ct_mul:entry { @[probefunc] = count(); }", CT,
      lambda o, a: o.values(), {"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}),
+    ("a char * argument compared with strings in the guest",
+     'fbt::thread_create:entry { @[args[0] == "calltree", args[0] != "calltre", '
+     'args[0] == "calltreecalltree", args[0] == ""] = count(); }', CT,
+     lambda o, a: o.values(), {("1", "1", "0", "0"): T}),
     ("an instruction probe", "insn::ct_mul+0 { @[probename] = count(); }", CT,
      lambda o, a: o.values(), {"insn": ALL["ct_mul"]}),
 ]
@@ -279,6 +285,10 @@ TYPED = [
     ("a predicate on a signed argument, an unsigned sum past 2^31",
      "fbt::ty_all:entry /args[1] < 0/ { @ = sum(args[2]); }",
      lambda o: o.values()[ONE], 4000000000),
+    ("a string argument compared in a predicate",
+     'fbt::ty_all:entry /args[4] == "typed"/ { @[args[4] != "typed!", '
+     'args[4] == "type"] = count(); }',
+     lambda o: o.values(), {("1", "0"): 1}),
     ("a signed return value", "fbt::ty_all:return { @[retval] = count(); }",
      lambda o: o.values(), {"-200": 1}),
 ]

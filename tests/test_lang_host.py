@@ -90,6 +90,12 @@ BAD = [
     ('fbt::fib:entry { n++; } END { printf("%s\\n", n); }',
      "1:46: BEGIN and END print strings only as constants, and numbers with %d, %u, "
      "%x ..."),
+    ('fbt::thread_create:entry /args[0] == arg1/ { @ = count(); }',
+     '1:35: a string compares with a string constant ("...") only'),
+    ('fbt::thread_create:entry /args[0] == "' + "x" * 64 + '"/ { @ = count(); }',
+     "1:38: a string constant of 64 bytes: the guest compares strings of up to 63"),
+    ('fbt::thread_create:entry /args[0] < "b"/ { @ = count(); }',
+     "1:27: a string has no value for '<'"),
     ('fbt::fib:entry { @ = count(); } END { trunc(@nope, 1); }',
      '1:45: no aggregation @nope'),
     ('fbt::fib:entry { arg0 = 1; }',
@@ -280,3 +286,25 @@ def test_exit_stops_waiting_at_once():
     work = runner.Workload(NS(uses_exit=False))
     work(plain, "fib n=3")
     assert plain.sent == ["run fib n=3"] and work.status is None
+
+
+@pytest.mark.parametrize("name", ["i386", "sparc64"])
+def test_a_string_compare_is_word_by_word_in_the_guests_order(built, name):
+    """`args[0] == "calltree"`: strword 0, 1, ... of the argument against the
+    constant's words with its NUL, in the guest's byte order: i386 three
+    little-endian words ("call", "tree", the NUL), sparc64 two big-endian
+    ones ("calltree", the NUL alone)."""
+    built(name)
+    a = arches.get(name)
+    c = runner.compile_text('fbt::thread_create:entry /args[0] == "calltree"/ '
+                            "{ @ = count(); }", a, a.default_mechanism)
+    text = c.groups[0].text
+    data = b"calltree\0"
+    data += b"\0" * (-len(data) % a.word_bytes)
+    words = [int.from_bytes(data[k:k + a.word_bytes],
+                            "little" if a.byte_order == "<" else "big")
+             for k in range(0, len(data), a.word_bytes)]
+    assert len(words) == {"i386": 3, "sparc64": 2}[name]
+    for k, w in enumerate(words):
+        assert f"strword {k}\npush {w}\neq\n" in text, text
+    assert f"strword {len(words)}" not in text

@@ -34,7 +34,7 @@ FLAG_LOCAL = LOCALS - 1        # a printf ran: send the log
 SCRATCH_LOCAL = LOCALS - 2     # lquantize's value
 THIS_LOCALS = LOCALS - 2       # this->x take 0 .. THIS_LOCALS - 1
 BUILTINS = ("probefunc", "probename", "cpu", "tid", "timestamp", "caller", "retval")
-STRING_BYTES = 64              # a %s argument: the string, up to this many bytes
+STRING_BYTES = asm.LIMITS["STRING_BYTES"]   # a %s logged, a string compared: bytes
 LOG_BYTES = asm.LIMITS["LOG_BYTES"]   # what one firing's LOG record holds
 
 
