@@ -8,8 +8,8 @@ DWARF: signedness, enums, char * as a string; N past the arity is an
 error), retval (return probes only), probefunc and probename (the
 probe's id, named on the host; compared with strings on the host where
 the group's probes decide it, probe_truth() deciding it per probe), a
-char * argument compared with a string constant in the guest (strword), cpu, tid, timestamp (ns), caller (entry
-probes: the arch's RPN in arches.py), in a return clause DTrace's arg0
+char * argument compared with a string constant in the guest (strword),
+cpu, tid, timestamp (ns), caller (entry probes: the arch's RPN in arches.py), in a return clause DTrace's arg0
 (the return's offset) and arg1 (retval), scalar globals, self->x and
 this->x. Values are the arch's words; division is unsigned (the VM's
 divu). statements.py builds the program's statements on top of this.

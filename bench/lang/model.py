@@ -7,10 +7,10 @@ the last global is exit()'s flag, the last two locals are printf's
 Ty is an expression's type as the compiler tracks it (signedness, what a
 key means, the DWARF type for naming values). A compiled script is a
 Compiled: its probe groups (Group: one program in one slot, its clauses,
-its aggregations and its printf) plus what the output needs (AggInfo,
+its aggregations and its printfs) plus what the output needs (AggInfo,
 Printf, one per printf/trace in program order) and the host's BEGIN/END
-actions. Scope numbers the script's
-globals and thread-locals, shared by every group's program.
+actions. Scope numbers the script's globals and thread-locals, shared by
+every group's program.
 """
 
 from __future__ import annotations

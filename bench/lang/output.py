@@ -3,10 +3,10 @@
 printf and trace() lines come from the LOG records of the compiled
 programs (major model.MAJOR, minor the slot): a record holds every printf
 of one firing in the order they ran, each its number in the group's
-printfs, then its arguments; that Printf says what each argument was — a word (signed or not), a string behind a
-logs prefix, a probe id for probefunc/probename, a constant the host
-kept — and the C format, turned into
-Python's, renders them. DTrace's columns lead each line (CPU, probe id,
+printfs, then its arguments; that Printf says what each argument was — a
+word (signed or not), a string behind a logs prefix, a probe id for
+probefunc/probename, a constant the host kept — and the C format, turned
+into Python's, renders them. DTrace's columns lead each line (CPU, probe id,
 FUNCTION:NAME) unless quiet.
 
 Aggregations: the entries of every CPU and of every program that feeds

@@ -6,13 +6,14 @@ scripts in one boot.
 
 loader() gives what the traced run calls once the probes are added: every
 group's program checked into its slot and attached to the group's probes
-the guest kept. Workload runs the workload, and stops waiting for it
-at a script's exit(). run_scripts() compiles every script first (a refused one
-is an error before anything boots), then boots one guest and runs each in
-turn — probes added, programs loaded, enabled, the workload run, disabled,
-flushed, its own frames decoded, END's globals read back, probes and
-programs cleared — so that a table of one-liners (tests/test_lang_guest.py) or a bench row costs one
-boot per arch, not one per script.
+the guest kept. Workload runs the workload, and stops waiting for it at
+a script's exit(). run_scripts() compiles every script first (a refused
+one is an error before anything boots), then boots one guest and runs
+each in turn — probes added, programs loaded, enabled, the workload run,
+disabled, flushed, its own frames decoded, END's globals read back,
+probes and programs cleared — so that a table of one-liners
+(tests/test_lang_guest.py) or a bench row costs one boot per arch, not
+one per script.
 """
 
 from __future__ import annotations

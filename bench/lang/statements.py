@@ -22,8 +22,8 @@ import re
 from ..program import asm
 from .expr import ExprGen, probe_truth
 from .hosted import c_format
-from .model import (AggInfo, EXIT_GLOBAL, EXIT_SET, FLAG_LOCAL, LOG_BYTES, LQ_MAX, MAJOR, MAX_KEYS,
-                    Printf, SCRATCH_LOCAL, STRING_BYTES, THIS_LOCALS)
+from .model import (AggInfo, EXIT_GLOBAL, EXIT_SET, FLAG_LOCAL, LOG_BYTES, LQ_MAX, MAJOR,
+                    MAX_KEYS, Printf, SCRATCH_LOCAL, STRING_BYTES, THIS_LOCALS)
 from .parser import AggStmt, Action, Assign, Name, Str
 
 

@@ -23,9 +23,9 @@ that does not fit 32 signed bits becomes push + pushhi), reg (a register
 name, with or without %), n (an argument, below WIRE_PROGRAM_MAX_ARG),
 depth (`stack`'s frames, optional: none is the guest's default),
 size, label (defined later in the file: jumps only go forward),
-local/global/tls (an index), word (`strword`'s word of a string,
-below WIRE_PROGRAM_STRING_BYTES / the word's size), `size, n` (log), `@name, n [, flag]` (an
-aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
+local/global/tls (an index), word (`strword`'s word of a string, below
+WIRE_PROGRAM_STRING_BYTES / the word's size), `size, n` (log), `@name,
+n [, flag]` (an aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
 such as `unsigned`; the first use declares it with the instruction's kind
 unless an `agg` line did).
 
