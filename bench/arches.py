@@ -81,6 +81,9 @@ class Arch:
     caller_rpn: tuple[str, ...] = ()
     # Bytes in a machine word: a record word, a probe program's stack item.
     word_bytes: int = 4
+    # The guest's byte order, "<" little or ">" big (struct's letters): how
+    # a string's bytes make a word (D's string compare, bench/lang/expr.py).
+    byte_order: str = "<"
     # What a call stack's frame (`stack`, bench/trace/stacks.py) is: "after"
     # the call instruction (a return address, i386) or "at" it (the
     # address a SPARC call leaves in %o7).
@@ -297,6 +300,7 @@ ARCHES: dict[str, Arch] = {
         caller_rpn=("reg o7",),          # the call's address, before save
         arg_location=_sparc64_arg_location,
         word_bytes=8,
+        byte_order=">",
         frame_address="at",
         call_site=_sparc64_call_at,
         sites=rules.Sparc64Rules(),

@@ -37,6 +37,8 @@
 #define WIRE_PROGRAM_TLS        16    /* thread-local words (`tget`/`tset`) per thread */
 #define WIRE_PROGRAM_TLS_THREADS 128  /* threads that may hold them at once; a
 				       * store past that is counted, not made */
+#define WIRE_PROGRAM_STRING_BYTES 64   /* `strword` reads at most this much of a
+				       * string (and D's printf logs a %s so) */
 #define WIRE_LQUANTIZE_MAX      121   /* lquantize's last bucket: 0 counts below
 				       * its range, 1..levels in it, levels + 1
 				       * above; < WIRE_AGG_MAX_BUCKETS */
@@ -63,7 +65,10 @@
  * instruction), local / global (b: the variable), size,n (b: size, a:
  * how many items), agg,n (b: the aggregation, a: keys, at most
  * WIRE_AGG_MAX_KEYS; the first key popped, the top, is key[0] of the
- * entry; imm: WIRE_RPN_AGG_FLAGS), tls (b: the thread-local word).
+ * entry; imm: WIRE_RPN_AGG_FLAGS), tls (b: the thread-local word), word
+ * (a: a word of a string, below WIRE_PROGRAM_STRING_BYTES / the word's
+ * size: `strword` lets a program compare a string with a constant one
+ * word at a time, bounded and fault-safe).
  * Binary operators pop b then a and push a OP b;
  * comparisons push 1 or 0; the *U ones and shr compare and shift unsigned. */
 #define WIRE_RPN_OPS(X) \
@@ -79,6 +84,7 @@
 	X(PC,       0x0a, 0, 1, "pc",       "",       "push the probed instruction's address") \
 	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns (the low word on a 32-bit arch)") \
 	X(LOAD,     0x0b, 1, 1, "load",     "size",   "replace an address by the a-byte value there (a fault ends the program)") \
+	X(STRWORD,  0x43, 1, 1, "strword",  "word",   "replace an address by word a of the string there, its bytes from the NUL on 0 (reads up to the NUL; a fault ends the program)") \
 	X(STACK,    0x0d, 0, 1, "stack",    "depth",  "push the id of the firing's call stack, at most a frames (0: WIRE_STACK_DEPTH)") \
 	X(ADD,      0x10, 2, 1, "add",      "",       "a + b") \
 	X(SUB,      0x11, 2, 1, "sub",      "",       "a - b") \

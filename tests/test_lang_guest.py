@@ -15,12 +15,19 @@ closed form says:
 - latency pairs: every return of ct_mid finds the self->ts its own entry
   set (none finds it unset), and self->d counts ct_rec's depth to d + 1;
 - a sum past 2^32 (uint32 arguments + 0xf0000000, 80 of them) exact on
-  i386 as on sparc64.
+  i386 as on sparc64;
+- several printfs of a probe in program order; a probe whose every
+  clause's predicate probefunc decides false is not armed; a char *
+  argument compared with strings (the word boundary: "calltree" is 8
+  bytes, its NUL in the next word on sparc64); END's printf
+  of globals the probes counted; exit(n) ending the run at once (through
+  the CLI, in a boot of its own).
 
 A broken variant: the same table with one expected value changed fails
 (test_a_wrong_truth_is_caught), so the checks can fail.
 """
 
+import re
 from collections import Counter
 
 import pytest
@@ -177,8 +184,27 @@ ONE_LINERS = [
               "ct_root:entry": ALL["ct_root"]})),
     ("trace()", "fbt::fib:entry /arg0 == 10/ { trace(arg0); }", FIB,
      lambda o, a: o.printed, ["10"]),
+    ("several printfs in one clause, in program order",
+     'fbt::ct_root:entry { printf("i %u", args[1]); printf("d %u", args[2]); '
+     "trace(tid > 0); }", CT,
+     lambda o, a: sorted(tuple(o.printed[k:k + 3]) for k in range(0, len(o.printed), 3)),
+     sorted((f"i {i}", f"d {D}", "1") for i in range(M) for _ in range(T))),
+    ("printfs of two clauses at one probe, in script order",
+     'fbt::ct_mul:entry { printf("x"); } fbt::ct_mul:entry { printf("y"); }', CT,
+     lambda o, a: o.printed, ["x", "y"] * ALL["ct_mul"]),
+    ("a probe whose every predicate is false is not armed",
+     'fbt::ct_*:entry /probefunc == "ct_mul" || probefunc == "ct_add"/ '
+     "{ @[probefunc] = count(); }", CT,
+     lambda o, a: (o.values(), sorted({p.function for p in o.probes.values()})),
+     ({"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}, ["ct_add", "ct_mul"])),
     ("exit() stops the counting", "fbt::ct_add:entry { @ = count(); exit(0); }", CT,
-     lambda o, a: 1 <= o.values()[ONE] <= 4, True),
+     lambda o, a: (1 <= o.values()[ONE] <= 4, o.exit_status), (True, 0)),
+    ("END prints globals the probes counted",
+     "fbt::ct_add:entry { total += 1; } fbt::ct_mul:entry { m++; } "
+     'END { printf("%d %d %d %u\\n", total, m, m - total, (uint8_t)(m * 5)); }', CT,
+     lambda o, a: o.printed,
+     [f"{ALL['ct_add']} {ALL['ct_mul']} {ALL['ct_mul'] - ALL['ct_add']} "
+      f"{ALL['ct_mul'] * 5 & 255}\n"]),
     ("top-N with trunc", "fbt::ct_*:entry { @[probefunc] = count(); } "
      "END { trunc(@, 2); }", CT, lambda o, a: o.values(),
      {"ct_add": ALL["ct_add"], "ct_rec": ALL["ct_rec"]}),
@@ -192,6 +218,10 @@ ONE_LINERS = [
     ("two probes in one clause",
      "fbt::ct_add:entry, fbt::ct_mul:entry { @[probefunc] = count(); }", CT,
      lambda o, a: o.values(), {"ct_add": ALL["ct_add"], "ct_mul": ALL["ct_mul"]}),
+    ("a char * argument compared with strings in the guest",
+     'fbt::thread_create:entry { @[args[0] == "calltree", args[0] != "calltre", '
+     'args[0] == "calltreecalltree", args[0] == ""] = count(); }', CT,
+     lambda o, a: o.values(), {("1", "1", "0", "0"): T}),
     ("an instruction probe", "insn::ct_mul+0 { @[probename] = count(); }", CT,
      lambda o, a: o.values(), {"insn": ALL["ct_mul"]}),
 ]
@@ -255,6 +285,10 @@ TYPED = [
     ("a predicate on a signed argument, an unsigned sum past 2^31",
      "fbt::ty_all:entry /args[1] < 0/ { @ = sum(args[2]); }",
      lambda o: o.values()[ONE], 4000000000),
+    ("a string argument compared in a predicate",
+     'fbt::ty_all:entry /args[4] == "typed"/ { @[args[4] != "typed!", '
+     'args[4] == "type"] = count(); }',
+     lambda o: o.values(), {("1", "0"): 1}),
     ("a signed return value", "fbt::ty_all:return { @[retval] = count(); }",
      lambda o: o.values(), {"-200": 1}),
 ]
@@ -290,6 +324,30 @@ def test_the_cli_runs_check_mode_and_writes_json(arch, built, tmp_path, capsys):
     assert " 0 mismatches" in text and "PROBLEM" not in text, text
     assert text.rstrip().splitlines()[-1].startswith(f"traced={ALL['ct_mul']} ")
     assert json.loads(out.read_text())["@"]["rows"][0]["value"] == ALL["ct_mul"]
+
+
+def test_exit_ends_the_run_at_once(arch, built, capsys):
+    """exit(3) after K firings of ct_add ends the run there: the workload,
+    a hundred million iterations (half an hour of TCG), is stopped with
+    the guest within seconds, the table holds K, END prints the global
+    that counted, and `trace` exits with 3. --timeout 120 makes a run
+    that missed the exit fail rather than hang."""
+    from bench import cli
+    import time
+    built(arch)
+    k = 50
+    t0 = time.monotonic()
+    rc = cli.main(["trace", "--arch", arch, "--timeout", "120", "-q", "-n",
+                   "fbt::ct_add:entry { @[probefunc] = count(); n++; } "
+                   f"fbt::ct_add:entry /n >= {k}/ {{ exit(3); }} "
+                   'END { printf("n=%d\\n", n); }',
+                   "--run", "calltree threads=1 iters=100000000 ref=0"])
+    took = time.monotonic() - t0
+    text = capsys.readouterr().out
+    assert rc == 3, text
+    assert took < 60, (took, text)
+    assert f"n={k}\n" in text and re.search(rf"\n  ct_add +{k}\n", text), text
+    assert "exit(3): the run ended there" in text
 
 
 def test_the_table_is_big_enough():

@@ -5,8 +5,10 @@ with exactly its message — `FILE:LINE:COL: what`, then the source line and
 a caret under the column — before anything boots: the CLI returns 2 with
 open_guest replaced by a function that fails the test if called. Also:
 --emit-rpn prints the programs without a guest, a probefunc comparison a
-group's probes decide is a constant, and clauses on the same probes share
-one program (this-> is shared by them) while other probes get their own.
+group's probes decide is no test at all (and a clause it makes false at a
+probe does not run there), clauses on the same probes share one program
+(this-> is shared by them) while other probes get their own, and several
+printfs of one probe log in program order.
 """
 
 import pytest
@@ -57,8 +59,16 @@ BAD = [
      '1:18: the format wants 2 arguments, printf has 1'),
     ('fbt::fib:entry { printf("%s", arg0); }',
      '1:31: %s wants a string (a char * argument)'),
-    ('fbt::fib:entry { printf("%d", 1); printf("%d", 2); }',
-     '1:35: one printf or trace() per probe: the VM sends one LOG record per firing, and bad.d:1:18 has it'),
+    ('fbt::thread_create:entry { printf("%s", args[0]); printf("%s", args[0]); '
+     'trace(args[0]); }',
+     "1:74: a program past the VM's limits: the printfs of one probe log 213 bytes, "
+     "a LOG record holds 192"),
+    ('fbt::ct_*:entry /probefunc == "nope"/ { @ = count(); }',
+     "1:28: the predicate is false at every probe of this clause (probefunc and "
+     "probename decide it here): it would never run"),
+    ('fbt::ct_add:entry /!(probename == "entry")/ { @ = count(); }',
+     "1:20: the predicate is false at every probe of this clause (probefunc and "
+     "probename decide it here): it would never run"),
     ('fbt::fib:entry { @ = sum(self->nope); }',
      '1:26: self->nope is never assigned'),
     ('fbt::fib:entry { @ = count() }\nfbt::fib:entry /arg0 > / { @ = count(); }',
@@ -72,7 +82,20 @@ BAD = [
     ('fbt::fib:entry /probefunc == arg0/ { @ = count(); }',
      '1:30: probefunc compares with a string constant'),
     ('BEGIN { @ = count(); }',
-     '1:9: BEGIN and END run on the host: only printf, trace, exit, clear and trunc of constants'),
+     '1:9: BEGIN and END run on the host: only printf, trace, exit, clear and trunc, '
+     'of constants and globals'),
+    ('fbt::fib:entry { n++; } END { printf("%d %d\\n", n, arg0); }',
+     "1:52: 'arg0' in BEGIN or END: the host knows constants and the script's globals "
+     "only"),
+    ('fbt::fib:entry { n++; } END { printf("%s\\n", n); }',
+     "1:46: BEGIN and END print strings only as constants, and numbers with %d, %u, "
+     "%x ..."),
+    ('fbt::thread_create:entry /args[0] == arg1/ { @ = count(); }',
+     '1:35: a string compares with a string constant ("...") only'),
+    ('fbt::thread_create:entry /args[0] == "' + "x" * 64 + '"/ { @ = count(); }',
+     "1:38: a string constant of 64 bytes: the guest compares strings of up to 63"),
+    ('fbt::thread_create:entry /args[0] < "b"/ { @ = count(); }',
+     "1:27: a string has no value for '<'"),
     ('fbt::fib:entry { @ = count(); } END { trunc(@nope, 1); }',
      '1:45: no aggregation @nope'),
     ('fbt::fib:entry { arg0 = 1; }',
@@ -138,12 +161,29 @@ def test_groups_and_host_decided_comparisons(built):
     by_fn = {p.function: g for g in c.groups for p in g.probes}
     assert [cl.index for cl in by_fn["ct_mul"].clauses] == [0, 1, 2]
     assert "lset 0" in by_fn["ct_mul"].text and "lget 0" in by_fn["ct_mul"].text
-    # ct_add's own group: its probefunc is ct_add, decided here (push 1)
+    # ct_add's own group: its probefunc is ct_add, decided here: no test at all
     add = by_fn["ct_add"]
-    assert "push 1\njz" in add.text and "probe\npush" not in add.text
-    # a glob group holding several functions compares probe ids at run time
-    glob = by_fn["ct_root"]
-    assert "push 0\njz" in glob.text          # no ct_mul among them: false here
+    assert [cl.index for cl in add.clauses] == [3]
+    assert "jz" not in add.text and "probe\n" not in add.text
+    # clause 3 is false at ct_root's probe, so it does not run there, and a
+    # probe where no clause runs is not armed at all
+    assert "ct_root" not in by_fn and "ct_root" not in c.spec
+    assert {p.function for p in c.probes} == {"ct_mul", "ct_add"}
+
+
+def test_a_predicate_the_probes_cannot_decide_is_tested_at_run_time(built):
+    """probefunc or'ed with an argument test: kept at both probes, the
+    comparison made in the guest on the probe id where the group's probes
+    differ, and the printfs of one probe logged in program order."""
+    built("i386")
+    c = runner.compile_text(
+        'fbt::ct_add:entry, fbt::ct_mul:entry /probefunc == "ct_mul" || arg0 > 1/ '
+        '{ printf("a"); trace(arg0); }', arches.get("i386"), "int3")
+    (g,) = c.groups
+    assert {p.function for p in g.probes} == {"ct_add", "ct_mul"}
+    assert "probe\npush" in g.text
+    assert [p.fmt for p in g.printfs] == ["a", "%d\n"]
+    assert g.text.index("push 0\nlog a, 1") < g.text.index("push 1\nlog a, 1")
 
 
 def test_a_sum_of_unsigned_values_is_marked_unsigned(built):
@@ -186,8 +226,85 @@ def test_lost_thread_local_stores_are_a_problem(built, capsys):
     for lost, want in ((3, 1), (0, 0)):
         cap = NS(events=[], aggs=[], agg_dropped={}, tls_dropped=lost, probe_counts={})
         t = NS(capture=cap, guest=NS(byte_order="<"), session=NS(probes=[]),
-               reply=NS(results=[]))
+               reply=NS(results=[]), after=None)
         status = dtrace._print_results(args, a, c, t)
         out = capsys.readouterr().out
         assert status == want
         assert ("PROBLEM: 3 self-> stores found no room" in out) == bool(lost), out
+
+
+def test_end_evaluates_globals_as_the_vm_does(built):
+    """END's expressions over the globals read back, on the arch's word:
+    it wraps, it is signed unless a cast says not, / is unsigned; BEGIN
+    sees every global 0."""
+    from bench.lang.hosted import HostValues
+    from bench.lang import output
+    built("i386")
+    c = runner.compile_text(
+        "fbt::fib:entry { a += 1; b = 7; } END { printf(\"%d %d %u %d %x\\n\", a - b, "
+        "a * b, (unsigned)(a - b), (a - b) / 2 > 0, (uint8_t)(a * 100)); }",
+        arches.get("i386"), "int3")
+    assert c.host_globals == {"a": 0, "b": 1}
+    got = output.apply_end({}, c.end, HostValues(c.scope, {0: 3, 1: 7}, 4))
+    assert got == [f"-4 21 {2**32 - 4} 1 {300 & 255:x}\n"]
+    zero = output.apply_end({}, c.end, HostValues(c.scope, {}, 4))
+    assert zero == ["0 0 0 0 0\n"]
+
+
+def test_exit_stops_waiting_at_once():
+    """Workload polls `wait TICKS` and exit()'s global: it stops at the
+    first poll that finds the global set and keeps exit()'s n; a script
+    without exit() runs the workload with one `run`."""
+    from types import SimpleNamespace as NS
+    from bench.lang.model import EXIT_GLOBAL, EXIT_SET
+
+    class Guest:
+        def __init__(self, flags):
+            self.flags, self.sent = list(flags), []
+
+        def cmd(self, line, timeout=None):
+            self.sent.append(line)
+            if line.startswith("wait"):
+                return NS(ok=True, message="calltree still running")
+            return NS(ok=True, message="calltree = 1")
+
+        def must(self, line, timeout=None):
+            self.sent.append(line)
+            if line.startswith("start"):
+                return NS(ok=True, message="calltree started")
+            assert line == f"program global {EXIT_GLOBAL}"
+            return NS(ok=True, message=str(self.flags.pop(0)))
+
+    g = Guest([0, 0, EXIT_SET | 3])
+    work = runner.Workload(NS(uses_exit=True))
+    work(g, "calltree iters=9")
+    assert g.sent[0] == "start calltree iters=9"
+    assert work.status == 3 and not g.flags
+    assert [x for x in g.sent if x.startswith("wait")] == [
+        f"wait {runner.EXIT_POLL_TICKS}"] * 3
+    plain = Guest([])
+    work = runner.Workload(NS(uses_exit=False))
+    work(plain, "fib n=3")
+    assert plain.sent == ["run fib n=3"] and work.status is None
+
+
+@pytest.mark.parametrize("name", ["i386", "sparc64"])
+def test_a_string_compare_is_word_by_word_in_the_guests_order(built, name):
+    """`args[0] == "calltree"`: strword 0, 1, ... of the argument against the
+    constant's words with its NUL, in the guest's byte order: i386 three
+    little-endian words ("call", "tree", the NUL), sparc64 two big-endian
+    ones ("calltree", the NUL alone)."""
+    built(name)
+    a = arches.get(name)
+    c = runner.compile_text('fbt::thread_create:entry /args[0] == "calltree"/ '
+                            "{ @ = count(); }", a, a.default_mechanism)
+    text = c.groups[0].text
+    data = b"calltree\0"
+    data += b"\0" * (-len(data) % a.word_bytes)
+    words = [int.from_bytes(data[k:k + a.word_bytes],
+                            "little" if a.byte_order == "<" else "big")
+             for k in range(0, len(data), a.word_bytes)]
+    assert len(words) == {"i386": 3, "sparc64": 2}[name]
+    for k, w in enumerate(words):
+        assert f"strword {k}\npush {w}\neq\n" in text, text
+    assert f"strword {len(words)}" not in text

@@ -6,7 +6,9 @@ broken on purpose are caught — a validator that lets a program fall off
 its end (the walker in `validate`, ASan's poisoned tail in `run`), one
 that lets a thread-local index past WIRE_PROGRAM_TLS (the walker's
 operand bounds: in program_tls.c's table it would land, unseen by ASan, in
-the next thread's words) and a
+the next thread's words), one that lets `strword` past
+WIRE_PROGRAM_STRING_BYTES (its word would be read past the interpreter's
+string buffer) and a
 `probe enable` that keeps what it armed before a refusal (`command`, on
 its kept regression input)."""
 
@@ -83,3 +85,25 @@ def test_validator_without_tls_bound_is_caught(tmp_path, target, prefix):
     exe = libfuzz.build_broken(target, "tracer/core/program_check.c", *NO_TLS_CHECK)
     [(_, ok, tail)] = libfuzz.replay(target, [bad], exe)
     assert not ok and "thread-local past WIRE_PROGRAM_TLS" in tail, tail
+
+
+NO_STRING_WORD_CHECK = ("if (i->a < words)", "if (i->a < 256)")
+
+
+@pytest.mark.parametrize("target,prefix", [("validate", b""), ("run", bytes(8) + b"\x01")])
+def test_validator_without_string_word_bound_is_caught(tmp_path, target, prefix):
+    """strword of the word past WIRE_PROGRAM_STRING_BYTES, which the broken
+    validator accepts (the interpreter would read its string buffer past
+    its end): the walker (both targets) says the operand is out of bounds."""
+    words = asm.LIMITS["STRING_BYTES"] // 8                  # sparc64's, the host's
+    prog = asm.assemble(f"push 0\nstrword {words - 1}\nexit", "sparc64").image("<")
+    other = asm.assemble(f"push 0\nstrword {words - 2}\nexit", "sparc64").image("<")
+    [at] = [k for k in range(len(prog)) if prog[k] != other[k]]     # a's byte
+    bad = tmp_path / "strword-past"
+    bad.write_bytes(prefix + prog[:at] + bytes([words]) + prog[at + 1:])
+    [(_, ok, tail)] = libfuzz.replay(target, [bad])
+    assert ok, tail                     # the real validator refuses it
+    exe = libfuzz.build_broken(target, "tracer/core/program_check.c",
+                               *NO_STRING_WORD_CHECK)
+    [(_, ok, tail)] = libfuzz.replay(target, [bad], exe)
+    assert not ok and "string word past WIRE_PROGRAM_STRING_BYTES" in tail, tail

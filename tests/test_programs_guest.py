@@ -108,8 +108,28 @@ def test_programs_through_the_commands(guest, arch):
     assert 100 <= hits <= 177 and int(c["over"]) == hits - 100, c
     assert int(c["runs"]) == 100 // 3, c
 
+    # a global's word read back (a D script's END), 0 again once cleared
+    assert load(g, 4, compiled("push 7\ngset 3\nabort", arch, order)).ok
+    assert g.command("probe program 1 4").message == "1 probes: program 4"
+    assert g.command("trace reset").ok                  # its maxhits start again
+    assert g.command("probe enable 1").ok
+    assert g.command("run fib n=3").message == "fib = 2"
+    assert g.command("probe disable all").ok
+    assert g.command("program global 3").message == "7"
+    for bad in ("program global 64", "program global", "program global x"):
+        r = g.command(bad)
+        assert r.status_name == "BAD_ARGS" and r.message == \
+            "usage: program global N, N < 64", (bad, r.message)
+    # `wait TICKS` gives up while the workload runs; `wait` reaps it
+    assert g.command("wait 0").status_name == "BAD_ARGS"
+    assert g.command("wait 5").message == "no workload was started"
+    assert g.command("start calltree threads=1 iters=100000 ref=0").ok
+    assert g.command("wait 1").message == "calltree still running"
+    assert g.command("wait", timeout=300).message.startswith("calltree = ")
+
     assert g.command("probe program all none").message == "1 probes: no program"
     assert g.command("program clear 2").message == "slot 2 cleared"
     assert g.command("program clear").message == "every slot cleared, globals zeroed"
+    assert g.command("program global 3").message == "0"
     assert g.command("program list").message == "0 programs installed"
     g.exit(0)

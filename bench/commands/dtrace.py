@@ -6,7 +6,9 @@ error refuses the script before a guest boots, and nothing is armed);
 --emit-rpn prints the programs and stops there; otherwise the traced run is
 `run`'s (bench/commands/run.py: boot, arm, run the workload, disarm,
 drain), with each group's program loaded into its slot and attached to its
-probes, and the verdict is `run`'s too: the trace against the probes,
+probes, the workload stopped at an exit() (runner.Workload: the run ends
+there, `trace` exits with its n) and END's globals read back before the
+guest exits; the verdict is `run`'s too: the trace against the probes,
 check mode, the stub check, the channel, the PROBLEM lines and the last
 `traced=... fired=... missed=... dropped=...` line. In between, the
 script's output as DTrace prints it: BEGIN's, the printf lines, END's,
@@ -20,6 +22,7 @@ import json
 from .. import arches
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from ..lang import codegen, output, runner
+from ..lang.hosted import HostValues
 from ..lang.parser import parse
 from ..trace import verify
 from ..trace.format import nesting_error_lines, summary_lines
@@ -66,13 +69,16 @@ def cmd_trace(args) -> int:
     if args.emit_rpn:
         print(compiled.rpn(), end="")
         return EXIT_OK
-    for act in compiled.begin:
-        if act[0] == "print":
-            print(act[1], end="")
+    zero = HostValues(compiled.scope, {}, arch.word_bytes)     # globals at BEGIN
+    for ln in output.apply_end({n: {} for n in compiled.aggs}, compiled.begin, zero):
+        print(ln, end="")
     if not compiled.groups:
-        return _host_only(args, compiled)
+        return _host_only(args, compiled, zero)
+    work = runner.Workload(compiled, args.timeout)
     t = run_cmd._trace_workload(args, arch, None, image, elf, line,
-                                load=runner.loader(compiled), spec=compiled.spec)
+                                load=runner.loader(compiled), spec=compiled.spec,
+                                workload=work, finish=lambda s: runner.host_values(
+                                    compiled, s, arch.word_bytes))
     status = EXIT_OK if t.reply.ok else EXIT_FAILED
     status = max(status, _print_results(args, arch, compiled, t))
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
@@ -91,13 +97,18 @@ def cmd_trace(args) -> int:
         print(ln)
     print(f"traced={rep.traced} fired={rep.fired} missed={rep.missed} "
           f"dropped={rep.dropped} nesting_checked={rep.nesting_checked}")
-    return status if rep.ok else EXIT_FAILED
+    if not rep.ok:
+        return EXIT_FAILED
+    if work.status is not None and status == EXIT_OK:
+        print(f"exit({work.status}): the run ended there, the workload stopped")
+        return work.status                    # as dtrace exits with exit()'s n
+    return status
 
 
-def _host_only(args, compiled) -> int:
+def _host_only(args, compiled, zero) -> int:
     """A script of BEGIN and END alone: nothing to arm."""
     tables = {name: {} for name in compiled.aggs}
-    for ln in output.apply_end(tables, compiled.end):
+    for ln in output.apply_end(tables, compiled.end, zero):
         print(ln, end="")
     return EXIT_OK
 
@@ -111,7 +122,7 @@ def _print_results(args, arch, compiled, t) -> int:
                                   arch.word_bytes, args.quiet):
         print(ln)
     tables = output.merge(compiled, cap.aggs, probes, arch.word_bytes)
-    for ln in output.apply_end(tables, compiled.end):
+    for ln in output.apply_end(tables, compiled.end, t.after):
         print(ln, end="")
     for ln in output.lines(compiled, tables):
         print(ln)

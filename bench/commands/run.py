@@ -41,6 +41,7 @@ class _Traced:
     reply: object               # the run command's Reply
     stub_states: list           # the sites the GDB stub read: armed, disarmed
     window: tuple               # cycles at which every probe was armed, disarmed
+    after: object = None        # what finish(session) gave, if asked
 
 
 def cmd_run(args) -> int:
@@ -89,12 +90,15 @@ def _program_and_formatter(args, arch):
 
 
 def _trace_workload(args, arch, program, image, elf, line, load=None,
-                    spec=None) -> _Traced:
+                    spec=None, workload=None, finish=None) -> _Traced:
     """Boot, arm the probes, run the workload, disarm, drain; with
     --stub-check, the sites read through the GDB stub armed and disarmed.
     load(session), if given, puts programs on the probes once they are
     added (`trace` loads one per group of probes); spec replaces
-    --probes."""
+    --probes; workload(session, line), if given, runs the workload instead
+    of `run LINE` and gives its reply (`trace` stops it at a D exit());
+    finish(session), if given, reads what it needs once the trace is
+    drained, before the guest exits."""
     stub_states = []
     with open_guest(arch, label="run", smp=args.smp, image=image, elf=elf,
                     command_timeout=args.timeout, gdbstub=args.stub_check) as g:
@@ -111,7 +115,7 @@ def _trace_workload(args, arch, program, image, elf, line, load=None,
             print(f"note: {n}")
         if args.timer_hz:
             s.must(f"timer {args.timer_hz}")
-        r = s.cmd(f"run {line}")
+        r = workload(s, line) if workload else s.cmd(f"run {line}")
         if args.stub_check:
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism,
@@ -121,8 +125,9 @@ def _trace_workload(args, arch, program, image, elf, line, load=None,
             stub_states.append(sitecheck.read_sites(g, s.image, s.probes,
                                                     args.mechanism, set()))
         cap = s.finish()
+        after = finish(s) if finish else None
         g.exit(0)
-    return _Traced(g, s, cap, r, stub_states, window)
+    return _Traced(g, s, cap, r, stub_states, window, after)
 
 
 def _print_trace(args, arch, t: _Traced, formatter, line) -> None:

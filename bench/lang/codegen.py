@@ -3,12 +3,14 @@
 compile_script() matches every clause's probes (probes.py) and plans them
 as `run` would (bench/trace/sites.py), groups the probes by the clauses
 they run — each group is one program in one slot, its clauses in script
-order, this->x its locals, shared by its clauses as DTrace's are — numbers
+order, this->x its locals, shared by its clauses as DTrace's are; a clause
+whose predicate probefunc/probename decide false at a probe does not run
+there, and a probe no clause runs at is not armed — numbers
 the script's globals and thread-locals, and has each group's program
 written (statements.py, on expr.py's expressions) and assembled by
 bench/program/asm.py, which checks it against wire.h's limits (a program
 it refuses is an error at the first clause's probe). A program sends one
-LOG record per firing, so a group may hold one printf or trace(); exit()
+LOG record per firing, holding each printf or trace() that ran; exit()
 sets a global every program checks first. BEGIN and END run on the host
 (hosted.py). What the output needs travels in Compiled (model.py): each
 aggregation's kind, keys and lquantize range, each printf's format and
@@ -21,7 +23,8 @@ import re
 
 from ..trace import sites
 from . import probes as probes_mod
-from .hosted import host_clause
+from .expr import probe_truth
+from .hosted import globals_read, host_clause
 from .model import (AggInfo, BUILTINS, Compiled, GLOBALS, Group, SLOTS, Scope, TLS)
 from .parser import Action, Assign, Member, Name, Script
 from .statements import Gen
@@ -48,17 +51,25 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
             planned, _ = sites.plan(spec, image, mechanism)
         except sites.SpecError as e:
             raise script.error(traced[0].pos, str(e)) from None
-    by_set: dict[tuple, list] = {}
-    for p in planned:
-        mine = tuple(c.index for c in traced
-                     if any(d.matches(p, image) for d in descs[id(c)]))
-        if mine:
-            by_set.setdefault(mine, []).append(p)
+    by_set = _by_clauses(planned, traced, descs, image)
+    armed = [p for ps in by_set.values() for p in ps]
+    if 0 < len(armed) < len(planned):
+        # Probes whose every clause's predicate is false there (probefunc,
+        # probename) are not armed at all: plan the rest alone.
+        spec = ",".join(dict.fromkeys(p.spec for p in planned if p in armed))
+        planned, _ = sites.plan(spec, image, mechanism)
+        by_set = _by_clauses(planned, traced, descs, image)
     if len(by_set) > SLOTS:
         raise script.error(traced[0].pos, f"a program past the VM's limits: the "
                            f"probes need {len(by_set)} different programs, the guest "
                            f"has {SLOTS} slots")
     for c in traced:
+        if not any(c.index in k for k in by_set) and any(
+                probe_truth(c.predicate, p) is False for p in planned
+                if any(d.matches(p, image) for d in descs[id(c)])):
+            raise script.error(c.predicate.pos, "the predicate is false at every "
+                               "probe of this clause (probefunc and probename decide "
+                               "it here): it would never run")
         if not any(c.index in k for k in by_set):
             raise script.error(c.pos, "no probe of this clause can be placed "
                                "(the guest's rules refuse every site it matches)")
@@ -74,10 +85,23 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
         groups.append(g)
     begin, end = [], []
     for c in hosted:
-        acts = host_clause(script, c, aggs)
+        acts = host_clause(script, c, aggs, scope)
         (begin if descs[id(c)][0].provider == "BEGIN" else end).extend(acts)
     return Compiled(spec, [p for ps in by_set.values() for p in ps], groups, aggs,
-                    begin, end, uses_exit)
+                    begin, end, uses_exit, scope, globals_read(begin + end, scope))
+
+
+def _by_clauses(planned, traced, descs, image) -> dict[tuple, list]:
+    """Probes by the clauses that run at them: a clause runs at a probe its
+    descriptions match unless its predicate is decided false there."""
+    by_set: dict[tuple, list] = {}
+    for p in planned:
+        mine = tuple(c.index for c in traced
+                     if any(d.matches(p, image) for d in descs[id(c)])
+                     and probe_truth(c.predicate, p) is not False)
+        if mine:
+            by_set.setdefault(mine, []).append(p)
+    return by_set
 
 
 def _declare(script: Script, scope: Scope) -> None:

@@ -7,8 +7,9 @@ i386 follows the DWARF signature when there is one), args[N] (typed by
 DWARF: signedness, enums, char * as a string; N past the arity is an
 error), retval (return probes only), probefunc and probename (the
 probe's id, named on the host; compared with strings on the host where
-the group's probes decide it), cpu, tid, timestamp (ns), caller (entry
-probes: the arch's RPN in arches.py), in a return clause DTrace's arg0
+the group's probes decide it, probe_truth() deciding it per probe), a
+char * argument compared with a string constant in the guest (strword),
+cpu, tid, timestamp (ns), caller (entry probes: the arch's RPN in arches.py), in a return clause DTrace's arg0
 (the return's offset) and arg1 (retval), scalar globals, self->x and
 this->x. Values are the arch's words; division is unsigned (the VM's
 divu). statements.py builds the program's statements on top of this.
@@ -18,9 +19,32 @@ from __future__ import annotations
 
 import re
 
-from .model import INT, MAX_ARG, Ty
+from .model import INT, MAX_ARG, STRING_BYTES, Ty
 from .parser import (AggRef, ArgsIndex, Binary, Cast, Cond, Member, Name, Num, Str, Unary,
                      CASTS)
+
+
+def probe_truth(e, probe) -> bool | None:
+    """A predicate at one probe, where probefunc and probename decide it:
+    True or False, else None (only the run can tell)."""
+    if e is None:
+        return True
+    if isinstance(e, Unary) and e.op == "!":
+        t = probe_truth(e.e, probe)
+        return None if t is None else not t
+    if isinstance(e, Binary) and e.op in ("&&", "||"):
+        a, b = probe_truth(e.a, probe), probe_truth(e.b, probe)
+        if e.op == "&&":
+            return False if False in (a, b) else (True if a and b else None)
+        return True if True in (a, b) else (False if a is False and b is False
+                                            else None)
+    if isinstance(e, Binary) and e.op in ("==", "!="):
+        for n, other in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(n, Name) and n.name in ("probefunc", "probename") and \
+                    isinstance(other, Str):
+                have = probe.function if n.name == "probefunc" else probe.kind
+                return (have == other.value) == (e.op == "==")
+    return None
 
 
 class ExprGen:
@@ -292,6 +316,8 @@ class ExprGen:
         ta, tb = self.type_of(e.a), self.type_of(e.b)
         if e.op in ("==", "!=") and ({ta.kind, tb.kind} & {"probefunc", "probename"}):
             return self.probe_compare(e, ta, tb)
+        if e.op in ("==", "!=") and "string" in (ta.kind, tb.kind):
+            return self.string_compare(e)
         for side, t in ((e.a, ta), (e.b, tb)):
             if t.kind in ("string", "probefunc", "probename"):
                 raise self.err(side.pos, f"{'a string' if t.kind == 'string' else t.kind}"
@@ -316,6 +342,33 @@ class ExprGen:
                "==": "eq", "!=": "ne", "<": "lt" if signed else "ltu",
                "<=": "le" if signed else "leu"}
         self.emit(ops[op])
+
+    def string_compare(self, e: Binary) -> None:
+        """A char * argument against a string constant, in the guest: word
+        k of the string (`strword k`, its bytes from the NUL on 0) against
+        word k of the constant with its NUL, for every word up to the
+        constant's NUL; all equal is equal."""
+        ptr, lit = (e.b, e.a) if isinstance(e.a, Str) else (e.a, e.b)
+        if not isinstance(lit, Str) or isinstance(ptr, Str):
+            raise self.err(e.pos, "a string compares with a string constant "
+                           "(\"...\") only")
+        data = lit.value.encode() + b"\0"
+        if len(data) > STRING_BYTES:
+            raise self.err(lit.pos, f"a string constant of {len(data) - 1} bytes: the "
+                           f"guest compares strings of up to {STRING_BYTES - 1}")
+        order = "little" if self.arch.byte_order == "<" else "big"
+        w = self.word
+        data += b"\0" * (-len(data) % w)
+        self.scalar(ptr, allow_string=True)
+        for k in range(len(data) // w):
+            self.emit("over" if k else "dup",      # the address, kept below
+                      f"strword {k}",
+                      f"push {int.from_bytes(data[k * w:(k + 1) * w], order)}", "eq")
+            if k:
+                self.emit("and")
+        self.emit("swap", "drop")            # the address under the verdict
+        if e.op == "!=":
+            self.emit("push 0", "eq")
 
     def probe_compare(self, e: Binary, ta, tb) -> None:
         """probefunc/probename against a string: decided by the group's

@@ -7,9 +7,10 @@ the last global is exit()'s flag, the last two locals are printf's
 Ty is an expression's type as the compiler tracks it (signedness, what a
 key means, the DWARF type for naming values). A compiled script is a
 Compiled: its probe groups (Group: one program in one slot, its clauses,
-its aggregations and its printf) plus what the output needs (AggInfo,
-Printf) and the host's BEGIN/END actions. Scope numbers the script's
-globals and thread-locals, shared by every group's program.
+its aggregations and its printfs) plus what the output needs (AggInfo,
+Printf, one per printf/trace in program order) and the host's BEGIN/END
+actions. Scope numbers the script's globals and thread-locals, shared by
+every group's program.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ MAX_KEYS = asm.MAX_KEYS
 LQ_MAX = WIRE.const("WIRE_LQUANTIZE_MAX")
 MAJOR = 31                     # LOG records of compiled printf/trace
 EXIT_GLOBAL = GLOBALS - 1      # set by exit(); every program checks it first
+EXIT_SET = 0x100               # exit(n) stores EXIT_SET | (n & 0xff): n may be 0
 FLAG_LOCAL = LOCALS - 1        # a printf ran: send the log
 SCRATCH_LOCAL = LOCALS - 2     # lquantize's value
 THIS_LOCALS = LOCALS - 2       # this->x take 0 .. THIS_LOCALS - 1
 BUILTINS = ("probefunc", "probename", "cpu", "tid", "timestamp", "caller", "retval")
-STRING_BYTES = 64              # a %s argument: the string, up to this many bytes
+STRING_BYTES = asm.LIMITS["STRING_BYTES"]   # a %s logged, a string compared: bytes
+LOG_BYTES = asm.LIMITS["LOG_BYTES"]   # what one firing's LOG record holds
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Printf:
     fmt: str                   # Python %-format
     args: list                 # ("int", signed) | ("string",) | ("const", value)
     pos: int
+    size: int = 0              # bytes it logs, its number included
 
 
 @dataclass
@@ -71,7 +75,7 @@ class Group:
     text: str = ""
     program: object = None     # asm.Program
     aggs: list = field(default_factory=list)    # AggInfo per program aggregation
-    printf: Printf | None = None
+    printfs: list = field(default_factory=list)  # Printf, by its number in the record
 
 
 @dataclass
@@ -83,6 +87,8 @@ class Compiled:
     begin: list                # host clauses' actions
     end: list
     uses_exit: bool = False
+    scope: object = None       # Scope: what BEGIN/END's globals are
+    host_globals: dict = field(default_factory=dict)   # name -> number END reads
 
     def rpn(self) -> str:
         out = []

@@ -1,11 +1,12 @@
 """A compiled script's results as DTrace prints them.
 
 printf and trace() lines come from the LOG records of the compiled
-programs (major model.MAJOR, minor the slot): the group's Printf says
-what each argument was — a word (signed or not), a string behind a
-logs prefix, a probe id for probefunc/probename, a constant the host
-kept — and the C format, turned into
-Python's, renders them. DTrace's columns lead each line (CPU, probe id,
+programs (major model.MAJOR, minor the slot): a record holds every printf
+of one firing in the order they ran, each its number in the group's
+printfs, then its arguments; that Printf says what each argument was — a
+word (signed or not), a string behind a logs prefix, a probe id for
+probefunc/probename, a constant the host kept — and the C format, turned
+into Python's, renders them. DTrace's columns lead each line (CPU, probe id,
 FUNCTION:NAME) unless quiet.
 
 Aggregations: the entries of every CPU and of every program that feeds
@@ -105,12 +106,13 @@ def merge(compiled, entries: list[dict], probes: dict, word: int) -> dict:
     return out
 
 
-def apply_end(tables: dict, actions: list) -> list[str]:
-    """END's printing, trunc() and clear(); the lines it printed."""
+def apply_end(tables: dict, actions: list, values) -> list[str]:
+    """BEGIN's or END's printing (values: a hosted.HostValues over the
+    globals read back), trunc() and clear(); the lines it printed."""
     printed = []
     for act in actions:
         if act[0] == "print":
-            printed.append(act[1])
+            printed.append(values.text(act[1], act[2]))
         elif act[0] == "trunc":
             rows = tables[act[1]]
             keep = act[2] or 0
@@ -187,7 +189,8 @@ def to_json(compiled, tables: dict) -> dict:
 
 def printf_lines(compiled, events, probes: dict, order: str, word: int,
                  quiet: bool) -> list[str]:
-    """Every compiled printf/trace firing, in time order."""
+    """Every compiled printf/trace line, in time order and, within a
+    firing, in program order."""
     out = []
     for ev in events:
         if ev.kind != K_LOG:
@@ -195,22 +198,36 @@ def printf_lines(compiled, events, probes: dict, order: str, word: int,
         major, minor, data = log_data(ev, order, word)
         if major != model.MAJOR or minor >= len(compiled.groups):
             continue
-        pf = compiled.groups[minor].printf
-        if pf is None:
-            continue
-        text = render(pf, data, order, word, probes)
-        if quiet:
-            out.append(text)
-            continue
+        printfs = compiled.groups[minor].printfs
         p = probes.get(ev.probe)
         where = f"{p.function}:{p.kind}" if p else f"probe{ev.probe}"
-        out.append(f"{ev.cpu:>3} {ev.probe:>6} {where:>32} {text}")
+        for text in render_record(printfs, data, order, word, probes):
+            out.append(text if quiet else
+                       f"{ev.cpu:>3} {ev.probe:>6} {where:>32} {text}")
     return out
 
 
-def render(pf, data: bytes, order: str, word: int, probes: dict) -> str:
+def render_record(printfs: list, data: bytes, order: str, word: int,
+                  probes: dict) -> list[str]:
+    """A firing's LOG data: each printf's number, then its arguments."""
     endian = "little" if order == "<" else "big"
-    vals, pos = [], 0
+    texts, pos = [], 0
+    while pos + word <= len(data):
+        n = int.from_bytes(data[pos:pos + word], endian)
+        if n >= len(printfs):
+            texts.append(f"(printf: no printf {n} in this program)")
+            break
+        text, pos = render(printfs[n], data, pos + word, order, word, probes)
+        texts.append(text)
+    return texts
+
+
+def render(pf, data: bytes, pos: int, order: str, word: int,
+           probes: dict) -> tuple[str, int]:
+    """One printf's line from its arguments at data[pos:]; where the next
+    printf starts."""
+    endian = "little" if order == "<" else "big"
+    vals = []
     for a in pf.args:
         if a[0] == "const":
             vals.append(a[1])
@@ -233,6 +250,6 @@ def render(pf, data: bytes, order: str, word: int, probes: dict) -> str:
             else:
                 vals.append(f"<fault at {int.from_bytes(body, endian):#x}>")
     try:
-        return (pf.fmt % tuple(vals)).rstrip("\n")
+        return (pf.fmt % tuple(vals)).rstrip("\n"), pos
     except (TypeError, ValueError) as e:
-        return f"(printf: {e}: {vals})"
+        return f"(printf: {e}: {vals})", pos

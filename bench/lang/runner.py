@@ -6,12 +6,14 @@ scripts in one boot.
 
 loader() gives what the traced run calls once the probes are added: every
 group's program checked into its slot and attached to the group's probes
-the guest kept. run_scripts() compiles every script first (a refused one
-is an error before anything boots), then boots one guest and runs each in
-turn — probes added, programs loaded, enabled, the workload run, disabled,
-flushed, its own frames decoded, probes and programs cleared — so that a
-table of one-liners (tests/test_lang_guest.py) or a bench row costs one
-boot per arch, not one per script.
+the guest kept. Workload runs the workload, and stops waiting for it at
+a script's exit(). run_scripts() compiles every script first (a refused
+one is an error before anything boots), then boots one guest and runs
+each in turn — probes added, programs loaded, enabled, the workload run,
+disabled, flushed, its own frames decoded, END's globals read back,
+probes and programs cleared — so that a table of one-liners
+(tests/test_lang_guest.py) or a bench row costs one boot per arch, not
+one per script.
 """
 
 from __future__ import annotations
@@ -24,7 +26,50 @@ from ..program import load as program_load
 from ..trace.image import load_image
 from ..trace.session import open_session
 from . import codegen, output
+from .hosted import HostValues
+from .model import EXIT_GLOBAL, EXIT_SET
 from .parser import parse
+
+
+EXIT_POLL_TICKS = 5        # how long each `wait` of an exit()ing script lasts
+
+
+class Workload:
+    """How a script's workload runs: `run LINE` to its end; for a script
+    that calls exit(), `start LINE`, then short `wait TICKS` in turn with
+    a look at exit()'s global between them, so that the host sees the
+    exit at once, stops waiting and ends the run (`status` then holds
+    exit()'s n, and the workload, still running, dies with the guest or
+    is reaped by reap())."""
+
+    def __init__(self, compiled, timeout: float | None = None):
+        self.compiled, self.timeout = compiled, timeout
+        self.status: int | None = None
+
+    def __call__(self, session, line: str):
+        if not self.compiled.uses_exit:
+            return session.cmd(f"run {line}", timeout=self.timeout)
+        session.must(f"start {line}")
+        while True:
+            r = session.cmd(f"wait {EXIT_POLL_TICKS}", timeout=self.timeout)
+            running = r.ok and r.message.endswith(" still running")
+            flag = int(session.must(f"program global {EXIT_GLOBAL}").message)
+            if flag & EXIT_SET:                 # an exit() ran, maybe in the last ticks
+                self.status = flag & 0xff
+            if not running or self.status is not None:
+                return r
+
+    def reap(self, session) -> None:
+        """The workload an exit() left running, waited for."""
+        if self.status is not None:
+            session.cmd("wait", timeout=self.timeout)   # refused if it had ended
+
+
+def host_values(compiled, session, word_bytes: int):
+    """END's view of the globals: each one it reads, read back now."""
+    words = {n: int(session.must(f"program global {n}").message)
+             for n in compiled.host_globals.values()}
+    return HostValues(compiled.scope, words, word_bytes)
 
 
 def loader(compiled):
@@ -53,6 +98,7 @@ class Outcome:
     capture: object
     reply: object
     probes: dict           # id -> sites.Probe
+    exit_status: int | None = None   # exit()'s n, if an exit() ended the run
 
     def values(self, name: str = "") -> dict:
         """{keys tuple: value} of one aggregation (a lone key unwrapped)."""
@@ -92,7 +138,8 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
             s.setup(c.spec, mechanism, strict=False)
             loader(c)(s)
             s.enable(True)
-            r = s.cmd(f"run {line}")
+            work = Workload(c, timeout)
+            r = work(s, line)
             s.enable(False)
             s.must("trace flush", timeout=timeout)
             cap = g.capture(since)
@@ -100,8 +147,10 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
             tables = output.merge(c, cap.aggs, probes, arch.word_bytes)
             printed = output.printf_lines(c, cap.events, probes, g.byte_order,
                                           arch.word_bytes, True)
-            printed += output.apply_end(tables, c.end)
-            outs.append(Outcome(c, tables, printed, cap, r, probes))
+            printed += output.apply_end(tables, c.end,
+                                        host_values(c, s, arch.word_bytes))
+            outs.append(Outcome(c, tables, printed, cap, r, probes, work.status))
+            work.reap(s)
             s.must("probe clear")
             s.must("program clear")
         g.exit(0)

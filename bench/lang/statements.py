@@ -2,11 +2,15 @@
 
 Gen (on ExprGen's expressions) writes one group's program: exit()'s
 check first when the script uses it, then each clause in script order,
-its predicate a jump past its body; assignments to globals, self->x and
+its predicate a jump past its body (none where the group's probes decide
+it true); assignments to globals, self->x and
 this->x; aggregations (an aggregation's value goes on as 64 bits,
 zero-extended when its type is unsigned; lquantize's bucket is computed
-here); and printf/trace, at most one per group since a program sends one
-LOG record per firing. A peephole pass folds a test against 0 into the
+here); and printf/trace, any number of them: a program sends one LOG
+record per firing, so each printf that runs logs its number in the group
+(Group.printfs) and then its arguments, and the host renders the record
+as the printfs it holds, in the order they ran. A group's printfs must
+fit the record together (model.LOG_BYTES). A peephole pass folds a test against 0 into the
 jump that follows, and bench/program/asm.py assembles the text, its
 refusals reported at the group's first clause.
 """
@@ -16,10 +20,10 @@ from __future__ import annotations
 import re
 
 from ..program import asm
-from .expr import ExprGen
+from .expr import ExprGen, probe_truth
 from .hosted import c_format
-from .model import (AggInfo, EXIT_GLOBAL, FLAG_LOCAL, LQ_MAX, MAJOR, MAX_KEYS, Printf,
-                    SCRATCH_LOCAL, STRING_BYTES, THIS_LOCALS)
+from .model import (AggInfo, EXIT_GLOBAL, EXIT_SET, FLAG_LOCAL, LOG_BYTES, LQ_MAX, MAJOR,
+                    MAX_KEYS, Printf, SCRATCH_LOCAL, STRING_BYTES, THIS_LOCALS)
 from .parser import AggStmt, Action, Assign, Name, Str
 
 
@@ -52,13 +56,14 @@ class Gen(ExprGen):
             self.emit(f"gget {EXIT_GLOBAL}", "jnz done")
         for c in g.clauses:
             skip = self.label()
-            if c.predicate is not None:
+            decided = {probe_truth(c.predicate, p) for p in g.probes}
+            if decided != {True}:           # else the probes decided it here
                 self.value(c.predicate)
                 self.emit(f"jz {skip}")
             for st in c.body:
                 self.statement(st)
             self.emit(f"{skip}:")
-        if g.printf:
+        if g.printfs:
             self.emit(f"lget {FLAG_LOCAL}", "jz done", "exit")
         self.emit("done: abort")
         g.text = "\n".join(_peephole("\n".join(self.lines).split("\n"))) + "\n"
@@ -180,7 +185,8 @@ class Gen(ExprGen):
         if st.name == "exit":
             if len(st.args) != 1:
                 raise self.err(st.pos, "exit() takes one argument")
-            self.emit("push 1", f"gset {EXIT_GLOBAL}")
+            self.scalar(st.args[0])             # the status, flagged as set
+            self.emit("push 255", "and", f"push {EXIT_SET}", "or", f"gset {EXIT_GLOBAL}")
             return
         if st.name == "trace":
             if len(st.args) != 1:
@@ -192,10 +198,6 @@ class Gen(ExprGen):
         return self.printf(st)
 
     def printf(self, st: Action) -> None:
-        if self.g.printf is not None:
-            where = self.s.error(self.g.printf.pos, "").where
-            raise self.err(st.pos, "one printf or trace() per probe: the VM sends one "
-                           f"LOG record per firing, and {where} has it")
         if not st.args or not isinstance(st.args[0], Str):
             raise self.err(st.pos, "printf's first argument is its format string")
         fmt, kinds = c_format(self.s, st.args[0])
@@ -203,6 +205,8 @@ class Gen(ExprGen):
         if len(kinds) != len(args):
             raise self.err(st.pos, f"the format wants {len(kinds)} argument"
                            f"{'s' if len(kinds) != 1 else ''}, printf has {len(args)}")
+        self.emit(f"push {len(self.g.printfs)}", "log a, 1")   # which printf
+        size = self.word
         described = []
         for k, a in zip(kinds, args):
             if isinstance(a, Str):
@@ -212,6 +216,7 @@ class Gen(ExprGen):
             if k == "string" and t.kind in ("probefunc", "probename"):
                 self.emit("probe", "log a, 1")      # the host names the probe
                 described.append(("probe", t.kind))
+                size += self.word
                 continue
             if k == "string" and t.kind != "string":
                 raise self.err(a.pos, "%s wants a string (a char * argument)")
@@ -222,9 +227,15 @@ class Gen(ExprGen):
                 self.scalar(a, allow_string=True)
                 self.emit("logs")
                 described.append(("string",))
+                size += 3 + STRING_BYTES
             else:
                 self.scalar(a)
                 self.emit("log a, 1")
                 described.append(("int", t.signed))
+                size += self.word
         self.emit("push 1", f"lset {FLAG_LOCAL}")
-        self.g.printf = Printf(fmt, described, st.pos)
+        used = sum(p.size for p in self.g.printfs) + size
+        if used > LOG_BYTES:
+            raise self.err(st.pos, f"a program past the VM's limits: the printfs of "
+                           f"one probe log {used} bytes, a LOG record holds {LOG_BYTES}")
+        self.g.printfs.append(Printf(fmt, described, st.pos, size))

@@ -23,8 +23,9 @@ that does not fit 32 signed bits becomes push + pushhi), reg (a register
 name, with or without %), n (an argument, below WIRE_PROGRAM_MAX_ARG),
 depth (`stack`'s frames, optional: none is the guest's default),
 size, label (defined later in the file: jumps only go forward),
-local/global/tls (an index), `size, n` (log), `@name, n [, flag]` (an
-aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
+local/global/tls (an index), word (`strword`'s word of a string, below
+WIRE_PROGRAM_STRING_BYTES / the word's size), `size, n` (log), `@name,
+n [, flag]` (an aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
 such as `unsigned`; the first use declares it with the instruction's kind
 unless an `agg` line did).
 
@@ -58,7 +59,7 @@ POPS_A1 = WIRE.const("WIRE_RPN_POPS_A1")
 AGG_KINDS = {e.meaning: e.value for e in WIRE.table("WIRE_AGG_KINDS")}
 LIMITS = {n: WIRE.const(f"WIRE_PROGRAM_{n}") for n in
           ("MAX_INSNS", "STACK", "LOCALS", "GLOBALS", "LOG_BYTES", "MAX_AGGS",
-           "MAX_ARG", "TLS")}
+           "MAX_ARG", "TLS", "STRING_BYTES")}
 AGG_FLAGS = {e.name.lower(): e.value for e in WIRE.table("WIRE_RPN_AGG_FLAGS")}
 MAX_KEYS = WIRE.const("WIRE_AGG_MAX_KEYS")
 HEADER = WIRE.structs["wire_program"]
@@ -304,6 +305,14 @@ class _Assembler:
                            f"{WIRE.const('WIRE_STACK_DEPTH')})")
         ins["a"] = v
 
+    def _word(self, ins, word0, tok, tcol, line) -> None:
+        v = _number(tok, tcol, line)
+        words = LIMITS["STRING_BYTES"] // self.word
+        if not 0 <= v < words:
+            raise line.err(tcol, f"string word {v}: a string is read to "
+                           f"{LIMITS['STRING_BYTES']} bytes, {words} words")
+        ins["a"] = v
+
     def _size_operand(self, ins, word0, tok, tcol, line) -> None:
         ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, self.word)
 
@@ -343,7 +352,7 @@ class _Assembler:
 
     OPERANDS = {"imm": _imm, "reg": _reg, "n": _n, "size": _size_operand, "depth": _depth,
                 "label": _label, "local": _local, "global": _global, "agg": _agg,
-                "tls": _tls}
+                "tls": _tls, "word": _word}
 
     def finish(self) -> Program:
         """Every jump to its label (forward only), the aggregations within

@@ -227,13 +227,24 @@ static int cmd_start(int argc, char **argv, const char *rest, struct command_rep
 	return command_reply(r, WIRE_REPLY_OK, "%s started", job.w->name);
 }
 
+/* wait [TICKS]: with TICKS, give up after that many ticks and answer
+ * "NAME still running" (the host polls between, e.g. for a D script's
+ * exit()); the workload goes on and a later `wait` reaps it. */
 static int cmd_wait(int argc, char **argv, const char *rest, struct command_reply *r)
 {
-	(void)argv, (void)rest;
-	if (argc != 1)
-		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: wait");
+	uint64_t ticks = 0;
+	(void)rest;
+	if (argc > 2 || (argc == 2 && (!parse_u64(argv[1], &ticks) || !ticks)))
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: wait [TICKS], "
+				     "TICKS > 0");
 	if (!job.thread)
 		return command_reply(r, WIRE_REPLY_FAILED, "no workload was started");
+	for (uint64_t t = 0; argc == 2 && job.thread->state != THREAD_ZOMBIE; t++) {
+		if (t == ticks)
+			return command_reply(r, WIRE_REPLY_OK, "%s still running",
+					     job.w->name);
+		thread_sleep(1);
+	}
 	thread_join(job.thread);
 	job.thread = 0;
 	return job_report(r);
@@ -329,7 +340,7 @@ static const struct command commands[] = {
 	{ "workloads", "list workloads and their parameters", cmd_workloads },
 	{ "run",       "run WORKLOAD [key=value ...]: run and check a workload", cmd_run },
 	{ "start",     "start WORKLOAD [key=value ...]: run it in the background", cmd_start },
-	{ "wait",      "wait for the started workload; its result", cmd_wait },
+	{ "wait",      "wait [TICKS]: wait for the started workload (at most TICKS); its result", cmd_wait },
 	{ "timer",     "timer [HZ]: show or set the tick rate", cmd_timer },
 	{ "channel",   "channel [serial|virtio|shm]: show or choose the trace channel", cmd_channel },
 	{ "crash",     "crash KIND: raise an exception nobody catches", cmd_crash },

@@ -51,6 +51,9 @@ static const char *walk_operand(const struct wire_program *h, const struct walk_
 		return i->b < WIRE_PROGRAM_GLOBALS ? 0 : "global past WIRE_PROGRAM_GLOBALS";
 	if (!strcmp(k, "tls"))
 		return i->b < WIRE_PROGRAM_TLS ? 0 : "thread-local past WIRE_PROGRAM_TLS";
+	if (!strcmp(k, "word"))                 /* strword: a word of a bounded string */
+		return i->a < WIRE_PROGRAM_STRING_BYTES / sizeof(unsigned long) ? 0 :
+			"string word past WIRE_PROGRAM_STRING_BYTES";
 	if (!strcmp(k, "depth"))                /* stack's frames, 0: the default */
 		return i->a <= WIRE_STACK_MAX_DEPTH ? 0 : "depth past WIRE_STACK_MAX_DEPTH";
 	if (!strcmp(k, "agg,n")) {

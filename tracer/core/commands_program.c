@@ -1,7 +1,8 @@
 /*
  * commands_program.c — `program`'s subcommands: a probe program reaches the
  * guest in pieces (load: hex bytes into a slot's staging buffer), is
- * validated and installed whole (check), and is listed or cleared.
+ * validated and installed whole (check), and is listed or cleared; a
+ * global variable's word is read back (global).
  *
  * The slots, the validator and the interpreter are program.c's,
  * program_check.c's and program_run.c's; which probes run a program is
@@ -103,12 +104,25 @@ static int program_list_cmd(const struct subcommand *s, int argc, char **argv,
 	return command_reply(r, WIRE_REPLY_OK, "%u programs installed", n);
 }
 
+/* program global N: global variable N's word, in decimal (a D script's
+ * globals for its END clause; exit()'s flag while the workload runs) */
+static int program_global_cmd(const struct subcommand *s, int argc, char **argv,
+			      struct command_reply *r)
+{
+	uint64_t n;
+	if (argc != 3 || !parse_u64(argv[2], &n) || n >= WIRE_PROGRAM_GLOBALS)
+		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program global N, "
+				     "N < %u", WIRE_PROGRAM_GLOBALS);
+	return command_reply(r, WIRE_REPLY_OK, "%lu", program_globals[n]);
+}
+
 /* `program`, as commands.c registers it. */
 static const struct subcommand program_rows[] = {
 	{ "load",  "SLOT OFFSET HEX", program_load_cmd },
 	{ "check", "SLOT BYTES",      program_check_cmd },
 	{ "clear", "[SLOT]",          program_clear_cmd },
 	{ "list",  "",                program_list_cmd },
+	{ "global", "N",              program_global_cmd },
 };
 
 const struct subcommand_table program_subcommands = SUBCOMMAND_TABLE(program_rows);

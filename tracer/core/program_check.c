@@ -114,6 +114,17 @@ static bool check_depth(struct checking *c, const struct wire_rpn_insn *i,
 	return false;
 }
 
+static bool check_string_word(struct checking *c, const struct wire_rpn_insn *i,
+			      unsigned at, char *what, size_t size)
+{
+	unsigned words = WIRE_PROGRAM_STRING_BYTES / sizeof(unsigned long);
+	if (i->a < words)
+		return true;
+	ksnprintf(what, size, "string word %u: a string is read to %u bytes, %u words",
+		  i->a, WIRE_PROGRAM_STRING_BYTES, words);
+	return false;
+}
+
 static bool check_load_size(struct checking *c, const struct wire_rpn_insn *i,
 			    unsigned at, char *what, size_t size)
 {
@@ -231,6 +242,7 @@ static const struct {
 	{ "size,n", check_log },
 	{ "agg,n",  check_agg },
 	{ "tls",    check_tls },
+	{ "word",   check_string_word },
 };
 
 static operand_check checker_of(const char *operands)

@@ -9,7 +9,8 @@
  * past WIRE_PROGRAM_LOG_BYTES, a register, argument or return value the
  * context lacks (none at all at the compiler hooks, nor a stack). `stack`
  * walks the trapped context's stack (the arch's tarch_stack_walk) and
- * pushes the id stacks.c gives it. In `logm`/`logs` a
+ * pushes the id stacks.c gives it; `strword` reads a string only up to
+ * its NUL and the word asked, as `logs` does. In `logm`/`logs` a
  * fault instead logs a FAULT token — the word size, then the first address
  * not read — and the run goes on, as in DProbes. The log buffer is the LOG
  * record being built: data from its DATA word on, in the guest's order.
@@ -181,6 +182,15 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 				return PROGRAM_FAULT;
 			TOP = v;
 			break;
+		case WIRE_RPN_STRWORD: {
+			/* Up to word a's end, stopping after the NUL; the rest stays 0 */
+			unsigned long str[WIRE_PROGRAM_STRING_BYTES / WORD_BYTES] = { 0 };
+			uintptr_t fault;
+			if (tracer_copy(str, TOP, (i->a + 1u) * WORD_BYTES, true, &fault) < 0)
+				return PROGRAM_FAULT;
+			TOP = str[i->a];
+			break;
+		}
 		case WIRE_RPN_ADD:  BINARY(a + b); break;
 		case WIRE_RPN_SUB:  BINARY(a - b); break;
 		case WIRE_RPN_MUL:  BINARY(a * b); break;

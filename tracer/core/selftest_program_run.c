@@ -8,7 +8,9 @@
  * the firing's own values, `load` of each size and of unmapped memory,
  * `log` of each size in the guest's byte order, `logm`/`logs` that
  * succeed, stop at a NUL, or log a FAULT token with the first address not
- * read — unmapped, or past the end of a mapped page — and a full log.
+ * read — unmapped, or past the end of a mapped page — `strword` that
+ * zeroes a string's word from its NUL on and reads no further, and a full
+ * log.
  * Direct runs have no trapped context, as at the compiler hooks.
  */
 #include "mm.h"
@@ -440,6 +442,57 @@ static void test_log_memory(void)
 		mm_alias_release(alias);
 }
 
+/* strword k at addr: PROGRAM_EXIT and *value, or how it ended. */
+static enum program_end string_word(uintptr_t addr, unsigned k, unsigned long *value)
+{
+	struct wire_rpn_insn insn[5];
+	push_word(insn, addr);
+	insn[2] = INSN(STRWORD, k, 0, 0);
+	insn[3] = INSN(LOG, 1, WORD, 0);
+	insn[4] = INSN(EXIT, 0, 0, 0);
+	if (!tp_program(&prog, 0, insn, 5, 0, 0))
+		return PROGRAM_ABORT;
+	enum program_end end = tp_run(&prog, &log);
+	if (end == PROGRAM_EXIT)
+		memcpy(value, tp_data(&log), WORD);
+	return end;
+}
+
+/* A word of a string as a compare needs it: the bytes in memory order, 0
+ * from the NUL on; the reads stop at the NUL (a string that ends just
+ * before an unmapped page is read safely) and a fault ends the run. */
+static void test_string_word(void)
+{
+	unsigned long v = 1, want = 0;
+	memcpy(&want, text + 7, WORD);
+	report(string_word((uintptr_t)text + 7, 0, &v) == PROGRAM_EXIT && v == want,
+	       "strword 0 of \"probe programs\": its first %u bytes", WORD);
+	want = 0;
+	memcpy(&want, "hi", 2);
+	report(string_word((uintptr_t)text, 0, &v) == PROGRAM_EXIT && v == want,
+	       "strword 0 of \"hi\": zeros from its NUL on, not \"xyz\" after it");
+	report(string_word((uintptr_t)text, 1, &v) == PROGRAM_EXIT && v == 0,
+	       "strword 1 of \"hi\": 0, past its NUL");
+	report(string_word(mm_unmapped_probe_addr, 0, &v) == PROGRAM_FAULT,
+	       "strword at unmapped 0x%lx ends the run as a fault",
+	       (unsigned long)mm_unmapped_probe_addr);
+	uint8_t *alias = mm_alias_writable(page);
+	uintptr_t end = (uintptr_t)alias + mm_page_size;
+	if (!alias || mm_virt_to_phys((void *)end) != (uintptr_t)-1) {
+		report(false, "a mapped page followed by an unmapped one (alias %p)",
+		       (void *)alias);
+	} else {
+		memset(alias + mm_page_size - 5, 'x', 5);
+		report(string_word(end - 5, 1, &v) == PROGRAM_FAULT, "strword 1 of a "
+		       "string that runs into an unmapped page: a fault");
+		alias[mm_page_size - 2] = 0;
+		report(string_word(end - 5, 1, &v) == PROGRAM_EXIT && v == 0, "strword 1 "
+		       "of \"xxx\" before an unmapped page: 0, nothing read past the NUL");
+	}
+	if (alias)
+		mm_alias_release(alias);
+}
+
 /* A log that would pass WIRE_PROGRAM_LOG_BYTES ends the run as a fault. */
 static void test_log_full(void)
 {
@@ -497,6 +550,7 @@ static void selftest_program_run(void)
 	test_load();
 	test_log_sizes();
 	test_log_memory();
+	test_string_word();
 	test_log_full();
 	test_ends();
 	report_prefix_pop();
