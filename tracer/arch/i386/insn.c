@@ -436,10 +436,19 @@ int i386_insn_operand(const uint8_t *code, size_t avail,
 				    (uint32_t)code[s.len - 2] << 16 | (uint32_t)code[s.len - 1] << 24);
 		return 0;
 	}
-	if (!mem)
-		return 0;
-	const uint8_t *m = code + s.modrm_at;
+	if (mem)
+		i386_modrm_operand(code + s.modrm_at, o);
+	return 0;
+}
+
+void i386_modrm_operand(const uint8_t *m, struct i386_operand *o)
+{
 	unsigned mod = m[0] >> 6, rm = m[0] & 7, at = 1;
+	*o = (struct i386_operand){ .base = -1, .index = -1 };
+	if (mod == 3) {
+		o->base = (int8_t)rm;   /* a register: its number, no memory */
+		return;
+	}
 	o->mem = 1;
 	if (rm == 4) {
 		unsigned sib = m[1], base = sib & 7, index = (sib >> 3) & 7;
@@ -459,7 +468,6 @@ int i386_insn_operand(const uint8_t *code, size_t avail,
 	else if (mod == 2)
 		o->disp = (int32_t)((uint32_t)m[at] | (uint32_t)m[at + 1] << 8 |
 				    (uint32_t)m[at + 2] << 16 | (uint32_t)m[at + 3] << 24);
-	return 0;
 }
 
 uint32_t i386_operand_address(const struct i386_operand *o, const uint32_t regs[8])
