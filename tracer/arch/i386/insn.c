@@ -13,9 +13,11 @@
  *   - relative jumps, jcc, loop/jcxz and calls (their target is relative
  *     to where they run), and indirect or far calls (the return address
  *     they push would be the slot's): emulate.c emulates jmp, jcc and
- *     call rel, and those never come here; an indirect near call runs
- *     out of line rewritten (i386_insn_indirect_call: push the return
- *     address, then jmp through the same operand);
+ *     call rel, and the indirect near call and jmp, and those never come
+ *     here; but for one emulate.c refuses (an fs/gs override, a 16-bit
+ *     form), an indirect near call runs out of line rewritten
+ *     (i386_insn_indirect_call: push the return address, then jmp
+ *     through the same operand);
  *   - instructions that trap by design (int3, int n, into, bound, ud0/1/2,
  *     icebp): their handlers read the trapping EIP, which would be the
  *     slot's;
@@ -32,8 +34,8 @@
  *     I/O (in/out/ins/outs): an I/O watch's #DB would name the slot.
  * Anything else — ALU, moves, loads and stores through any addressing
  * mode, string instructions, x87/MMX/SSE, locked read-modify-writes,
- * indirect jmp (whose target is absolute), cpuid, rdtsc — runs the same
- * from the slot.
+ * indirect jmp (whose target is absolute; emulate.c takes all but the
+ * fs/gs and 16-bit ones), cpuid, rdtsc — runs the same from the slot.
  */
 #include "insn.h"
 

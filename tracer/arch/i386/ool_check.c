@@ -85,7 +85,8 @@ int ool_checkable(const struct probe *p, const char **why)
 {
 	struct i386_operand o;
 	if (p->site.icall) {
-		*why = "check mode: an indirect call run out of line leaves the slot "
+		*why = "check mode: an indirect call run out of line (one with an fs/gs "
+		       "override or 16 bits, which emulate.c refuses) leaves the slot "
 		       "(push, jmp) before the trap that records the state after it";
 		return -1;
 	}
