@@ -17,7 +17,9 @@ those records, as a CF mismatch alone.
 
 A call through a table that is not there (indfault, under trap_try) is
 caught at the call's own address, probed as unprobed: the emulation's load
-faults and the same #PF reaches the same try, and the kernel runs on.
+faults and the same #PF reaches the same try, and the kernel runs on. With
+no try, the kernel stops either way: unprobed on the #PF at the call,
+probed with a panic naming the probe, the address and the trap.
 """
 
 import re
@@ -160,3 +162,15 @@ def test_a_faulting_target_load_reaches_the_callers_trap_try(built, mechanism):
         assert rc == 0, out[-3000:]
         # value: the PC every #PF named, the call's own address
         assert f"result indfault = {site} (ok)" in out, (site, out[-3000:])
+
+
+def test_a_faulting_target_load_with_no_try_stops_the_kernel_naming_the_probe(built):
+    built("i386")
+    site = next(addr for f, addr, _ in _indirect_sites(_image()) if f == "ind_fault_call")
+    rc, out = _run(probes="insn:ind_add+0", line="indfault n=2 try=0")      # unprobed
+    assert rc != 0 and "UNEXPECTED TRAP on cpu0: vector 14 #PF" in out, out[-3000:]
+    assert f"EIP {site:#010x}" in out and "CR2 0x00000010" in out, out[-3000:]
+    rc, out = _run(probes="insn:ind_fault_call+*", line="indfault n=2 try=0")
+    assert rc != 0 and re.search(rf"PANIC: probe \d+ at {site:#x} \(call \*r/m32 .*\): "
+                                 r"the load of its target faults at 0x10 \(#PF, error 0x0\)",
+                                 out), out[-3000:]

@@ -14,7 +14,8 @@
  * of the target faults and must hand the same trap to the same try (the
  * fire path's operand_fault). value: the PC the try saw (the same every
  * time, inside ind_fault_call), for the test to compare with the call's
- * address; ok: every call faulted at the table slot it read.
+ * address; ok: every call faulted at the table slot it read. try=0 makes
+ * the call with no trap_try: the kernel stops on the #PF, probed or not.
  */
 #include "trap.h"
 #include "workload.h"
@@ -115,6 +116,8 @@ static void fault_try(void *arg)
 static void run_indfault(const uint64_t *v, struct workload_result *res)
 {
 	unsigned n = (unsigned)v[0], caught = 0;
+	if (!v[1])
+		ind_fault_call(0);              /* no try: the kernel stops here */
 	uintptr_t pc = 0, lo = (uintptr_t)ind_fault_call;
 	bool ok = true;
 	for (unsigned i = 0; i < n; i++) {
@@ -136,6 +139,7 @@ static void run_indfault(const uint64_t *v, struct workload_result *res)
 
 static const struct workload_param indfault_params[] = {
 	{ "n", 20, 1, 100000, "calls through the missing table" },
+	{ "try", 1, 0, 1, "0: one call with no trap_try, which stops the kernel" },
 	{ 0, 0, 0, 0, 0 },
 };
 

@@ -30,7 +30,8 @@
  * indirect call's or jmp's target is loaded under trap_try instead (it may
  * lie anywhere): a fault there is the trap the instruction would have
  * raised at the site, and goes to the thread's own trap_try as the
- * kernel would send it (operand_fault); with none, the same stop.
+ * kernel would send it (operand_fault); with none, the kernel stops, as
+ * it would unprobed, with a message naming the probe.
  *
  * A probe program (program.h) reads the trapped state through the
  * tarch_context the fire path hands tracer_fire: the frame's registers
@@ -245,17 +246,20 @@ static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
  * natively, would have raised that trap at the site, before changing
  * anything. So it goes where the kernel would send it: to the thread's
  * innermost trap_try (its landing pad, the trap recorded with the site as
- * its PC), true; with no try active the kernel would stop, and false
- * leaves that to emulation_fault, which names the probe. */
-static bool operand_fault(const struct probe *p, struct trapframe *tf,
+ * its PC). With no try active the kernel would stop on that trap; it stops
+ * here, the probe saying what happened. */
+static void operand_fault(const struct probe *p, struct trapframe *tf,
 			  struct caught_trap *trap)
 {
 	trap->pc = p->addr;
 	uintptr_t landing = trap_try_intercept(trap);
 	if (!landing)
-		return false;
+		panic("probe %u at 0x%x (%s): the load of its target faults at 0x%x "
+		      "(%s, error 0x%x) and no trap_try of this thread catches it: "
+		      "run unprobed, the instruction stops the kernel on that trap",
+		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind],
+		      (unsigned)trap->fault_addr, trap->name, (unsigned)trap->error);
 	tf->eip = (uint32_t)landing;
-	return true;
 }
 
 /* Emulate p's instruction on the trapped state; an ESP it moved goes to
@@ -282,9 +286,10 @@ static __attribute__((noinline)) void emulate(const struct probe *p, struct trap
 	struct i386_site push_alone = { .kind = I386_PUSH_EBP, .len = 1 };
 	const struct i386_site *insn = p->site.split ? &push_alone : &p->site.insn;
 	if (i386_emulate(insn, &r, &mem, &fault) != 0) {
-		if (em.load_faulted && operand_fault(p, tf, &em.load_fault))
-			return;
-		emulation_fault(p, fault);
+		if (!em.load_faulted)
+			emulation_fault(p, fault);
+		operand_fault(p, tf, &em.load_fault);
+		return;
 	}
 	if (i386_indirect_broken && i386_indirect(insn->kind))
 		r.eflags ^= 1;                  /* CF */
