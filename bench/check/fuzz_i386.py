@@ -7,13 +7,13 @@ EIP, EFLAGS and stack access must agree.
 A state is one site's bytes (each emulated form; the fused prologue in both
 encodings, ret imm16 and enter with random immediates; the indirect call
 and jmp with every ModRM/SIB shape, random displacements, now and then a
-notrack/ds prefix), random registers,
-the arithmetic flags at random (no TF/IF games), ESP and (for leave) EBP
-anywhere in a 64 KiB window, and the word any read returns (a stack word, or the target an indirect
-form loads through its operand, wherever that lies: the model maps its
-page for the one run, operand_address). Sites
-move downwards through the code area 16 bytes apart, because unicorn
-2.0.1's translation cache ignores code rewritten in place (ref_i386).
+notrack/ds prefix), random registers, the arithmetic flags at random (no
+TF/IF games), ESP and (for leave) EBP anywhere in a 64 KiB window, and the
+word any read returns (a stack word, or the target an indirect form loads
+through its operand, wherever that lies: the model maps its page for the
+one run, operand_address). Sites move downwards through the code area 16
+bytes apart, because unicorn 2.0.1's translation cache ignores code
+rewritten in place (ref_i386).
 """
 
 from __future__ import annotations

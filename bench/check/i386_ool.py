@@ -34,6 +34,7 @@ where the guest says the instruction went (the record's EIP after: site +
 length for a copy, the target for a transfer): unicorn stops there at
 translation time (i386.py), and a guest that went elsewhere is stopped by
 the count of one instruction and shows in EIP.
+
 One unicorn instance serves up to SiteChecker.RECYCLE records (x86_unicorn.py); every site's code is
 written into it once, before anything runs (unicorn 2.0.1 ignores later
 code writes, see ref_i386); a record whose memory shares a page with site

@@ -120,7 +120,7 @@ class Reference:
         """The pages of data's words outside the code and stack areas."""
         out = set()
         for a in data:
-            for p in {a & 0xfffff000, (a + 3) & 0xfffff000}:
+            for p in {a & 0xfffff000, (a + 3) & 0xfffff000}:     # 32-bit wrap
                 if not (CODE_BASE <= p < CODE_BASE + CODE_SIZE
                         or STACK_BASE <= p < STACK_BASE + STACK_SIZE):
                     out.add(p)

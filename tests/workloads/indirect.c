@@ -4,9 +4,10 @@
  * through a table (`call *table(,%eax,4)`) and through a register, and
  * ind_switch is a switch gcc compiles to a jump table (`jmp
  * *table(,%eax,4)`); ind_esp (assembly) calls through a word on the stack
- * (`call *(%esp)`), whose out-of-line copy must read 4 bytes higher once
- * its push is done. value: a sum every path adds to, checked against the
- * same sum computed without them.
+ * (`call *(%esp)`), whose target must be read before the call's own push
+ * covers the word below it (the emulation computes the operand from the
+ * ESP before). value: a sum every path adds to, checked against the same
+ * sum computed without them.
  *
  * indfault: ind_fault_call calls through a table that is not there (page
  * 0 is never mapped), under trap_try. Natively the #PF names the call as
