@@ -25,6 +25,8 @@ FORMS = list(F.CLASSES)
 # not, rel8 or rel32): 1000 states cover them and are well above what
 # their broken variants below need.
 FEW = {"JMP_REL": 1000, "JCC": 1000, "CALL_REL": 1000}
+EMULATE = "tracer/arch/i386/emulate.c"
+INSN = "tracer/arch/i386/insn.c"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,10 @@ def runner():
     (b"\xeb\xfe", "jmp rel"), (b"\xe9\x00\x00\x00\x80", "jmp rel"),
     (b"\x75\x10", "jcc rel"), (b"\x0f\x8e\x10\x00\x00\x00", "jcc rel"),
     (b"\xe8\xfb\xff\xff\xff", "call rel32"),
+    (b"\xff\xd0", "call *r/m32"), (b"\xff\x14\x24", "call *r/m32"),
+    (b"\xff\x14\x8d\x00\x05\x16\x00", "call *r/m32"), (b"\xff\x53\x08", "call *r/m32"),
+    (b"\xff\xe0", "jmp *r/m32"), (b"\xff\x24\x8d\x80\x04\x16\x00", "jmp *r/m32"),
+    (b"\x3e\xff\xe0", "jmp *r/m32"), (b"\x2e\xff\x15\x00\x10\x00\x00", "call *r/m32"),
 ])
 def test_decode_accepts_the_emulated_forms(runner, code, what):
     out = F.decode(runner, code)
@@ -54,6 +60,14 @@ def test_decode_accepts_the_emulated_forms(runner, code, what):
     (b"\xe2\xfe", "not one of the emulated forms"),             # loop
     (b"\xe8\x00\x00\x00", "cut off"), (b"\x0f\x84\x00", "cut off"),
     (b"\xc2\x08", "cut off"), (b"", "no bytes"),
+    (b"\x64\xff\x15\x00\x10\x00\x00", "fs/gs segment override"),
+    (b"\x65\xff\xe0", "fs/gs segment override"),
+    (b"\x66\xff\xd0", "operand- or address-size prefix"),
+    (b"\x67\xff\x27", "operand- or address-size prefix"),
+    (b"\xff\x30", "not one of the emulated forms"),           # push r/m32
+    (b"\xff\x1d\x00\x10\x00\x00", "not one of the emulated forms"),   # far call
+    (b"\x66\x89\xc8", "not one of the emulated forms"),
+    (b"\xff\x14", "cut off"), (b"\xff", "cut off"),
 ])
 def test_decode_refuses_with_a_reason(runner, code, reason):
     out = F.decode(runner, code)
@@ -71,7 +85,8 @@ def test_emulation_matches_unicorn_on_random_states(runner, form):
     assert res.compared >= n
 
 
-MUTANTS = [
+# (form, source, text, broken text): each must be caught by its form's states.
+MUTANTS = [(form, EMULATE, old, new) for form, old, new in [
     ("LEAVE", "r->esp = r->ebp + 4;", "r->esp = r->ebp + 8;"),
     ("PUSH_EBP", "esp -= 4;", "esp -= 2;"),
     ("PUSH_EBP_MOV", "r->ebp = esp;", "r->ebp = esp + 4;"),
@@ -80,17 +95,27 @@ MUTANTS = [
     ("POP_EBP", "r->ebp = word;\n\t\tr->esp = esp + 4;", "r->ebp = word ^ 1;\n\t\tr->esp = esp + 4;"),
     ("JCC", "default: t = zf || sf != of; break;", "default: t = zf && sf != of; break;"),
     ("CALL_REL", "esp - 4, r->eip + s->len)", "esp - 4, r->eip)"),
+    # An indirect call that pushes site + 2 (right only for `call *%reg`).
+    ("CALL_IND", "back = r->eip + s->len;", "back = r->eip + 2;"),
+    # An operand computed with the ESP after the push (`call *4(%esp)`).
+    ("CALL_IND", "esp, r->ebp, r->esi, r->edi };", "esp - 4, r->ebp, r->esi, r->edi };"),
+]] + [
+    # The SIB's scale ignored: a switch's jmp *table(,%eax,4) reads table[eax/4].
+    ("JMP_IND", INSN, "a += regs[o->index] << o->scale;", "a += regs[o->index];"),
 ]
 
 
-@pytest.mark.parametrize("form,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
-def test_a_broken_emulator_is_caught(form, old, new):
-    src = (REPO / "tracer/arch/i386/emulate.c").read_text()
+@pytest.mark.parametrize("form,source,old,new", MUTANTS,
+                         ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTANTS)])
+def test_a_broken_emulator_is_caught(form, source, old, new):
+    src = (REPO / source).read_text()
     assert src.count(old) == 1, f"mutation anchor {old!r} not unique"
-    mutant = OUT / f"emulate_mutant_{form}.c"
+    tag = f"{form}_{MUTANTS.index((form, source, old, new))}"
+    mutant = OUT / f"mutant_{tag}_{source.rsplit('/', 1)[1]}"
     OUT.mkdir(parents=True, exist_ok=True)
     mutant.write_text(re.sub(re.escape(old), new, src))
-    exe = build(f"i386_emulate_mutant_{form}", [F.SOURCES[0], str(mutant)], F.INCLUDES)
+    sources = [str(mutant) if s == source else s for s in F.SOURCES]
+    exe = build(f"i386_emulate_mutant_{tag}", sources, F.INCLUDES)
     bad, stats = F.chunk((exe, form, 7, 2000))
     assert bad, f"the {form} mutant ({old} -> {new}) went unnoticed"
     print(f"\n{form}: caught within {stats['compared']} states, first: {bad[0]}")

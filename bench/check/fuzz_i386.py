@@ -5,11 +5,15 @@ host (bench/check/c/i386_emulate_run.c), and python3-unicorn
 EIP, EFLAGS and stack access must agree.
 
 A state is one site's bytes (each emulated form; the fused prologue in both
-encodings, ret imm16 and enter with random immediates), random registers,
-the arithmetic flags at random (no TF/IF games), ESP and (for leave) EBP
-anywhere in a 64 KiB window, and the word any stack read returns. Sites
-move downwards through the code area 16 bytes apart, because unicorn
-2.0.1's translation cache ignores code rewritten in place (ref_i386).
+encodings, ret imm16 and enter with random immediates; the indirect call
+and jmp with every ModRM/SIB shape, random displacements, now and then a
+notrack/ds prefix), random registers, the arithmetic flags at random (no
+TF/IF games), ESP and (for leave) EBP anywhere in a 64 KiB window, and the
+word any read returns (a stack word, or the target an indirect form loads
+through its operand, wherever that lies: the model maps its page for the
+one run, operand_address). Sites move downwards through the code area 16
+bytes apart, because unicorn 2.0.1's translation cache ignores code
+rewritten in place (ref_i386).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from . import hostc, ref_i386
 from .ref_i386 import CODE_BASE, REGS, STACK_BASE, STACK_SIZE
 
 CLASSES = ("PUSH_EBP", "PUSH_EBP_MOV", "POP_EBP", "LEAVE", "RET", "RET_IMM",
-           "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL")
-SOURCES = ["bench/check/c/i386_emulate_run.c", "tracer/arch/i386/emulate.c"]
+           "ENTER", "NOP", "JMP_REL", "JCC", "CALL_REL", "CALL_IND", "JMP_IND")
+# The runner, the emulator, and insn.c (its ModRM/SIB operand decoding).
+SOURCES = ["bench/check/c/i386_emulate_run.c", "tracer/arch/i386/emulate.c",
+           "tracer/arch/i386/insn.c"]
 INCLUDES = ("include", "tracer/arch/i386")
 
 FLAGS_MASK = 0x0cd5            # CF PF AF ZF SF DF OF: no TF/IF games
@@ -31,7 +37,54 @@ IN_REC = struct.Struct("<8s10II")
 OUT_REC = struct.Struct("<i10I6I")
 
 
+def _indirect(form, rnd):
+    """FF /2 or /4 with a random ModRM (every mod and rm), SIB and
+    displacement, a 3e prefix one time in five: at most 8 bytes."""
+    mod, rm = rnd.randrange(4), rnd.randrange(8)
+    code = bytes([0xff, mod << 6 | (2 if form == "CALL_IND" else 4) << 3 | rm])
+    base = rm
+    if mod != 3 and rm == 4:
+        code += bytes([rnd.getrandbits(8)])
+        base = code[2] & 7
+    disp = 1 if mod == 1 else 4 if mod == 2 or (mod == 0 and base == 5) else 0
+    code += rnd.getrandbits(8 * disp).to_bytes(disp, "little") if disp else b""
+    if rnd.randrange(5) == 0:
+        code = b"\x3e" + code
+    return code + b"\x90" * (8 - len(code))
+
+
+def operand_address(code: bytes, regs: dict) -> list[int]:
+    """Where an indirect form's operand lies, computed here apart from the
+    C (which unicorn judges): [address], or [] for a register operand or
+    any other form. Only tells the model which page to map."""
+    c = code[1:] if code[0] == 0x3e else code
+    if c[0] != 0xff or c[1] >> 6 == 3:
+        return []
+    mod, rm, at = c[1] >> 6, c[1] & 7, 2
+    gpr = [regs[r] for r in REGS[:8]]
+    a = 0
+    if rm == 4:
+        sib, at = c[2], 3
+        if (sib >> 3) & 7 != 4:
+            a += gpr[(sib >> 3) & 7] << (sib >> 6)
+        if mod == 0 and sib & 7 == 5:
+            mod = 2
+        else:
+            a += gpr[sib & 7]
+    elif mod == 0 and rm == 5:
+        mod = 2
+    else:
+        a += gpr[rm]
+    if mod == 1:
+        a += int.from_bytes(c[at:at + 1], "little", signed=True)
+    elif mod == 2:
+        a += int.from_bytes(c[at:at + 4], "little", signed=True)
+    return [a & 0xffffffff]
+
+
 def _code(form, rnd):
+    if form in ("CALL_IND", "JMP_IND"):
+        return _indirect(form, rnd)
     lo, hi = rnd.getrandbits(8), rnd.getrandbits(8)
     rel32 = rnd.getrandbits(32).to_bytes(4, "little")
     if form in ("JMP_REL", "JCC", "CALL_REL"):
@@ -104,9 +157,10 @@ def _compare(form, states, results, limit=5):
     bad, compared = [], 0
     for (code, regs, word), res in zip(states, results):
         compared += 1
-        found = diffs(*model.run(code, regs, word, count), res)
+        data = operand_address(code, regs)
+        found = diffs(*model.run(code, regs, word, count, data), res)
         if found:
-            found = diffs(*ref_i386.Reference.fresh(code, regs, word, count), res)
+            found = diffs(*ref_i386.Reference.fresh(code, regs, word, count, data), res)
         if found:
             bad.append(f"{form} {code.hex()} from "
                        f"{ {k: hex(v) for k, v in regs.items()} } word {word:#x}: "

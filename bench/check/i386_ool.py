@@ -25,6 +25,16 @@ one instruction, and compares:
     ("unrecorded read at ADDR", report.py).
 
 Expected values are unicorn's, actual the record's, as for the int3 forms.
+
+The guest's emulated indirect call and jmp (`call *table(,%eax,4)`, `jmp
+*%eax`) write this layout too (tracer/arch/i386/check.c): they touch the
+word their operand names and, a call, the stack word it pushes. Their
+records are counted as CALL_IND and JMP_IND (form_of), and every run stops
+where the guest says the instruction went (the record's EIP after: site +
+length for a copy, the target for a transfer): unicorn stops there at
+translation time (i386.py), and a guest that went elsewhere is stopped by
+the count of one instruction and shows in EIP.
+
 One unicorn instance serves up to SiteChecker.RECYCLE records (x86_unicorn.py); every site's code is
 written into it once, before anything runs (unicorn 2.0.1 ignores later
 code writes, see ref_i386); a record whose memory shares a page with site
@@ -36,7 +46,7 @@ from __future__ import annotations
 
 from ..wire import cdefs
 from .report import unrecorded
-from .x86_unicorn import (I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm,
+from .x86_unicorn import (I_EIP, I_ESP, M32, NREGS, SiteChecker, SiteModel, disasm,
                           guesses_dropped, hx, reg_diffs)
 from .x86_unicorn import pages as _pages
 
@@ -69,6 +79,16 @@ def length(code: bytes) -> int | str:
     return f"{bytes(code[:4]).hex()} does not decode"
 
 
+def form_of(code: bytes) -> str:
+    """The form a record of this layout checks at a site of these bytes:
+    CALL_IND or JMP_IND for an indirect near call or jmp, else OOL."""
+    for insn in disasm(code):
+        if insn.mnemonic in ("call", "jmp") and not insn.op_str.startswith("0x"):
+            return "CALL_IND" if insn.mnemonic == "call" else "JMP_IND"
+        break
+    return FORM
+
+
 def _to_bytes(ws) -> bytes:
     return b"".join((v & M32).to_bytes(4, "little") for v in ws)
 
@@ -95,7 +115,8 @@ class Model(SiteModel):
     def run(self, w, site: int, n: int, code_after=None):
         """Registers after, each region's bytes after, accesses, error."""
         memory = [(a, b) for a, b, _ in regions(w)]
-        return self.run_over(w, memory, site, (site + n) & M32, 1, code_after)
+        until = w[NREGS + I_EIP] & M32      # where the guest went (above)
+        return self.run_over(w, memory, site, until, 1, code_after)
 
 
 def _inside(address, size, spans) -> bool:

@@ -58,6 +58,12 @@ JMP_BYTES = 5
 FORM = "OPT"
 
 
+def form_of(code: bytes) -> str:
+    """The form a record of this layout checks: an opt detour's, whatever
+    the bytes (i386_ool.form_of's twin)."""
+    return FORM
+
+
 def displaced(code: bytes) -> int | str:
     """Bytes the jmp displaces at a site with these bytes: whole
     instructions until at least five; or why there are none."""

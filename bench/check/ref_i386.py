@@ -8,7 +8,10 @@ host fuzz tests now, and in check mode, from recorded pre-states, later.
 
 Data reads see one chosen 32-bit value: the read hook stores it at the
 address about to be read, whatever that address is, so the model needs no
-knowledge of which address an instruction reads.
+knowledge of which address an instruction reads. It needs the address
+mapped: the stack area is, and a load through an operand anywhere (an
+indirect call's or jmp's target) has its pages mapped for that run alone
+(run's `data`), then unmapped, so a wrong address still meets nothing.
 
 Three things about unicorn 2.0 the model has to handle:
 - it caches translated code by address and notices neither later writes
@@ -97,21 +100,43 @@ class Reference:
         self._write_spans.append((address, size))
         self.writes.append((address, value & ((1 << (8 * size)) - 1)))
 
-    def run(self, code: bytes, regs: dict, word: int, count: int):
+    def run(self, code: bytes, regs: dict, word: int, count: int, data=()):
         """Execute count instructions of code at regs['eip'] (which must
-        lie in the code area). Returns (regs after, reads, writes)."""
+        lie in the code area), with the 4 bytes at each address of data
+        mapped. Returns (regs after, reads, writes)."""
         try:
-            return self._run(code, regs, word, count)
+            return self._run(code, regs, word, count, data)
         except UcError:
             self._fresh()
-            return self._run(code, regs, word, count)
+            return self._run(code, regs, word, count, data)
 
     @classmethod
-    def fresh(cls, code: bytes, regs: dict, word: int, count: int):
+    def fresh(cls, code: bytes, regs: dict, word: int, count: int, data=()):
         """run() on an instance that has run nothing before."""
-        return cls()._run(code, regs, word, count)
+        return cls()._run(code, regs, word, count, data)
 
-    def _run(self, code: bytes, regs: dict, word: int, count: int):
+    @staticmethod
+    def _data_pages(data) -> list[int]:
+        """The pages of data's words outside the code and stack areas."""
+        out = set()
+        for a in data:
+            for p in {a & 0xfffff000, (a + 3) & 0xfffff000}:     # 32-bit wrap
+                if not (CODE_BASE <= p < CODE_BASE + CODE_SIZE
+                        or STACK_BASE <= p < STACK_BASE + STACK_SIZE):
+                    out.add(p)
+        return sorted(out)
+
+    def _run(self, code: bytes, regs: dict, word: int, count: int, data=()):
+        pages = self._data_pages(data)
+        for p in pages:
+            self.uc.mem_map(p, 0x1000)
+        try:
+            return self._run_mapped(code, regs, word, count)
+        finally:
+            for p in pages:
+                self.uc.mem_unmap(p, 0x1000)
+
+    def _run_mapped(self, code: bytes, regs: dict, word: int, count: int):
         self.reads, self.writes, self.word = [], [], word
         self._read_spans, self._write_spans, self._unmapped = [], [], []
         eip = regs["eip"]

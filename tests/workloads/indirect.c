@@ -4,10 +4,21 @@
  * through a table (`call *table(,%eax,4)`) and through a register, and
  * ind_switch is a switch gcc compiles to a jump table (`jmp
  * *table(,%eax,4)`); ind_esp (assembly) calls through a word on the stack
- * (`call *(%esp)`), whose out-of-line copy must read 4 bytes higher once
- * its push is done. value: a sum every path adds to, checked against the
- * same sum computed without them.
+ * (`call *(%esp)`), whose target must be read before the call's own push
+ * covers the word below it (the emulation computes the operand from the
+ * ESP before). value: a sum every path adds to, checked against the same
+ * sum computed without them.
+ *
+ * indfault: ind_fault_call calls through a table that is not there (page
+ * 0 is never mapped), under trap_try. Natively the #PF names the call as
+ * its PC and the table slot as its address; probed, the emulation's load
+ * of the target faults and must hand the same trap to the same try (the
+ * fire path's operand_fault). value: the PC the try saw (the same every
+ * time, inside ind_fault_call), for the test to compare with the call's
+ * address; ok: every call faulted at the table slot it read. try=0 makes
+ * the call with no trap_try: the kernel stops on the #PF, probed or not.
  */
+#include "trap.h"
 #include "workload.h"
 
 __attribute__((noinline)) unsigned ind_add(unsigned x);
@@ -83,6 +94,58 @@ static void run_indirect(const uint64_t *v, struct workload_result *res)
 	workload_expect("ind_switch", n);
 	workload_expect("ind_esp", n);
 }
+
+static unsigned (*const *volatile ind_nowhere)(unsigned) =
+	(unsigned (*const *)(unsigned))0x10;
+
+__attribute__((noinline)) unsigned ind_fault_call(unsigned x);
+unsigned ind_fault_call(unsigned x)
+{
+	return ind_nowhere[x & 1](x) + 1;       /* call *(%eax,%edx,4): page 0 */
+}
+
+struct fault_try {
+	unsigned x, value;
+};
+
+static void fault_try(void *arg)
+{
+	struct fault_try *t = arg;
+	t->value = ind_fault_call(t->x);
+}
+
+static void run_indfault(const uint64_t *v, struct workload_result *res)
+{
+	unsigned n = (unsigned)v[0], caught = 0;
+	if (!v[1])
+		ind_fault_call(0);              /* no try: the kernel stops here */
+	uintptr_t pc = 0, lo = (uintptr_t)ind_fault_call;
+	bool ok = true;
+	for (unsigned i = 0; i < n; i++) {
+		struct fault_try t = { i, 0 };
+		struct caught_trap c;
+		if (!trap_try(fault_try, &t, &c)) {
+			ok = false;             /* the call went somewhere */
+			continue;
+		}
+		caught++;
+		if (!pc)
+			pc = c.pc;
+		ok = ok && c.vector == 14 && c.fault_addr == 0x10 + 4 * (i & 1) &&
+		     c.pc == pc && lo <= c.pc && c.pc < lo + 64;
+	}
+	res->value = pc;
+	res->ok = ok && caught == n;
+}
+
+static const struct workload_param indfault_params[] = {
+	{ "n", 20, 1, 100000, "calls through the missing table" },
+	{ "try", 1, 0, 1, "0: one call with no trap_try, which stops the kernel" },
+	{ 0, 0, 0, 0, 0 },
+};
+
+WORKLOAD(indfault) = { "indfault", "a call through an unmapped table, under "
+		       "trap_try; value = the #PF's PC", indfault_params, run_indfault };
 
 static const struct workload_param indirect_params[] = {
 	{ "n", 50, 1, 100000, "rounds of every path" },

@@ -4,7 +4,8 @@
  *
  * stdin:  records of { uint8 code[8]; uint32 regs[10]; uint32 word; }
  *         (little-endian; regs in struct i386_regs order; word is what
- *         any 32-bit read returns)
+ *         any 32-bit read returns, of the stack or through an operand: an
+ *         indirect call's or jmp's target)
  * stdout: per record { int32 status; uint32 regs[10]; uint32 nreads,
  *         read_addr, nwrites, write_addr, write_value, fault_addr; }
  *         status: 0 emulated, -1 emulation faulted, -2 decode refused.
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
 
 		memcpy(&r, in + 8, sizeof r);
 		memcpy(&log.word, in + 48, 4);
-		struct i386_mem m = { rd, wr, &log };
+		struct i386_mem m = { rd, wr, rd, &log };
 		if (i386_decode(in, 8, &site, &why))
 			status = -2;
 		else

@@ -11,11 +11,21 @@
  * access log (i386_check_emulation). Every record kind's register sets —
  * also opt's (opt_check.c) and an out-of-line slot's (ool_check.c) — are
  * written by i386_check_regs, from the frame by i386_check_frame.
+ *
+ * An emulated indirect call or jmp touches two places, the word its
+ * operand names and (a call) the stack word it pushes, more than the one
+ * stack word of the record above: it writes the out-of-line layout
+ * instead (check.h's I386_CHECK_OOL, i386_check_indirect), whose stack
+ * window and operand words the host's re-run of the site's bytes reads
+ * (bench/check/i386_ool.py). The push is deferred (entry.S stores it after
+ * the frame moved), so the words "after" are the words before with that
+ * store put in wherever it falls.
  */
 #include "arch/trapframe.h"
 #include "check.h"
 #include "emulate.h"
 #include "fire.h"
+#include "ool.h"
 #include "tracer.h"
 #include "wire.h"
 
@@ -74,4 +84,30 @@ void i386_check_emulation(const struct probe *p, const struct i386_regs *after,
 	w[I386_CHECK_STACK_BEFORE] = log->used ? log->before : 0;
 	w[I386_CHECK_STACK_AFTER] = log->used ? log->after : 0;
 	tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_WORDS);
+}
+
+/* The deferred store into the words "after" of a window that starts at
+ * base, n words long. */
+static void stored(const struct access_log *log, uint32_t base, unsigned n,
+		   unsigned long *after)
+{
+	if (log->store_pending && log->addr - base < 4 * n && !((log->addr - base) & 3))
+		after[(log->addr - base) / 4] = log->after;
+}
+
+void i386_check_indirect(const struct probe *p, const struct i386_regs *after,
+			 const struct access_log *log, unsigned long *w)
+{
+	ool_check_operand(w, &p->site.insn.operand, p->site.insn.len);
+	i386_check_regs(after, w + I386_CHECK_NREGS);
+	for (unsigned i = 0; i < I386_CHECK_OOL_STACK_WORDS; i++)
+		w[I386_CHECK_OOL_STACK_AFTER + i] = w[I386_CHECK_OOL_STACK_BEFORE + i];
+	for (unsigned i = 0; i < I386_CHECK_OOL_MEM_WORDS; i++)
+		w[I386_CHECK_OOL_MEM_AFTER + i] = w[I386_CHECK_OOL_MEM_BEFORE + i];
+	stored(log, (uint32_t)w[I386_CHECK_OOL_STACK], I386_CHECK_OOL_STACK_WORDS,
+	       w + I386_CHECK_OOL_STACK_AFTER);
+	if (w[I386_CHECK_OOL_MEM_STATE] == 1)
+		stored(log, (uint32_t)w[I386_CHECK_OOL_MEM], I386_CHECK_OOL_MEM_WORDS,
+		       w + I386_CHECK_OOL_MEM_AFTER);
+	tracer_record(p, WIRE_EVENT_CHECK, w, I386_CHECK_OOL_WORDS);
 }

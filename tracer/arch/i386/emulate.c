@@ -11,6 +11,14 @@
  * reads EFLAGS, none writes them) and call rel32 (0xe8, which pushes
  * site + 5 as push %ebp pushes, one deferred store below the old ESP).
  * loop/jcxz and the far forms are left out: compilers do not emit them.
+ * And the indirect near call and jmp (FF /2, FF /4: `call *%eax`, `call
+ * *8(%ebx)`, a switch's `jmp *table(,%eax,4)`): the target is a register
+ * or a word loaded through the ModRM/SIB operand (insn.c decodes it), its
+ * address computed from the registers before (ESP too: `call *(%esp)`
+ * reads the word the call is about to cover); a call pushes site + len.
+ * Segment overrides of the flat segments (es cs ss ds, 3e also CET's
+ * notrack) change nothing and are taken; fs/gs (a per-CPU base), 66 and
+ * 67 are refused here, and such a site runs out of line (ool.c).
  *
  * Refused although decodable: enter with a nesting level (its frame-pointer
  * copying is not emulated) and ret imm16 >= 0x8000, which QEMU's CPU
@@ -38,6 +46,7 @@ static void fill(struct i386_site *s, enum i386_site_kind kind, const uint8_t *c
 	s->len = len;
 	s->imm16 = imm16;
 	s->rel = 0;
+	s->operand = (struct i386_operand){ .base = -1, .index = -1 };
 	for (unsigned i = 0; i < sizeof s->orig; i++)
 		s->orig[i] = i < len ? code[i] : 0;
 }
@@ -47,6 +56,54 @@ static const struct { uint8_t opcode, kind; } one_byte_forms[] = {
 	{ 0x5d, I386_POP_EBP }, { 0xc9, I386_LEAVE },
 	{ 0xc3, I386_RET },     { 0x90, I386_NOP },
 };
+
+/* call or jmp through r/m32 (FF /2, FF /4), after the segment overrides
+ * that change nothing in a flat model; anything else that starts so is
+ * no emulated form, and a prefix that changes the call or jmp is refused
+ * with its reason. */
+static int decode_indirect(const uint8_t *code, size_t avail, struct i386_site *s,
+			   const char **why)
+{
+	bool fs_gs = false, size16 = false;
+	size_t n = 0;
+	for (; n < avail && n < I386_INSN_MAX; n++) {
+		uint8_t b = code[n];
+		if (b == 0x64 || b == 0x65)
+			fs_gs = true;
+		else if (b == 0x66 || b == 0x67)
+			size16 = true;
+		else if (!(b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e))
+			break;
+	}
+	if (n + 1 >= avail) {
+		*why = "the instruction is cut off: fewer bytes readable than it needs";
+		return -1;
+	}
+	unsigned reg = (code[n + 1] >> 3) & 7;
+	if (code[n] != 0xff || (reg != 2 && reg != 4)) {
+		*why = "the instruction is not one of the emulated forms (of the FF "
+		       "group, call *r/m32 and jmp *r/m32 are)";
+		return -1;
+	}
+	if (fs_gs) {
+		*why = "an indirect call or jmp with an fs/gs segment override: its "
+		       "per-CPU base is not emulated";
+		return -1;
+	}
+	if (size16) {
+		*why = "an indirect call or jmp with an operand- or address-size "
+		       "prefix (66/67): a 16-bit target or operand is not emulated";
+		return -1;
+	}
+	unsigned len = i386_insn_length(code, avail);
+	if (!len) {
+		*why = "the instruction is cut off: fewer bytes readable than it needs";
+		return -1;
+	}
+	fill(s, reg == 2 ? I386_CALL_IND : I386_JMP_IND, code, (uint8_t)len, 0);
+	i386_modrm_operand(code + n + 1, &s->operand);
+	return 0;
+}
 
 int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
 		const char **why)
@@ -108,6 +165,10 @@ int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
 		}
 		fill(s, I386_ENTER, code, 4, (uint16_t)(code[1] | code[2] << 8));
 		return 0;
+	case 0xff:
+	case 0x26: case 0x2e: case 0x36: case 0x3e:
+	case 0x64: case 0x65: case 0x66: case 0x67:
+		return decode_indirect(code, avail, s, why);
 	case 0xcc:
 		*why = "the site already holds int3 (an armed probe or a breakpoint)";
 		return -1;
@@ -118,7 +179,8 @@ int i386_decode(const uint8_t *code, size_t avail, struct i386_site *s,
 	default:
 		*why = "the instruction is not one of the emulated forms "
 		       "(push/pop %ebp, mov %esp,%ebp after push, leave, ret, "
-		       "ret imm16, enter imm16,0, nop, jmp/jcc/call rel)";
+		       "ret imm16, enter imm16,0, nop, jmp/jcc/call rel, "
+		       "call/jmp *r/m32)";
 		return -1;
 	}
 cut:
@@ -210,6 +272,30 @@ int i386_emulate(const struct i386_site *s, struct i386_regs *r,
 		r->esp = esp - 4;
 		r->eip += s->len + (uint32_t)s->rel;
 		return 0;
+	case I386_CALL_IND:
+	case I386_JMP_IND: {
+		const struct i386_operand *o = &s->operand;
+		const uint32_t regs[8] = { r->eax, r->ecx, r->edx, r->ebx,
+					   esp, r->ebp, r->esi, r->edi };
+		uint32_t target = regs[o->base & 7];
+		if (o->mem) {
+			uint32_t at = i386_operand_address(o, regs);
+			if (m->load32(m->ctx, at, &target)) {
+				*fault_addr = at;
+				return -1;
+			}
+		}
+		if (s->kind == I386_CALL_IND) {
+			uint32_t back = r->eip + s->len;        /* past the call */
+			if (m->write32(m->ctx, esp - 4, back)) {
+				*fault_addr = esp - 4;
+				return -1;
+			}
+			r->esp = esp - 4;
+		}
+		r->eip = target;
+		return 0;
+	}
 	case I386_OOL:                  /* run from its slot, never emulated */
 	case I386_SITE_KIND_COUNT:
 		break;

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "insn.h"               /* struct i386_operand */
 
 /* X(name, what it emulates) — the emulated forms. */
 #define I386_SITE_KINDS(X) \
@@ -35,6 +36,8 @@
 	X(JMP_REL,      "jmp rel8/rel32") \
 	X(JCC,          "jcc rel8/rel32") \
 	X(CALL_REL,     "call rel32") \
+	X(CALL_IND,     "call *r/m32 (through a register or memory)") \
+	X(JMP_IND,      "jmp *r/m32 (through a register or memory)") \
 	X(OOL,          "run out of line (a copy in the probe's slot, ool.c)")
 
 #define I386_KIND_ENUM(name, what) I386_##name,
@@ -48,6 +51,7 @@ struct i386_site {
 			       * JCC: the condition (the opcode's low nibble) */
 	uint8_t  orig[4];     /* the original bytes, len of them (4 at most) */
 	int32_t  rel;         /* JMP_REL, JCC, CALL_REL: target - (site + len) */
+	struct i386_operand operand;   /* CALL_IND, JMP_IND: where the target is */
 };
 
 struct i386_regs {
@@ -55,10 +59,14 @@ struct i386_regs {
 	uint32_t eip, eflags;
 };
 
-/* 32-bit stack accesses; return 0, or -1 if the access would fault. */
+/* 32-bit accesses; return 0, or -1 if the access would fault. read32
+ * and write32 are the stack's; load32 is a load through an instruction's
+ * memory operand (an indirect call's or jmp's target: a table anywhere),
+ * which the guest makes fault-safely. */
 struct i386_mem {
 	int (*read32)(void *ctx, uint32_t addr, uint32_t *value);
 	int (*write32)(void *ctx, uint32_t addr, uint32_t value);
+	int (*load32)(void *ctx, uint32_t addr, uint32_t *value);
 	void *ctx;
 };
 
@@ -73,5 +81,12 @@ int i386_emulate(const struct i386_site *site, struct i386_regs *r,
 		 const struct i386_mem *m, uint32_t *fault_addr);
 
 extern const char *const i386_site_kind_names[I386_SITE_KIND_COUNT];
+
+/* The forms whose target is a register or a word loaded through their
+ * operand: check mode records them as it records an out-of-line site. */
+static inline int i386_indirect(unsigned kind)
+{
+	return kind == I386_CALL_IND || kind == I386_JMP_IND;
+}
 
 #endif

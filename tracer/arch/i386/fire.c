@@ -26,7 +26,12 @@
  *
  * Every stack read the emulation makes is checked against the mapped
  * range first: an instruction whose native execution would fault makes the
- * kernel stop with a message naming the probe, not read garbage.
+ * kernel stop with a message naming the probe, not read garbage. An
+ * indirect call's or jmp's target is loaded under trap_try instead (it may
+ * lie anywhere): a fault there is the trap the instruction would have
+ * raised at the site, and goes to the thread's own trap_try as the
+ * kernel would send it (operand_fault); with none, the kernel stops, as
+ * it would unprobed, with a message naming the probe.
  *
  * A probe program (program.h) reads the trapped state through the
  * tarch_context the fire path hands tracer_fire: the frame's registers
@@ -57,11 +62,26 @@
 
 extern const char tracer_bare_int3[];
 
-/* The general emulator's stack accesses (emulate.h's i386_mem): checked
- * against the mapped range, and the one word touched kept for check mode. */
+/* The broken variant of the indirect forms' emulation (0; tests set it
+ * through the GDB stub, tests/test_indirect.py): CF comes back flipped
+ * after an emulated indirect call or jmp, which check mode must report on
+ * every such firing. Harmless to the traced code, whose targets write CF
+ * before they read it, as the out-of-line slots' broken variant is. */
+volatile unsigned i386_indirect_broken;
+
+/* What the general emulator's accesses (emulate.h's i386_mem) leave: the
+ * one stack word touched, for check mode, and the trap a load through an
+ * instruction's operand raised. */
+struct emulation_memory {
+	struct access_log  log;
+	bool               load_faulted;
+	struct caught_trap load_fault;
+};
+
+/* Stack accesses: checked against the mapped range. */
 static int log_read(void *ctx, uint32_t addr, uint32_t *value)
 {
-	struct access_log *log = ctx;
+	struct access_log *log = &((struct emulation_memory *)ctx)->log;
 	if (!mapped(addr))
 		return -1;
 	*value = *(const volatile uint32_t *)addr;
@@ -73,11 +93,36 @@ static int log_read(void *ctx, uint32_t addr, uint32_t *value)
 /* Stores are deferred: entry.S makes them once the frame has moved. */
 static int log_write(void *ctx, uint32_t addr, uint32_t value)
 {
-	struct access_log *log = ctx;
+	struct access_log *log = &((struct emulation_memory *)ctx)->log;
 	if (!mapped(addr) || log->store_pending)
 		return -1;
 	uint32_t before = *(const volatile uint32_t *)addr;
 	*log = (struct access_log){ addr, before, value, true, true };
+	return 0;
+}
+
+/* A load through an indirect call's or jmp's operand may name any
+ * address (a table, a pointer gone bad): made under trap_try, so a fault
+ * comes back as the trap the instruction itself would have raised. */
+struct operand_load {
+	uint32_t addr, value;
+};
+
+static void load_word(void *arg)
+{
+	struct operand_load *l = arg;
+	l->value = *(const volatile uint32_t *)l->addr;
+}
+
+static int operand_load(void *ctx, uint32_t addr, uint32_t *value)
+{
+	struct emulation_memory *em = ctx;
+	struct operand_load l = { addr, 0 };
+	if (trap_try(load_word, &l, &em->load_fault)) {
+		em->load_faulted = true;
+		return -1;
+	}
+	*value = l.value;
 	return 0;
 }
 
@@ -197,6 +242,26 @@ static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
 	      i386_site_kind_names[p->site.insn.kind], addr);
 }
 
+/* An indirect call's or jmp's target load faulted: the instruction, run
+ * natively, would have raised that trap at the site, before changing
+ * anything. So it goes where the kernel would send it: to the thread's
+ * innermost trap_try (its landing pad, the trap recorded with the site as
+ * its PC). With no try active the kernel would stop on that trap; it stops
+ * here, the probe saying what happened. */
+static void operand_fault(const struct probe *p, struct trapframe *tf,
+			  struct caught_trap *trap)
+{
+	trap->pc = p->addr;
+	uintptr_t landing = trap_try_intercept(trap);
+	if (!landing)
+		panic("probe %u at 0x%x (%s): the load of its target faults at 0x%x "
+		      "(%s, error 0x%x) and no trap_try of this thread catches it: "
+		      "run unprobed, the instruction stops the kernel on that trap",
+		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind],
+		      (unsigned)trap->fault_addr, trap->name, (unsigned)trap->error);
+	tf->eip = (uint32_t)landing;
+}
+
 /* Emulate p's instruction on the trapped state; an ESP it moved goes to
  * tf->resume_esp, with the deferred stack store (trapframe.h). Out of
  * line: the hook's own frame stays the small one its inline entry forms
@@ -207,10 +272,12 @@ static __attribute__((noinline)) void emulate(const struct probe *p, struct trap
 		return;
 
 	struct i386_regs r;
-	struct access_log log = { 0 };
-	const struct i386_mem mem = { log_read, log_write, &log };
+	struct emulation_memory em = { 0 };
+	const struct access_log *log = &em.log;
+	const struct i386_mem mem = { log_read, log_write, operand_load, &em };
 	uint32_t fault = 0;
-	unsigned long w[I386_CHECK_WORDS];
+	unsigned long w[I386_CHECK_OOL_WORDS];  /* the longer layout: indirect forms' */
+	_Static_assert(I386_CHECK_OOL_WORDS >= I386_CHECK_WORDS, "fire.c: w holds either record");
 
 	i386_regs_from_frame(tf, (uint32_t)p->addr, &r);
 	if (tracer_check_mode)
@@ -218,24 +285,32 @@ static __attribute__((noinline)) void emulate(const struct probe *p, struct trap
 	uint32_t old_sp = r.esp;
 	struct i386_site push_alone = { .kind = I386_PUSH_EBP, .len = 1 };
 	const struct i386_site *insn = p->site.split ? &push_alone : &p->site.insn;
-	if (i386_emulate(insn, &r, &mem, &fault) != 0)
-		emulation_fault(p, fault);
+	if (i386_emulate(insn, &r, &mem, &fault) != 0) {
+		if (!em.load_faulted)
+			emulation_fault(p, fault);
+		operand_fault(p, tf, &em.load_fault);
+		return;
+	}
+	if (i386_indirect_broken && i386_indirect(insn->kind))
+		r.eflags ^= 1;                  /* CF */
 
-	if (tracer_check_mode)
-		i386_check_emulation(p, &r, &log, w);
+	if (tracer_check_mode && i386_indirect(insn->kind))
+		i386_check_indirect(p, &r, log, w);
+	else if (tracer_check_mode)
+		i386_check_emulation(p, &r, log, w);
 
 	tf->eax = r.eax; tf->ecx = r.ecx; tf->edx = r.edx; tf->ebx = r.ebx;
 	tf->ebp = r.ebp; tf->esi = r.esi; tf->edi = r.edi;
 	tf->eip = r.eip; tf->eflags = r.eflags;
-	if (r.esp == old_sp && !log.store_pending)
+	if (r.esp == old_sp && !log->store_pending)
 		return;
 	/* push and enter store below the old ESP, inside the frame: only a
 	 * move makes the store (entry.S), and every form that stores moves. */
 	if (r.esp == old_sp)
 		panic("probe %u at 0x%x (%s): a stack store without a move of ESP",
 		      p->id, (unsigned)p->addr, i386_site_kind_names[p->site.insn.kind]);
-	tf->vector = log.store_pending ? log.addr : 0;
-	tf->error = log.after;
+	tf->vector = log->store_pending ? log->addr : 0;
+	tf->error = log->after;
 	tf->resume_esp = r.esp;
 }
 

@@ -88,6 +88,11 @@ void i386_check_regs(const struct i386_regs *r, unsigned long *w);
 bool i386_emulate_entry_checked(const struct probe *p, struct trapframe *tf);
 void i386_check_emulation(const struct probe *p, const struct i386_regs *after,
 			  const struct access_log *log, unsigned long *w);
+/* check.c: the record of an emulated indirect call or jmp, in the
+ * out-of-line layout (check.h's I386_CHECK_OOL; w holds the registers
+ * before and room for I386_CHECK_OOL_WORDS). */
+void i386_check_indirect(const struct probe *p, const struct i386_regs *after,
+			 const struct access_log *log, unsigned long *w);
 
 /* step.c: byte 0 of an int3 site, stored in order with the baseline's
  * own stores; a step probe's firing; its #DB hook. */

@@ -13,9 +13,11 @@
  *   - relative jumps, jcc, loop/jcxz and calls (their target is relative
  *     to where they run), and indirect or far calls (the return address
  *     they push would be the slot's): emulate.c emulates jmp, jcc and
- *     call rel, and those never come here; an indirect near call runs
- *     out of line rewritten (i386_insn_indirect_call: push the return
- *     address, then jmp through the same operand);
+ *     call rel, and the indirect near call and jmp, and those never come
+ *     here; but for one emulate.c refuses (an fs/gs override, a 16-bit
+ *     form), an indirect near call runs out of line rewritten
+ *     (i386_insn_indirect_call: push the return address, then jmp
+ *     through the same operand);
  *   - instructions that trap by design (int3, int n, into, bound, ud0/1/2,
  *     icebp): their handlers read the trapping EIP, which would be the
  *     slot's;
@@ -32,8 +34,8 @@
  *     I/O (in/out/ins/outs): an I/O watch's #DB would name the slot.
  * Anything else — ALU, moves, loads and stores through any addressing
  * mode, string instructions, x87/MMX/SSE, locked read-modify-writes,
- * indirect jmp (whose target is absolute), cpuid, rdtsc — runs the same
- * from the slot.
+ * indirect jmp (whose target is absolute; emulate.c takes all but the
+ * fs/gs and 16-bit ones), cpuid, rdtsc — runs the same from the slot.
  */
 #include "insn.h"
 
@@ -436,10 +438,19 @@ int i386_insn_operand(const uint8_t *code, size_t avail,
 				    (uint32_t)code[s.len - 2] << 16 | (uint32_t)code[s.len - 1] << 24);
 		return 0;
 	}
-	if (!mem)
-		return 0;
-	const uint8_t *m = code + s.modrm_at;
+	if (mem)
+		i386_modrm_operand(code + s.modrm_at, o);
+	return 0;
+}
+
+void i386_modrm_operand(const uint8_t *m, struct i386_operand *o)
+{
 	unsigned mod = m[0] >> 6, rm = m[0] & 7, at = 1;
+	*o = (struct i386_operand){ .base = -1, .index = -1 };
+	if (mod == 3) {
+		o->base = (int8_t)rm;   /* a register: its number, no memory */
+		return;
+	}
 	o->mem = 1;
 	if (rm == 4) {
 		unsigned sib = m[1], base = sib & 7, index = (sib >> 3) & 7;
@@ -459,7 +470,6 @@ int i386_insn_operand(const uint8_t *code, size_t avail,
 	else if (mod == 2)
 		o->disp = (int32_t)((uint32_t)m[at] | (uint32_t)m[at + 1] << 8 |
 				    (uint32_t)m[at + 2] << 16 | (uint32_t)m[at + 3] << 24);
-	return 0;
 }
 
 uint32_t i386_operand_address(const struct i386_operand *o, const uint32_t regs[8])

@@ -64,4 +64,10 @@ int i386_insn_operand(const uint8_t *code, size_t avail,
 /* The operand's effective address, regs in ModRM order. */
 uint32_t i386_operand_address(const struct i386_operand *o, const uint32_t regs[8]);
 
+/* The operand a ModRM byte names (m[0], then its SIB and displacement,
+ * which must be readable): memory (mem 1, base, index, scale, disp), or
+ * for mod 3 a register (mem 0, base its number). Check mode's operands
+ * and the emulated indirect call and jmp (emulate.c) read it here. */
+void i386_modrm_operand(const uint8_t *m, struct i386_operand *o);
+
 #endif

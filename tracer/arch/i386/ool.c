@@ -17,10 +17,11 @@
  *
  * so the instruction runs natively on exactly the state it would have
  * met, and the jmp goes on at the next instruction — Linux's boosted
- * kprobe, without its single-step. An indirect call's copy is rewritten
- * (insn.c's i386_insn_indirect_call): `pushl $site+len; jmp *operand`,
- * the return address the call itself would push, so the callee returns
- * past the site and the slot's jmp back is never reached.
+ * kprobe, without its single-step. An indirect call emulate.c does not
+ * take (an fs/gs override, a 16-bit one) has its copy rewritten (insn.c's
+ * i386_insn_indirect_call): `pushl $site+len; jmp *operand`, the return
+ * address the call itself would push, so the callee returns past the
+ * site and the slot's jmp back is never reached.
  *
  * Lossless as emulation is: the site keeps its trap while armed, and a
  * slot is written before its probe is armed and never while it is (one

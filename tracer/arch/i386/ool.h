@@ -26,6 +26,12 @@ void ool_check_slot(const struct probe *p, uint8_t *want);
  * state before, kept for this CPU; interrupts stay masked until the int3
  * after the copy. */
 void ool_check_before(const struct probe *p, struct trapframe *tf);
+/* The rest of an I386_CHECK_OOL record (check.h) after its "before"
+ * registers (in w): len, the stack window around ESP and operand o's
+ * words from its effective address (o->mem 0: none), read now, as
+ * before. The emulated indirect call and jmp record so too (check.c). */
+struct i386_operand;
+void ool_check_operand(unsigned long *w, const struct i386_operand *o, unsigned len);
 /* Whether check mode can record what p's instruction does; why if not. */
 int ool_checkable(const struct probe *p, const char **why);
 /* Registers the int3 hook of the checked slots; at init, after the

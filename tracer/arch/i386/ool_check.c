@@ -85,7 +85,8 @@ int ool_checkable(const struct probe *p, const char **why)
 {
 	struct i386_operand o;
 	if (p->site.icall) {
-		*why = "check mode: an indirect call run out of line leaves the slot "
+		*why = "check mode: an indirect call run out of line (one with an fs/gs "
+		       "override or 16 bits, which emulate.c refuses) leaves the slot "
 		       "(push, jmp) before the trap that records the state after it";
 		return -1;
 	}
@@ -121,6 +122,25 @@ static void memory(unsigned long *w, unsigned at_stack, unsigned at_mem)
 		words((uint32_t)w[I386_CHECK_OOL_MEM], I386_CHECK_OOL_MEM_WORDS, w + at_mem);
 }
 
+void ool_check_operand(unsigned long *w, const struct i386_operand *o, unsigned len)
+{
+	uint32_t r[8];
+	for (unsigned i = 0; i < 8; i++)
+		r[i] = (uint32_t)w[I386_CHECK_EAX + i];
+	uint32_t ea = 0, state = 0;
+	if (o->mem) {
+		ea = i386_operand_address(o, r);
+		state = in_ram(ea, 4 * I386_CHECK_OOL_MEM_WORDS) ? 1 : 2;
+	}
+	w[I386_CHECK_OOL_LEN] = len;
+	w[I386_CHECK_OOL_STACK] = r[I386_CHECK_ESP] - 4 * I386_CHECK_OOL_STACK_BELOW;
+	w[I386_CHECK_OOL_MEM] = ea;
+	w[I386_CHECK_OOL_MEM_STATE] = state;
+	for (unsigned i = 0; i < I386_CHECK_OOL_MEM_WORDS; i++)
+		w[I386_CHECK_OOL_MEM_BEFORE + i] = w[I386_CHECK_OOL_MEM_AFTER + i] = 0;
+	memory(w, I386_CHECK_OOL_STACK_BEFORE, I386_CHECK_OOL_MEM_BEFORE);
+}
+
 void ool_check_before(const struct probe *p, struct trapframe *tf)
 {
 	struct ool_before *b = &before[this_cpu()->id];
@@ -128,23 +148,11 @@ void ool_check_before(const struct probe *p, struct trapframe *tf)
 	i386_check_frame(tf, (uint32_t)p->addr, tf->eflags, w);
 	tf->eflags &= ~(uint32_t)EFLAGS_IF;     /* before the reads: the window may hold it */
 
-	uint32_t r[8];
-	for (unsigned i = 0; i < 8; i++)
-		r[i] = (uint32_t)w[I386_CHECK_EAX + i];
 	struct i386_operand o;
 	const char *why;
-	uint32_t ea = 0, state = 0;
-	if (i386_insn_operand(p->site.copy, p->site.insn.len, &o, &why) == 0 && o.mem) {
-		ea = i386_operand_address(&o, r);
-		state = in_ram(ea, 4 * I386_CHECK_OOL_MEM_WORDS) ? 1 : 2;
-	}
-	w[I386_CHECK_OOL_LEN] = p->site.insn.len;
-	w[I386_CHECK_OOL_STACK] = r[I386_CHECK_ESP] - 4 * I386_CHECK_OOL_STACK_BELOW;
-	w[I386_CHECK_OOL_MEM] = ea;
-	w[I386_CHECK_OOL_MEM_STATE] = state;
-	for (unsigned i = 0; i < I386_CHECK_OOL_MEM_WORDS; i++)
-		w[I386_CHECK_OOL_MEM_BEFORE + i] = w[I386_CHECK_OOL_MEM_AFTER + i] = 0;
-	memory(w, I386_CHECK_OOL_STACK_BEFORE, I386_CHECK_OOL_MEM_BEFORE);
+	if (i386_insn_operand(p->site.copy, p->site.insn.len, &o, &why) != 0)
+		o.mem = 0;
+	ool_check_operand(w, &o, p->site.insn.len);
 	b->probe = p;
 }
 
