@@ -16,7 +16,11 @@
  * window entered from trap_entry's call of trap_dispatch is an interrupt's:
  * the walk hops to the interrupted code, its PC from the trap frame (in
  * the trap window's %l7), then its callers from its %sp on (its %o7 may
- * be a leaf's caller or a stale call: left out, as a non-leaf). The trapped window's save area is the one
+ * be a leaf's caller or a stale call: left out, as a non-leaf). A sample's
+ * interrupted PC is no probe site whose kind tells: its %o7 goes in marked
+ * WIRE_STACK_LEAF_CALLER, and the host, which holds the function's code,
+ * keeps it only if no `save` precedes the PC in its function (illumos
+ * scans the function for its `save` the same way). The trapped window's save area is the one
  * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
  * never in a stack. Each address goes through tracer_real_return.
  */
@@ -43,6 +47,15 @@ static bool add(struct stack_walk *w, uintptr_t pc)
 	if (!pc || w->n >= w->max)
 		return false;
 	w->pcs[w->n++] = tracer_real_return(w->thread, 0, pc);   /* no trampolines */
+	return true;
+}
+
+/* A sample's %o7: its caller if the interrupted code is a leaf (see the top). */
+static bool add_leaf_caller(struct stack_walk *w, uintptr_t o7)
+{
+	if (!o7 || w->n >= w->max)
+		return o7 == 0;                  /* nothing there: walk on */
+	w->pcs[w->n++] = tracer_real_return(w->thread, 0, o7) | WIRE_STACK_LEAF_CALLER;
 	return true;
 }
 
@@ -77,7 +90,8 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 	if (!ins)
 		return 0;
 	flushw();
-	if (p->kind == WIRE_EVENT_SAMPLE && !add(&w, ctx->tf->tpc))
+	if (p->kind == WIRE_EVENT_SAMPLE && (!add(&w, ctx->tf->tpc) ||
+					      !add_leaf_caller(&w, ctx->tf->o[7])))
 		return w.n;                          /* the interrupted PC first */
 	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
 		return w.n;
