@@ -83,6 +83,7 @@ class Compiled:
     begin: list                # host clauses' actions
     end: list
     uses_exit: bool = False
+    sampler: object = None     # the profile-N/tick-N probe (probes.SampleProbe)
 
     def rpn(self) -> str:
         out = []

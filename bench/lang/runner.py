@@ -6,7 +6,10 @@ scripts in one boot.
 
 loader() gives what the traced run calls once the probes are added: every
 group's program checked into its slot and attached to the group's probes
-the guest kept. run_scripts() compiles every script first (a refused one
+the guest kept, and a profile/tick group's slot given to the sampler.
+probe_names() and frames() are what output.py names keys with: the
+probes by id (the sampler's WIRE_NO_PROBE among them) and the run's
+stacks (sparc64's leaf callers settled) with the image's symbols. run_scripts() compiles every script first (a refused one
 is an error before anything boots), then boots one guest and runs each in
 turn — probes added, programs loaded, enabled, the workload run, disabled,
 flushed, its own frames decoded, probes and programs cleared — so that a
@@ -21,9 +24,10 @@ from dataclasses import dataclass
 from ..guest.backend import open_guest
 from ..guest import build
 from ..program import load as program_load
+from ..trace import stacks
 from ..trace.image import load_image
 from ..trace.session import open_session
-from . import codegen, output
+from . import codegen, output, stackkeys
 from .parser import parse
 
 
@@ -34,6 +38,11 @@ def loader(compiled):
         session.programs = {}
         for g in compiled.groups:
             ids = [p.id for p in g.probes if p.id in kept]
+            if compiled.sampler in g.probes:         # run by `profile`, no site
+                program_load.load(session.guest, g.program, g.slot)
+                session.programs[g.slot] = g.program
+                session.sample_slot = g.slot
+                continue
             if not ids:
                 continue
             program_load.load(session.guest, g.program, g.slot)
@@ -45,6 +54,22 @@ def loader(compiled):
     return load
 
 
+def probe_names(compiled, probes) -> dict:
+    """id -> probe of a run's probes, the sampler's (WIRE_NO_PROBE) too."""
+    out = {p.id: p for p in probes}
+    if compiled.sampler is not None:
+        out[compiled.sampler.id] = compiled.sampler
+    return out
+
+
+def frames(cap, image) -> stackkeys.Frames:
+    """What stack() and func() keys are named with: the capture's stacks,
+    their leaf callers settled (Session.finish does it for `trace`), and
+    the image's symbols."""
+    return stackkeys.Frames(stacks.settle_leaf_callers(cap.stacks, image),
+                            stacks.Symbolizer(image))
+
+
 @dataclass
 class Outcome:
     compiled: object
@@ -53,6 +78,7 @@ class Outcome:
     capture: object
     reply: object
     probes: dict           # id -> sites.Probe
+    samples: str = ""      # a profile/tick script's `profile off` reply
 
     def values(self, name: str = "") -> dict:
         """{keys tuple: value} of one aggregation (a lone key unwrapped)."""
@@ -89,19 +115,21 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
         s = open_session(g)
         for c, line in compiled:
             since = len(g.trace_frames)
-            s.setup(c.spec, mechanism, strict=False)
+            s.setup(c.spec, mechanism, strict=False, loads_programs=True)
             loader(c)(s)
             s.enable(True)
             r = s.cmd(f"run {line}")
             s.enable(False)
             s.must("trace flush", timeout=timeout)
+            report = s.sample_report
             cap = g.capture(since)
-            probes = {p.id: p for p in s.probes}
-            tables = output.merge(c, cap.aggs, probes, arch.word_bytes)
+            probes = probe_names(c, s.probes)
+            tables = output.merge(c, cap.aggs, probes, arch.word_bytes,
+                                  frames(cap, s.image))
             printed = output.printf_lines(c, cap.events, probes, g.byte_order,
                                           arch.word_bytes, True)
             printed += output.apply_end(tables, c.end)
-            outs.append(Outcome(c, tables, printed, cap, r, probes))
+            outs.append(Outcome(c, tables, printed, cap, r, probes, report))
             s.must("probe clear")
             s.must("program clear")
         g.exit(0)
