@@ -14,9 +14,13 @@ from collections import Counter
 import pytest
 
 from bench import arches
+from bench.guest import build
 from bench.guest.qemu import Guest
+from bench.lang.runner import run_scripts
 from bench.program import aggregate, asm, load
+from bench.trace import stacks
 from bench.trace.image import load_image
+from conftest import REPO
 
 HZ = 997
 BY_PC = "arg 0\nstack 4\ncount @pc, 2\nabort\n"
@@ -150,3 +154,66 @@ def test_the_spec_names_sampling_probes_as_dtrace_does():
     for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97"):
         with pytest.raises(sites.SpecError):
             sites.parse_spec(bad)
+
+
+LEAF_RUN = "leafloop threads=2 rounds={rounds} chunk=20000"
+
+
+def leaf_caller_problems(rows: dict, image) -> list[str]:
+    """Samples in leafloop's two loops whose next frame is not the call in
+    lf_thread: lf_leaf's caller lives only in %o7 (no save), lf_framed's in
+    %i7 (its %o7 stale)."""
+    sym = stacks.Symbolizer(image)
+    bad = []
+    for pcs, n in rows.items():
+        first = image.function_at(pcs[0]) if pcs else None
+        if first is None or first.name not in ("lf_leaf", "lf_framed"):
+            continue
+        caller = sym.function(pcs[1]) if len(pcs) > 1 else None
+        if caller is None or caller.name != "lf_thread" or stacks.check_frames(pcs[1:2],
+                                                                             image):
+            bad.append(f"{n} samples in {first.name}: next frame "
+                       f"{sym.frame(pcs[1]) if len(pcs) > 1 else 'none'}")
+    return bad
+
+
+def leaf_rows(outcome, image, keep=None) -> dict:
+    """{PCs: samples} of the leaf run's `@[stack(3)]`, its candidate
+    callers settled by keep (default: bench/trace/stacks.py's rule)."""
+    settled = stacks.settle_leaf_callers(outcome.capture.stacks, image, keep)
+    rows = Counter()
+    for e in outcome.capture.aggs:
+        rows[settled.get(e["key"][0])] += e["count"]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def leaf_run(built):
+    """sparc64: profile-997 by stack(3) over leafloop, in D (400 rounds gave
+    276 samples, 245 of them in the two loops: 800 for margin)."""
+    a = arches.get("sparc64")
+    built("sparc64")
+    (o,) = run_scripts(a, [("profile-997 { @[stack(3)] = count(); }",
+                            LEAF_RUN.format(rounds=800))],
+                       workload=REPO / "tests/workloads/leafloop.c", label="profile-leaf")
+    elf = build.user_image(a, REPO / "tests/workloads/leafloop.c").parent / a.symbols
+    return o, load_image(elf)
+
+
+def test_a_sampled_sparc64_leaf_keeps_its_caller(leaf_run):
+    o, image = leaf_run
+    rows = leaf_rows(o, image)
+    by = Counter()
+    for pcs, n in rows.items():
+        f = image.function_at(pcs[0]) if pcs else None
+        by[f.name if f else "?"] += n
+    assert by["lf_leaf"] > 50 and by["lf_framed"] > 50, by.most_common(6)
+    assert not leaf_caller_problems(rows, image)
+
+
+def test_a_walk_that_always_drops_or_always_keeps_o7_is_caught(leaf_run):
+    o, image = leaf_run
+    dropped = leaf_rows(o, image, keep=lambda pc, img: False)
+    kept = leaf_rows(o, image, keep=lambda pc, img: True)
+    assert any("lf_leaf" in p for p in leaf_caller_problems(dropped, image))
+    assert any("lf_framed" in p for p in leaf_caller_problems(kept, image))
