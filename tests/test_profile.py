@@ -151,7 +151,12 @@ def test_the_spec_names_sampling_probes_as_dtrace_does():
         ("fbt:ct_add:entry", [("one", 100)])
     assert sites.split_samplers("profile:::profile-4999")[1] == [("all", 4999)]
     assert sites.parse_spec("profile-997") == []
-    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97"):
+    # DTrace's suffixes: a rate in hz, or a period whose inverse is the rate.
+    assert [sites.split_samplers(s)[1] for s in
+            ("tick-1s", "tick-100ms", "tick-997hz", "profile-250us", "tick-1sec")] == \
+        [[("one", 1)], [("one", 10)], [("one", 997)], [("all", 4000)], [("one", 1)]]
+    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97", "tick-3ms",
+                "tick-2s", "tick-1m", "tick-10furlongs", "profile-10us"):
         with pytest.raises(sites.SpecError):
             sites.parse_spec(bad)
 
