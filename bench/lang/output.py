@@ -15,9 +15,9 @@ are one row), then each table is sorted by value, ascending, as DTrace
 does; quantize and lquantize print as distributions. A stack() key
 prints as its frames, one per line, and func() as a function
 (stackkeys.py, given the run's stacks and symbols as a Frames); a row
-keeps its keys' raw values (a stack's PCs) beside their text. END's trunc() keeps
-the largest rows, clear() zeroes the values. to_json gives the same
-tables as data.
+keeps its keys' raw values (a stack's PCs) beside their text. END's
+trunc() keeps the largest rows, clear() zeroes the values. to_json gives
+the same tables as data.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ group's program checked into its slot and attached to the group's probes
 the guest kept, and a profile/tick group's slot given to the sampler.
 probe_names() and frames() are what output.py names keys with: the
 probes by id (the sampler's WIRE_NO_PROBE among them) and the run's
-stacks (sparc64's leaf callers settled) with the image's symbols. run_scripts() compiles every script first (a refused one
+stacks (sparc64's leaf callers settled) with the image's symbols.
+run_scripts() compiles every script first (a refused one
 is an error before anything boots), then boots one guest and runs each in
 turn — probes added, programs loaded, enabled, the workload run, disabled,
 flushed, its own frames decoded, probes and programs cleared — so that a

@@ -15,14 +15,16 @@
  * stack and above the last, to a new thread's zeroed first frame. A
  * window entered from trap_entry's call of trap_dispatch is an interrupt's:
  * the walk hops to the interrupted code, its PC from the trap frame (in
- * the trap window's %l7), then its callers from its %sp on (its %o7 may
- * be a leaf's caller or a stale call: left out, as a non-leaf). A sample's
- * interrupted PC is no probe site whose kind tells: its %o7 goes in marked
- * WIRE_STACK_LEAF_CALLER, and the host, which holds the function's code,
- * keeps it only if no `save` precedes the PC in its function (illumos
- * scans the function for its `save` the same way). The trapped window's save area is the one
- * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
- * never in a stack. Each address goes through tracer_real_return.
+ * the trap window's %l7), then its callers from its %sp on. Where the
+ * walk starts or hops at an interrupted PC (a sample, or a probe in an
+ * interrupt handler) no probe site's kind tells a leaf: that code's %o7 is
+ * its caller if it has not run its `save` yet, else a stale call. It goes
+ * in marked WIRE_STACK_LEAF_CALLER, and the host, which holds the
+ * function's code, keeps it only if no `save` precedes the PC in its
+ * function, as illumos scans a function for its `save`. The trapped
+ * window's save area is the one trap_entry filled (trapframe_reg_read), so
+ * the tracer's own windows are never in a stack. Each address goes through
+ * tracer_real_return.
  */
 #include "arch.h"
 #include "arch/arch_sparc64.h"
@@ -50,7 +52,7 @@ static bool add(struct stack_walk *w, uintptr_t pc)
 	return true;
 }
 
-/* A sample's %o7: its caller if the interrupted code is a leaf (see the top). */
+/* An interrupted PC's %o7: its caller if that code is a leaf (see the top). */
 static bool add_leaf_caller(struct stack_walk *w, uintptr_t o7)
 {
 	if (!o7 || w->n >= w->max)
@@ -105,12 +107,12 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 			break;
 		if (ret == (uintptr_t)trap_dispatch_called) {
 			/* the trap's window below holds the frame in %l7; the
-			 * interrupted code's %o7 is not known to be a caller */
+			 * interrupted code's %o7 is a candidate caller */
 			uintptr_t frame;
 			if (!stack_word(&w, next + STACK_BIAS + SAVE_L7, &frame))
 				break;
 			const struct trapframe *tf = (const struct trapframe *)frame;
-			if (!add(&w, tf->tpc))
+			if (!add(&w, tf->tpc) || !add_leaf_caller(&w, tf->o[7]))
 				break;
 			last = next;
 			fp = tf->o[6];
