@@ -5,7 +5,8 @@ both arches, in one boot per arch (bench/lang/runner.py):
   known (tests/test_stacks.py's expected_paths), so each distinct stack
   must come with exactly the calls made through it, and every frame be a
   call site of the ELF; it prints as DTrace prints a stack, and folds
-  into FlameGraph's paths with the same counts;
+  into FlameGraph's paths with the same counts, which `trace --folded`
+  and `--flamegraph` write (each ct_mid frame as wide as its path's calls);
 - `@[probefunc, stack(3)]` on every ct_* entry: each function's rows add up
   to its calls (tests/test_lang_guest.py's truth; ct_thread and
   ct_counts_ok match too, uncounted there), no stack past 3 frames,
@@ -20,6 +21,7 @@ The broken variants at the end show the same checks fail on a stack with a
 frame skipped and on a profile that misattributes samples.
 """
 
+import re
 from collections import Counter
 
 import pytest
@@ -136,3 +138,29 @@ def test_the_checks_catch_a_skipped_frame_and_a_misattributed_sample(arch, runs)
     for r in got["profile"].tables[""].values():
         by[r.keys[0].split("`")[-1]] += r.count
     assert share_problem(Counter(ps_heavy=by["ps_heavy"], ps_light=2 * by["ps_light"]))
+
+
+def test_trace_writes_folded_stacks_and_a_flame_graph(arch, runs, tmp_path):
+    """`bench trace --folded F --flamegraph G` on a stack() aggregation."""
+    from types import SimpleNamespace as NS
+    from bench.commands import dtrace
+    o = runs(arch)["paths"]
+    sym = stacks.Symbolizer(load_image(arches.get(arch).elf()))
+    args = NS(folded=str(tmp_path / "ct.folded"), flamegraph=str(tmp_path / "ct.svg"))
+    dtrace._write_flames(args, o.compiled, o.tables, sym, PATHS[1])
+    lines = (tmp_path / "ct.folded").read_text().splitlines()
+    counts = Counter()
+    for ln in lines:
+        path, n = ln.rsplit(" ", 1)
+        counts[path.split(";")[-1]] += int(n)
+    want = expected_paths(THREADS, ITERS, DEPTH)
+    assert sum(counts.values()) == sum(want.values()), lines
+    callers = Counter()
+    for names, n in want.items():
+        callers[names[0]] += n
+    assert counts == callers, (counts, callers)
+    # ct_mid's frames in the picture: one per path through it, as wide as
+    # that path's calls.
+    svg = (tmp_path / "ct.svg").read_text()
+    mids = [int(n) for n in re.findall(r"<title>ct_mid \((\d+) samples", svg)]
+    assert sorted(mids) == sorted(n for names, n in want.items() if names[0] == "ct_mid")
