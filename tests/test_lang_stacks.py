@@ -13,12 +13,15 @@ both arches, in one boot per arch (bench/lang/runner.py):
   the probed function the leaf of each folded path;
 - `profile-997 { @[func(arg0)] = count(); }` on profsplit: ps_heavy takes
   75 % ± 3 points of the samples in the two loops (tests/test_profile.py's
-  truth, some 4,000 samples), and every sample is counted once;
-- `tick-997hz { @[cpu, probename, arg1] = count(); }`: cpu0 alone, probename
-  tick-997hz, arg1 (the user PC) 0.
+  truth, some 4,000 samples), every sample is counted once, and each CPU
+  takes rate × time samples (± 5 %);
+- `tick-997hz { @[cpu, probefunc, probename, arg1] = count(); }`: cpu0
+  alone, probefunc empty, probename tick-997hz, arg1 (the user PC) 0, as
+  DTrace gives them.
 
 The broken variants at the end show the same checks fail on a stack with a
-frame skipped and on a profile that misattributes samples.
+frame skipped, on a profile that misattributes samples and on one that
+drops a third of them.
 """
 
 import re
@@ -32,7 +35,7 @@ from bench.lang.runner import run_scripts
 from bench.trace import stacks
 from bench.trace.image import load_image
 from test_lang_guest import ALL
-from test_profile import share_problem
+from test_profile import count_problems, share_problem
 from test_stacks import expected_paths, paths_of
 
 THREADS, ITERS, DEPTH = 3, 40, 2
@@ -40,7 +43,7 @@ PATHS = ("fbt::ct_add:entry { @[stack()] = count(); }",
          f"calltree threads={THREADS} iters={ITERS} depth={DEPTH} ref=0")
 CALLERS = ("fbt::ct_*:entry { @[probefunc, stack(3)] = count(); }",
            "calltree threads=2 iters=20 ref=0")
-TICK = ("tick-997hz { @[cpu, probename, arg1] = count(); }",
+TICK = ("tick-997hz { @[cpu, probefunc, probename, arg1] = count(); }",
         "profsplit threads=2 rounds=300 chunk=20000")
 
 
@@ -118,13 +121,16 @@ def test_profile_997_by_func_arg0_gives_the_known_split(arch, runs):
     faults = int(o.samples.split("faults=")[1].split()[0]) if "faults=" in o.samples else 0
     assert sum(by.values()) == samples - faults, (o.samples, sum(by.values()))
     assert samples > 3000, o.samples
+    per_cpu = [int(x) for x in o.samples.split("samples=")[1].split()[0].split(",")]
+    cycles = int(o.samples.split("cycles=")[1].split()[0])
+    assert len(per_cpu) == min(2, arches.get(arch).max_smp)
+    assert not count_problems(per_cpu, cycles, o.cycles_hz), (o.samples, o.cycles_hz)
 
 
 def test_tick_samples_cpu0_with_dtrace_names(arch, runs):
     o = runs(arch)["tick"]
     keys = o.values()
-    assert keys and all(k[0] == "cpu0" and k[1] == "tick-997hz" and k[2] == "0"
-                        for k in keys), keys
+    assert keys and all(k == ("cpu0", "", "tick-997hz", "0") for k in keys), keys
     assert sum(keys.values()) > 50, keys
 
 
@@ -138,6 +144,10 @@ def test_the_checks_catch_a_skipped_frame_and_a_misattributed_sample(arch, runs)
     for r in got["profile"].tables[""].values():
         by[r.keys[0].split("`")[-1]] += r.count
     assert share_problem(Counter(ps_heavy=by["ps_heavy"], ps_light=2 * by["ps_light"]))
+    o = got["profile"]
+    per_cpu = [int(x) for x in o.samples.split("samples=")[1].split()[0].split(",")]
+    cycles = int(o.samples.split("cycles=")[1].split()[0])
+    assert count_problems([n * 2 // 3 for n in per_cpu], cycles, o.cycles_hz)
 
 
 def test_trace_writes_folded_stacks_and_a_flame_graph(arch, runs, tmp_path):

@@ -80,6 +80,7 @@ class Outcome:
     reply: object
     probes: dict           # id -> sites.Probe
     samples: str = ""      # a profile/tick script's `profile off` reply
+    cycles_hz: int = 0     # the guest's cycle counter rate (the reply's cycles=)
 
     def values(self, name: str = "") -> dict:
         """{keys tuple: value} of one aggregation (a lone key unwrapped)."""
@@ -130,7 +131,8 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
             printed = output.printf_lines(c, cap.events, probes, g.byte_order,
                                           arch.word_bytes, True)
             printed += output.apply_end(tables, c.end)
-            outs.append(Outcome(c, tables, printed, cap, r, probes, report))
+            outs.append(Outcome(c, tables, printed, cap, r, probes, report,
+                                g.hello["cycles_hz"]))
             s.must("probe clear")
             s.must("program clear")
         g.exit(0)
