@@ -174,3 +174,19 @@ def test_trace_writes_folded_stacks_and_a_flame_graph(arch, runs, tmp_path):
     svg = (tmp_path / "ct.svg").read_text()
     mids = [int(n) for n in re.findall(r"<title>ct_mid \((\d+) samples", svg)]
     assert sorted(mids) == sorted(n for names, n in want.items() if names[0] == "ct_mid")
+
+
+@pytest.mark.parametrize("name", ["stack", "profile"])
+def test_the_stack_examples_compile_to_their_rpn_namesakes(built, name):
+    """bench/scripts/stack.d and profile.d are bench/programs/stack.rpn and
+    profile.rpn in D: the same operations on the same operands."""
+    from bench.lang.runner import compile_text
+    from bench.paths import PROGRAMS
+    from bench.program import asm
+    built("i386")
+    a = arches.get("i386")
+    d = compile_text((PROGRAMS.parent / "scripts" / f"{name}.d").read_text(), a, "int3")
+    rpn = asm.assemble((PROGRAMS / f"{name}.rpn").read_text(), a, name)
+    assert [(i.op, i.a, i.b) for i in d.groups[0].program.insns] == \
+        [(i.op, i.a, i.b) for i in rpn.insns]
+    assert [x.kind for x in d.groups[0].program.aggs] == [x.kind for x in rpn.aggs]

@@ -63,8 +63,8 @@ def frames(gen, e) -> int:
 def key_value(gen, e) -> None:
     """Code that pushes the key's word: a stack id, or func()'s address."""
     call_type(gen, e)
-    if e.name == "stack":
-        gen.emit(f"stack {frames(gen, e)}")
+    if e.name == "stack":            # no operand: the VM's WIRE_STACK_DEPTH
+        gen.emit(f"stack {frames(gen, e)}" if e.args else "stack")
     else:
         gen.scalar(e.args[0])
 
