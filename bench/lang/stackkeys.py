@@ -1,7 +1,7 @@
 """stack() and func() in D: aggregation keys that the host names.
 
 `stack()` / `stack(N)` pushes the id of the firing's call stack (the VM's
-`stack N`: N frames, 1 to WIRE_STACK_MAX_DEPTH; stack() takes DTrace's
+`stack N`: N frames, 1 to WIRE_STACK_MAX_DEPTH; stack() takes the VM's
 default, WIRE_STACK_DEPTH). It is an aggregation key only, alone or beside
 other keys (`@[probefunc, stack(5)] = count()`), as DTrace's stack() is
 used; a stack() anywhere else (a predicate, arithmetic, trace(), printf)
