@@ -58,6 +58,10 @@
  * the PC (bench/trace/stacks.py settle_leaf_callers); frames are aligned
  * instruction addresses, so the bit is free. */
 #define WIRE_STACK_LEAF_CALLER  1ul
+/* A candidate takes none of the N frames asked for: a walk that recorded
+ * one may go one frame further, that frame marked so, and the host keeps
+ * it only where it drops the candidate (bit 1: frames are 4-aligned). */
+#define WIRE_STACK_PAST_LIMIT   2ul
 
 /* Stack effects that depend on operand a (WIRE_RPN_OPS' pops column). */
 #define WIRE_RPN_POPS_A         100   /* a items */

@@ -182,11 +182,12 @@ def leaf_caller_problems(rows: dict, image) -> list[str]:
     return bad
 
 
-def leaf_rows(outcome, image, keep=None) -> dict:
+def leaf_rows(outcome, image, keep=None, walked=None) -> dict:
     """{PCs: samples} of a leaf run's stack aggregation, its candidate
     callers settled by keep (default: bench/trace/stacks.py's rule); a
-    stack that hopped out of an interrupt starts at the code it stopped."""
-    settled = stacks.settle_leaf_callers(outcome.capture.stacks, image, keep)
+    stack that hopped out of an interrupt starts at the code it stopped.
+    walked replaces the capture's stacks (a broken walk's)."""
+    settled = stacks.settle_leaf_callers(walked or outcome.capture.stacks, image, keep)
     rows = Counter()
     for e in outcome.capture.aggs:
         pcs = settled.get(e["key"][0])
@@ -223,6 +224,16 @@ def test_a_sampled_sparc64_leaf_keeps_its_caller(leaf_run, which, least):
         by[f.name if f else "?"] += n
     assert by["lf_leaf"] > least and by["lf_framed"] > least, by.most_common(6)
     assert not leaf_caller_problems(rows, image)
+    if which == 0:           # stack(3): three frames, the candidate dropped or not
+        assert not short_stacks(rows, image, 3)
+
+
+def short_stacks(rows: dict, image, frames: int) -> list[str]:
+    """Samples in leafloop's loops whose stack has fewer frames than asked."""
+    return [f"{n} samples: {len(pcs)} frames" for pcs, n in rows.items()
+            if pcs and image.function_at(pcs[0]) is not None
+            and image.function_at(pcs[0]).name in ("lf_leaf", "lf_framed")
+            and len(pcs) < frames]
 
 
 @pytest.mark.parametrize("which", (0, 1), ids=("profile", "tick"))
@@ -232,3 +243,8 @@ def test_a_walk_that_always_drops_or_always_keeps_o7_is_caught(leaf_run, which):
     kept = leaf_rows(outs[which], image, keep=lambda pc, img: True)
     assert any("lf_leaf" in p for p in leaf_caller_problems(dropped, image))
     assert any("lf_framed" in p for p in leaf_caller_problems(kept, image))
+    if which == 0:           # a candidate that takes one of the N frames
+        capped = {sid: pcs if pcs is None else
+                  tuple(pc for pc in pcs if not pc & stacks.PAST_LIMIT)
+                  for sid, pcs in outs[which].capture.stacks.items()}
+        assert short_stacks(leaf_rows(outs[which], image, walked=capped), image, 3)

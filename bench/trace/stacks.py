@@ -14,7 +14,9 @@ interrupt stopped, which follows the interrupt's trap_dispatch frame (and
 the boot path's frames outside .text, which the host does not hold).
 settle_leaf_callers decides the frames the walk could not: a sampled PC's
 caller still in a register (WIRE_STACK_LEAF_CALLER), kept only if the
-PC's function has built no frame before the PC.
+PC's function has built no frame before the PC, and the one frame the
+walk took past the limit for it (WIRE_STACK_PAST_LIMIT), kept only if
+the candidate was not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ NO_ROOM = "(a stack that found no room in its CPU's table)"
 NO_FRAMES = (0,)
 NO_FRAMES_TEXT = "(no frames walked)"
 LEAF_CALLER = WIRE.const("WIRE_STACK_LEAF_CALLER")
+PAST_LIMIT = WIRE.const("WIRE_STACK_PAST_LIMIT")
+MARKS = LEAF_CALLER | PAST_LIMIT
 
 
 @lru_cache(maxsize=4)
@@ -180,24 +184,31 @@ def built_frame(pc: int, image) -> bool:
 
 def settle_leaf_callers(stacks: dict, image, keep=None) -> dict:
     """Capture.stacks with each candidate caller (a frame marked
-    LEAF_CALLER, after a sampled PC) kept unmarked where the PC before it
-    has built no frame, dropped where it has (as illumos tells a leaf).
-    keep(pc, image) decides instead of built_frame's negation (the tests'
-    broken variants). An arch without frame_builders marks nothing: its
-    frames may be odd addresses (i386's return addresses)."""
+    LEAF_CALLER, after an interrupted PC) kept unmarked where the PC before
+    it has built no frame, dropped where it has (as illumos tells a leaf),
+    and a frame marked PAST_LIMIT (the walk went one further for the first
+    candidate, which takes none of the frames asked for) kept only where
+    that candidate was dropped. keep(pc, image) decides instead of
+    built_frame's negation (the tests' broken variants). An arch without
+    frame_builders marks nothing: its frames may be odd addresses (i386's
+    return addresses)."""
     if not image.arch.frame_builders:
         return stacks
     keep = keep or (lambda pc, img: not built_frame(pc, img))
     out = {}
     for sid, pcs in stacks.items():
-        if pcs is None or not any(pc & LEAF_CALLER for pc in pcs):
+        if pcs is None or not any(pc & MARKS for pc in pcs):
             out[sid] = pcs
             continue
-        settled = []
+        settled, first_dropped = [], None
         for i, pc in enumerate(pcs):
-            if not pc & LEAF_CALLER:
-                settled.append(pc)
-            elif i and keep(pcs[i - 1], image):
-                settled.append(pc & ~LEAF_CALLER)
+            if pc & LEAF_CALLER:
+                kept = bool(i) and keep(pcs[i - 1] & ~MARKS, image)
+                first_dropped = (not kept) if first_dropped is None else first_dropped
+                if not kept:
+                    continue
+            if pc & PAST_LIMIT and not first_dropped:
+                continue
+            settled.append(pc & ~MARKS)
         out[sid] = tuple(settled)
     return out

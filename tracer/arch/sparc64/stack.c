@@ -52,12 +52,18 @@ static bool add(struct stack_walk *w, uintptr_t pc)
 	return true;
 }
 
-/* An interrupted PC's %o7: its caller if that code is a leaf (see the top). */
-static bool add_leaf_caller(struct stack_walk *w, uintptr_t o7)
+/* An interrupted PC's %o7: its caller if that code is a leaf (see the top).
+ * The first candidate takes none of the frames asked for: the walk may go
+ * one frame further (not past WIRE_STACK_MAX_DEPTH), and that frame is
+ * marked WIRE_STACK_PAST_LIMIT for the host to keep only where it drops
+ * the candidate, so that stack(N) gives N frames either way. */
+static bool add_leaf_caller(struct stack_walk *w, uintptr_t o7, unsigned asked)
 {
 	if (!o7 || w->n >= w->max)
 		return o7 == 0;                  /* nothing there: walk on */
 	w->pcs[w->n++] = tracer_real_return(w->thread, 0, o7) | WIRE_STACK_LEAF_CALLER;
+	if (w->max == asked && asked < WIRE_STACK_MAX_DEPTH)
+		w->max++;
 	return true;
 }
 
@@ -79,6 +85,46 @@ static bool leaf_site(const struct probe *p)
 	return p->site.what == SPARC_SITE_CTI && p->site.cti.rs1 == SPARC_O7;
 }
 
+static void walk(struct stack_walk *w, const struct tarch_context *ctx,
+		 const struct probe *p, unsigned asked)
+{
+	const uint64_t *ins = trapframe_reg_read(ctx->tf, 16);   /* %l0.. %i7 */
+	if (!ins)
+		return;
+	flushw();
+	if (p->kind == WIRE_EVENT_SAMPLE && (!add(w, ctx->tf->tpc) ||
+					      !add_leaf_caller(w, ctx->tf->o[7], asked)))
+		return;                              /* the interrupted PC first */
+	if (leaf_site(p) && !add(w, ctx->tf->o[7]))
+		return;
+	if (bottom(w, ins[14]) || !add(w, ins[15]))            /* %i7 */
+		return;
+	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
+	while (fp > last) {
+		uintptr_t area = fp + STACK_BIAS, next;
+		if (!stack_word(w, area + SAVE_I7, &ret) ||
+		    !stack_word(w, area + SAVE_I6, &next) || bottom(w, next))
+			break;
+		if (ret == (uintptr_t)trap_dispatch_called) {
+			/* the trap's window below holds the frame in %l7; the
+			 * interrupted code's %o7 is a candidate caller */
+			uintptr_t frame;
+			if (!stack_word(w, next + STACK_BIAS + SAVE_L7, &frame))
+				break;
+			const struct trapframe *tf = (const struct trapframe *)frame;
+			if (!add(w, tf->tpc) || !add_leaf_caller(w, tf->o[7], asked))
+				break;
+			last = next;
+			fp = tf->o[6];
+			continue;
+		}
+		if (!add(w, ret))
+			break;
+		last = fp;
+		fp = next;
+	}
+}
+
 unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p,
 			  uintptr_t *pcs, unsigned max)
 {
@@ -88,40 +134,8 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 		w.lo = (uintptr_t)t->stack;
 		w.hi = w.lo + t->stack_size;
 	}
-	const uint64_t *ins = trapframe_reg_read(ctx->tf, 16);   /* %l0.. %i7 */
-	if (!ins)
-		return 0;
-	flushw();
-	if (p->kind == WIRE_EVENT_SAMPLE && (!add(&w, ctx->tf->tpc) ||
-					      !add_leaf_caller(&w, ctx->tf->o[7])))
-		return w.n;                          /* the interrupted PC first */
-	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
-		return w.n;
-	if (bottom(&w, ins[14]) || !add(&w, ins[15]))          /* %i7 */
-		return w.n;
-	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
-	while (fp > last) {
-		uintptr_t area = fp + STACK_BIAS, next;
-		if (!stack_word(&w, area + SAVE_I7, &ret) ||
-		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next))
-			break;
-		if (ret == (uintptr_t)trap_dispatch_called) {
-			/* the trap's window below holds the frame in %l7; the
-			 * interrupted code's %o7 is a candidate caller */
-			uintptr_t frame;
-			if (!stack_word(&w, next + STACK_BIAS + SAVE_L7, &frame))
-				break;
-			const struct trapframe *tf = (const struct trapframe *)frame;
-			if (!add(&w, tf->tpc) || !add_leaf_caller(&w, tf->o[7]))
-				break;
-			last = next;
-			fp = tf->o[6];
-			continue;
-		}
-		if (!add(&w, ret))
-			break;
-		last = fp;
-		fp = next;
-	}
+	walk(&w, ctx, p, max);
+	if (w.max > max && w.n == w.max)     /* the frame past the limit */
+		pcs[w.n - 1] |= WIRE_STACK_PAST_LIMIT;
 	return w.n;
 }
