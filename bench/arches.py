@@ -95,6 +95,11 @@ class Arch:
     # code that objdump's function listing lacks (an assembly label):
     # called with the 8 bytes that end at (i386) or start at (sparc64) it.
     call_site: object = None
+    # Mnemonics that give a function its own frame (a SPARC `save`): a
+    # sampled PC past one in its function has its caller in that frame,
+    # before any the caller is still in a register, marked as a candidate
+    # by the walk (bench/trace/stacks.py settle_leaf_callers).
+    frame_builders: tuple[str, ...] = ()
     # Where fbt and branch probes go (bench/trace/rules.py).
     sites: rules.SiteRules = field(default_factory=rules.SiteRules)
     # The guest has the branch provider (a probe on any control transfer).
@@ -303,6 +308,7 @@ ARCHES: dict[str, Arch] = {
         byte_order=">",
         frame_address="at",
         call_site=_sparc64_call_at,
+        frame_builders=("save",),
         sites=rules.Sparc64Rules(),
         checker="bench.check.sparc64",
         fuzzer="bench.check.fuzz_sparc64",

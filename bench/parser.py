@@ -341,6 +341,10 @@ def _trace(s) -> None:
     s.add_argument("--json", metavar="FILE", help="write the aggregations as JSON")
     s.add_argument("--emit-rpn", action="store_true", dest="emit_rpn",
                    help="print the generated probe programs and stop (no guest)")
+    s.add_argument("--folded", metavar="FILE", help="also write the stack() "
+                   "aggregations as folded stacks (root;...;leaf COUNT)")
+    s.add_argument("--flamegraph", metavar="FILE", help="also draw the stack() "
+                   "aggregations as a flame graph SVG")
     _add_mechanism(s, "the probe mechanism, default the arch's first")
     s.add_argument("--check", action="store_true", help="verify every emulation "
                    "in unicorn")

@@ -53,6 +53,17 @@
 #define WIRE_STACK_MAX_DEPTH    32    /* and at most */
 #define WIRE_STACK_ID(cpu, entry) (((unsigned long)(cpu) << 16) | ((entry) + 1u))
 #define WIRE_STACK_NONE         0
+/* A frame with this bit set is a candidate the walk could not judge: a
+ * sampled PC's caller if the PC's function has not built its frame yet (a
+ * SPARC leaf, its caller in %o7). The host keeps it, the bit cleared, only
+ * if no frame-building instruction lies between the function's start and
+ * the PC (bench/trace/stacks.py settle_leaf_callers); frames are aligned
+ * instruction addresses, so the bit is free. */
+#define WIRE_STACK_LEAF_CALLER  1ul
+/* A candidate takes none of the N frames asked for: a walk that recorded
+ * one may go one frame further, that frame marked so, and the host keeps
+ * it only where it drops the candidate (bit 1: frames are 4-aligned). */
+#define WIRE_STACK_PAST_LIMIT   2ul
 
 /* Stack effects that depend on operand a (WIRE_RPN_OPS' pops column). */
 #define WIRE_RPN_POPS_A         100   /* a items */

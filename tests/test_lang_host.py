@@ -18,6 +18,7 @@ from bench.paths import PROGRAMS
 from bench.program import asm
 from bench.lang import runner
 from bench.lang.errors import LangError
+from bench.trace.image import load_image
 
 BAD = [
     ('fbt::fib:entry { @[arg99] = count(); }',
@@ -46,7 +47,7 @@ BAD = [
     ('fbt::fib:middle { @ = count(); }',
      "1:10: probe name 'middle': fbt has entry and return"),
     ('foo::fib:entry { @ = count(); }',
-     "1:1: provider 'foo': the providers are fbt, insn, branch, BEGIN and END"),
+     "1:1: provider 'foo': the providers are fbt, insn, branch, profile (profile-N, tick-N), BEGIN and END"),
     ('fbt:mod:fib:entry { @ = count(); }',
      "1:5: module 'mod': the guest has one, `kernel` (or leave it empty)"),
     ('fbt::fib:entry { @[1,2,3,4,5] = count(); }',
@@ -108,6 +109,28 @@ BAD = [
      '1:33: a comment that never ends'),
     ('fbt::fib:entry { @ = count(1); }',
      '1:22: count() takes 0 arguments, not 1'),
+    ('fbt::fib:entry { @[stack(0)] = count(); }',
+     '1:26: stack(0): a stack holds 1 to 32 frames (WIRE_STACK_MAX_DEPTH)'),
+    ('fbt::fib:entry { @[stack(33)] = count(); }',
+     '1:26: stack(33): a stack holds 1 to 32 frames (WIRE_STACK_MAX_DEPTH)'),
+    ('fbt::fib:entry /stack() != 0/ { @ = count(); }',
+     '1:17: stack() is an aggregation key only: @[stack()] = count()'),
+    ('fbt::fib:entry { trace(stack()); }',
+     '1:24: stack() is an aggregation key only: @[stack()] = count()'),
+    ('fbt::fib:entry { @[ustack()] = count(); }',
+     "1:20: ustack(): the guest has no user stacks; stack() walks the kernel's"),
+    ('tick-3ms { @ = count(); }',
+     "1:1: probe 'tick-3ms': 3ms is 333.333 Hz; the guest's sampling timer takes a "
+     "whole rate of 1 to 20000 Hz"),
+    ('profile-997 { @ = count(); } tick-1s { @ = count(); }',
+     '1:30: one sampling probe (profile-N or tick-N) per script: the guest has one '
+     'sampling timer'),
+    ('profile-997 { @[arg2] = count(); }',
+     '1:17: arg2 in a clause of profile-997: a sampling probe has arg0 (the '
+     'interrupted PC) and arg1 (the user PC, 0)'),
+    ('profile-997, fbt::fib:entry { @ = count(); }',
+     '1:1: a profile/tick probe runs in the timer interrupt, not at a site: give it '
+     'a clause of its own'),
     ("fbt::fib:entry { " + "@a = sum(arg0 * 2 + 1); " * 60 + "}",
      "1:1: a program past the VM's limits: more than 256 instructions"),
 ]
@@ -222,10 +245,13 @@ def test_lost_thread_local_stores_are_a_problem(built, capsys):
     built("i386")
     a = arches.get("i386")
     c = runner.compile_text("fbt::ct_mul:entry { self->x = 1; @ = count(); }", a, "int3")
-    args = NS(quiet=True, json=None)
+    args = NS(quiet=True, json=None, folded=None, flamegraph=None)
+    image = load_image(a.elf())
     for lost, want in ((3, 1), (0, 0)):
-        cap = NS(events=[], aggs=[], agg_dropped={}, tls_dropped=lost, probe_counts={})
-        t = NS(capture=cap, guest=NS(byte_order="<"), session=NS(probes=[]),
+        cap = NS(events=[], aggs=[], agg_dropped={}, tls_dropped=lost, probe_counts={},
+                 stacks={})
+        t = NS(capture=cap, guest=NS(byte_order="<"),
+               session=NS(probes=[], image=image, sample_report=""),
                reply=NS(results=[]), after=None)
         status = dtrace._print_results(args, a, c, t)
         out = capsys.readouterr().out

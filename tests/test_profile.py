@@ -14,9 +14,13 @@ from collections import Counter
 import pytest
 
 from bench import arches
+from bench.guest import build
 from bench.guest.qemu import Guest
+from bench.lang.runner import run_scripts
 from bench.program import aggregate, asm, load
+from bench.trace import stacks
 from bench.trace.image import load_image
+from conftest import REPO
 
 HZ = 997
 BY_PC = "arg 0\nstack 4\ncount @pc, 2\nabort\n"
@@ -147,6 +151,100 @@ def test_the_spec_names_sampling_probes_as_dtrace_does():
         ("fbt:ct_add:entry", [("one", 100)])
     assert sites.split_samplers("profile:::profile-4999")[1] == [("all", 4999)]
     assert sites.parse_spec("profile-997") == []
-    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97"):
+    # DTrace's suffixes: a rate in hz, or a period whose inverse is the rate.
+    assert [sites.split_samplers(s)[1] for s in
+            ("tick-1s", "tick-100ms", "tick-997hz", "profile-250us", "tick-1sec")] == \
+        [[("one", 1)], [("one", 10)], [("one", 997)], [("all", 4000)], [("one", 1)]]
+    for bad in ("profile-0", "profile-x", "tick-99999", "profile-97,tick-97", "tick-3ms",
+                "tick-2s", "tick-1m", "tick-10furlongs", "profile-10us"):
         with pytest.raises(sites.SpecError):
             sites.parse_spec(bad)
+
+
+LEAF_RUN = "leafloop threads=2 rounds={rounds} chunk=20000"
+
+
+def leaf_caller_problems(rows: dict, image) -> list[str]:
+    """Samples in leafloop's two loops whose next frame is not the call in
+    lf_thread: lf_leaf's caller lives only in %o7 (no save), lf_framed's in
+    %i7 (its %o7 stale)."""
+    sym = stacks.Symbolizer(image)
+    bad = []
+    for pcs, n in rows.items():
+        first = image.function_at(pcs[0]) if pcs else None
+        if first is None or first.name not in ("lf_leaf", "lf_framed"):
+            continue
+        caller = sym.function(pcs[1]) if len(pcs) > 1 else None
+        if caller is None or caller.name != "lf_thread" or stacks.check_frames(pcs[1:2],
+                                                                             image):
+            bad.append(f"{n} samples in {first.name}: next frame "
+                       f"{sym.frame(pcs[1]) if len(pcs) > 1 else 'none'}")
+    return bad
+
+
+def leaf_rows(outcome, image, keep=None, walked=None) -> dict:
+    """{PCs: samples} of a leaf run's stack aggregation, its candidate
+    callers settled by keep (default: bench/trace/stacks.py's rule); a
+    stack that hopped out of an interrupt starts at the code it stopped.
+    walked replaces the capture's stacks (a broken walk's)."""
+    settled = stacks.settle_leaf_callers(walked or outcome.capture.stacks, image, keep)
+    rows = Counter()
+    for e in outcome.capture.aggs:
+        pcs = settled.get(e["key"][0])
+        hops = stacks.interrupted(pcs, image) if pcs else []
+        rows[pcs[hops[0]:] if hops else pcs] += e["count"]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def leaf_run(built):
+    """sparc64, in D, over leafloop: profile-997 by stack(3) (800 rounds gave
+    223 samples, 92 in lf_leaf and 126 in lf_framed: 1600 for margin), and
+    the scheduler's tick by stack(8), whose walk hops out of the interrupt
+    at the interrupted PC as a sample's starts there (800 rounds: 8 ticks
+    in lf_leaf, 13 in lf_framed; 4000 for margin)."""
+    a = arches.get("sparc64")
+    built("sparc64")
+    outs = run_scripts(a, [("profile-997 { @[stack(3)] = count(); }",
+                            LEAF_RUN.format(rounds=1600)),
+                           ("fbt::sched_tick:entry { @[stack(8)] = count(); }",
+                            LEAF_RUN.format(rounds=4000))],
+                       workload=REPO / "tests/workloads/leafloop.c", label="profile-leaf")
+    elf = build.user_image(a, REPO / "tests/workloads/leafloop.c").parent / a.symbols
+    return outs, load_image(elf)
+
+
+@pytest.mark.parametrize("which, least", ((0, 50), (1, 10)), ids=("profile", "tick"))
+def test_a_sampled_sparc64_leaf_keeps_its_caller(leaf_run, which, least):
+    outs, image = leaf_run
+    rows = leaf_rows(outs[which], image)
+    by = Counter()
+    for pcs, n in rows.items():
+        f = image.function_at(pcs[0]) if pcs else None
+        by[f.name if f else "?"] += n
+    assert by["lf_leaf"] > least and by["lf_framed"] > least, by.most_common(6)
+    assert not leaf_caller_problems(rows, image)
+    if which == 0:           # stack(3): three frames, the candidate dropped or not
+        assert not short_stacks(rows, image, 3)
+
+
+def short_stacks(rows: dict, image, frames: int) -> list[str]:
+    """Samples in leafloop's loops whose stack has fewer frames than asked."""
+    return [f"{n} samples: {len(pcs)} frames" for pcs, n in rows.items()
+            if pcs and image.function_at(pcs[0]) is not None
+            and image.function_at(pcs[0]).name in ("lf_leaf", "lf_framed")
+            and len(pcs) < frames]
+
+
+@pytest.mark.parametrize("which", (0, 1), ids=("profile", "tick"))
+def test_a_walk_that_always_drops_or_always_keeps_o7_is_caught(leaf_run, which):
+    outs, image = leaf_run
+    dropped = leaf_rows(outs[which], image, keep=lambda pc, img: False)
+    kept = leaf_rows(outs[which], image, keep=lambda pc, img: True)
+    assert any("lf_leaf" in p for p in leaf_caller_problems(dropped, image))
+    assert any("lf_framed" in p for p in leaf_caller_problems(kept, image))
+    if which == 0:           # a candidate that takes one of the N frames
+        capped = {sid: pcs if pcs is None else
+                  tuple(pc for pc in pcs if not pc & stacks.PAST_LIMIT)
+                  for sid, pcs in outs[which].capture.stacks.items()}
+        assert short_stacks(leaf_rows(outs[which], image, walked=capped), image, 3)

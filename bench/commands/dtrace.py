@@ -12,16 +12,19 @@ guest exits; the verdict is `run`'s too: the trace against the probes,
 check mode, the stub check, the channel, the PROBLEM lines and the last
 `traced=... fired=... missed=... dropped=...` line. In between, the
 script's output as DTrace prints it: BEGIN's, the printf lines, END's,
-then the aggregations (--json FILE writes them).
+then the aggregations (--json FILE writes them; --folded and
+--flamegraph draw the stack() ones), and a profile/tick probe's samples.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .. import arches
 from ..errors import EXIT_FAILED, EXIT_OK, UsageError
-from ..lang import codegen, output, runner
+from ..export import flamegraph
+from ..lang import codegen, output, runner, stackkeys
 from ..lang.hosted import HostValues
 from ..lang.parser import parse
 from ..trace import verify
@@ -80,7 +83,7 @@ def cmd_trace(args) -> int:
                                 workload=work, finish=lambda s: runner.host_values(
                                     compiled, s, arch.word_bytes))
     status = EXIT_OK if t.reply.ok else EXIT_FAILED
-    status = max(status, _print_results(args, arch, compiled, t))
+    status = max(status, _print_results(args, arch, compiled, t, line))
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
                         allow_missing=args.mechanism in arch.lossy,
                         refused=t.session.refused, window=t.window,
@@ -113,20 +116,39 @@ def _host_only(args, compiled, zero) -> int:
     return EXIT_OK
 
 
-def _print_results(args, arch, compiled, t) -> int:
+def _write_flames(args, compiled, tables, sym, line) -> None:
+    """--folded and --flamegraph from the script's stack() aggregations."""
+    if not (args.folded or args.flamegraph):
+        return
+    paths = stackkeys.folded(compiled, tables, sym)
+    if args.folded:
+        Path(args.folded).write_text("".join(f"{ln}\n" for ln in
+                                             flamegraph.folded_lines(paths)))
+        print(f"folded: {args.folded}: {len(paths)} stacks")
+    if args.flamegraph:
+        Path(args.flamegraph).write_text(flamegraph.svg(paths, f"Flame Graph: {line}"))
+        print(f"flamegraph: {args.flamegraph}: {sum(paths.values())} counted in "
+              f"{len(paths)} stacks")
+
+
+def _print_results(args, arch, compiled, t, line: str = "") -> int:
     """printf lines, END, the aggregations; PROBLEM lines for what the
     guest could not keep."""
     cap, g = t.capture, t.guest
-    probes = {p.id: p for p in t.session.probes}
+    probes = runner.probe_names(compiled, t.session.probes)
     for ln in output.printf_lines(compiled, cap.events, probes, g.byte_order,
                                   arch.word_bytes, args.quiet):
         print(ln)
-    tables = output.merge(compiled, cap.aggs, probes, arch.word_bytes)
+    frames = runner.frames(cap, t.session.image)
+    tables = output.merge(compiled, cap.aggs, probes, arch.word_bytes, frames)
     for ln in output.apply_end(tables, compiled.end, t.after):
         print(ln, end="")
     for ln in output.lines(compiled, tables):
         print(ln)
     print()
+    _write_flames(args, compiled, tables, frames.sym, line)
+    if t.session.sample_report:
+        print(t.session.sample_report.replace("profile off:", "samples:", 1))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(output.to_json(compiled, tables), f, indent=1)

@@ -105,7 +105,8 @@ def _trace_workload(args, arch, program, image, elf, line, load=None,
         s = open_session(g)
         s.setup(spec or args.probes, args.mechanism, check=args.check,
                 buffer_bytes=args.buffer, strict=False, program=program,
-                pass_count=args.pass_count, maxhits=args.maxhits)
+                pass_count=args.pass_count, maxhits=args.maxhits,
+                loads_programs=load is not None)
         if load is not None:
             load(s)
         s.must(f"trace kick {args.kick}")

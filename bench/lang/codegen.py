@@ -12,7 +12,10 @@ bench/program/asm.py, which checks it against wire.h's limits (a program
 it refuses is an error at the first clause's probe). A program sends one
 LOG record per firing, holding each printf or trace() that ran; exit()
 sets a global every program checks first. BEGIN and END run on the host
-(hosted.py). What the output needs travels in Compiled (model.py): each
+(hosted.py). A profile-N/tick-N clause's probe is a SampleProbe
+(probes.py) grouped as the planned probes are; the guest has one
+sampling timer, so a script has one such probe. What the output needs
+travels in Compiled (model.py): each
 aggregation's kind, keys and lquantize range, each printf's format and
 arguments.
 """
@@ -44,6 +47,7 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
             raise script.error(c.pos, "BEGIN and END run on the host: give them a "
                                "clause of their own")
     traced = [c for c in script.clauses if c not in hosted]
+    sampler = _sampler(script, traced, descs)
     spec = ",".join(dict.fromkeys(d.spec for c in traced for d in descs[id(c)]))
     planned: list = []
     if traced:
@@ -51,13 +55,18 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
             planned, _ = sites.plan(spec, image, mechanism)
         except sites.SpecError as e:
             raise script.error(traced[0].pos, str(e)) from None
+    if sampler is not None:
+        planned.append(sampler)
     by_set = _by_clauses(planned, traced, descs, image)
     armed = [p for ps in by_set.values() for p in ps]
     if 0 < len(armed) < len(planned):
         # Probes whose every clause's predicate is false there (probefunc,
         # probename) are not armed at all: plan the rest alone.
-        spec = ",".join(dict.fromkeys(p.spec for p in planned if p in armed))
-        planned, _ = sites.plan(spec, image, mechanism)
+        spec = ",".join(dict.fromkeys(p.spec for p in planned
+                                      if p in armed and p is not sampler))
+        planned = sites.plan(spec, image, mechanism)[0] if spec else []
+        if sampler is not None and sampler in armed:
+            planned.append(sampler)
         by_set = _by_clauses(planned, traced, descs, image)
     if len(by_set) > SLOTS:
         raise script.error(traced[0].pos, f"a program past the VM's limits: the "
@@ -87,8 +96,9 @@ def compile_script(script: Script, image, arch, mechanism: str) -> Compiled:
     for c in hosted:
         acts = host_clause(script, c, aggs, scope)
         (begin if descs[id(c)][0].provider == "BEGIN" else end).extend(acts)
-    return Compiled(spec, [p for ps in by_set.values() for p in ps], groups, aggs,
-                    begin, end, uses_exit, scope, globals_read(begin + end, scope))
+    return Compiled(spec, [p for ps in by_set.values() for p in ps if p is not sampler],
+                    groups, aggs, begin, end, uses_exit, scope=scope,
+                    host_globals=globals_read(begin + end, scope), sampler=sampler)
 
 
 def _by_clauses(planned, traced, descs, image) -> dict[tuple, list]:
@@ -102,6 +112,27 @@ def _by_clauses(planned, traced, descs, image) -> dict[tuple, list]:
         if mine:
             by_set.setdefault(mine, []).append(p)
     return by_set
+
+
+def _sampler(script: Script, traced: list, descs: dict):
+    """The script's one sampling probe (probes.SampleProbe), or None; an
+    error for two different ones, or one that shares its clause."""
+    found = {}
+    for c in traced:
+        kinds = {d.provider == "profile" for d in descs[id(c)]}
+        if len(kinds) > 1:
+            raise script.error(c.pos, "a profile/tick probe runs in the timer "
+                               "interrupt, not at a site: give it a clause of its own")
+        for d in descs[id(c)]:
+            if d.provider == "profile":
+                found.setdefault(d.spec, d)
+    if len(found) > 1:
+        second = list(found.values())[1]
+        raise script.error(second.pos, "one sampling probe (profile-N or tick-N) per "
+                           "script: the guest has one sampling timer")
+    if not found:
+        return None
+    return next(iter(found.values())).sampler
 
 
 def _declare(script: Script, scope: Scope) -> None:

@@ -11,17 +11,20 @@ the group's probes decide it, probe_truth() deciding it per probe), a
 char * argument compared with a string constant in the guest (strword),
 cpu, tid, timestamp (ns), caller (entry probes: the arch's RPN in arches.py), in a return clause DTrace's arg0
 (the return's offset) and arg1 (retval), scalar globals, self->x and
-this->x. Values are the arch's words; division is unsigned (the VM's
-divu). statements.py builds the program's statements on top of this.
+this->x; in a profile/tick clause arg0 is the interrupted PC and arg1
+(the user PC) 0. stack() and func() are keys (stackkeys.py). Values are
+the arch's words; division is unsigned (the VM's divu). statements.py
+builds the program's statements on top of this.
 """
 
 from __future__ import annotations
 
 import re
 
+from . import stackkeys
 from .model import INT, MAX_ARG, STRING_BYTES, Ty
-from .parser import (AggRef, ArgsIndex, Binary, Cast, Cond, Member, Name, Num, Str, Unary,
-                     CASTS)
+from .parser import (AggRef, ArgsIndex, Binary, Call, Cast, Cond, Member, Name, Num, Str,
+                     Unary, CASTS)
 
 
 def probe_truth(e, probe) -> bool | None:
@@ -59,6 +62,7 @@ class ExprGen:
         self.this: dict[str, int] = {}
         self.local_aggs: dict[str, int] = {}
         self.kinds = {p.kind for p in group.probes}
+        self.sampled = any(getattr(p, "sample", False) for p in group.probes)
         self.functions = sorted({p.function for p in group.probes})
 
     def err(self, pos, what):
@@ -85,6 +89,8 @@ class ExprGen:
         return t
 
     def scalar(self, e, key: bool = False, allow_string: bool = False) -> None:
+        if key and isinstance(e, Call):
+            return stackkeys.key_value(self, e)
         t = self.type_of(e)
         if t.kind in ("probefunc", "probename") and not key:
             raise self.err(e.pos, f"{t.kind} is a string: compare it with == or != "
@@ -102,6 +108,8 @@ class ExprGen:
             return self.name_type(e)
         if isinstance(e, ArgsIndex):
             return self.args_param(e)[1]
+        if isinstance(e, Call):
+            return stackkeys.call_type(self, e)
         if isinstance(e, Member):
             t = self.scope.types.get((e.scope, e.name))
             if e.scope == "self" and e.name not in self.scope.tls or \
@@ -130,6 +138,9 @@ class ExprGen:
     def name_type(self, e: Name) -> Ty:
         n = e.name
         m = re.fullmatch(r"arg(\d+)", n)
+        if m and self.sampled:
+            self.sample_arg(e, int(m.group(1)))
+            return Ty(signed=False)
         if m and self.kinds == {"return"} and int(m.group(1)) < 2:
             if m.group(1) == "1":                # DTrace's return probes
                 return self.name_type(Name(e.pos, "retval"))
@@ -162,6 +173,16 @@ class ExprGen:
         if n == "args":
             raise self.err(e.pos, "args is indexed: args[N]")
         raise self.err(e.pos, f"unknown variable {n!r}")
+
+    def sample_arg(self, e: Name, i: int) -> int:
+        """A profile/tick probe's argument i, as DTrace's: arg0 the
+        interrupted kernel PC, arg1 the user PC (0: the guest has no user
+        mode); no others."""
+        if i > 1:
+            raise self.err(e.pos, f"{e.name} in a clause of {', '.join(sorted(self.kinds))}: "
+                           "a sampling probe has arg0 (the interrupted PC) and arg1 "
+                           "(the user PC, 0)")
+        return i
 
     def ret_function(self):
         return self.image.functions.get(self.functions[0]) if self.functions else None
@@ -235,6 +256,8 @@ class ExprGen:
             raise self.err(e.pos, "a string constant has no value here")
         elif isinstance(e, Name):
             self.name_value(e)
+        elif isinstance(e, Call):
+            raise stackkeys.not_a_key(self, e)
         elif isinstance(e, ArgsIndex):
             i, t = self.args_param(e)
             self.emit(f"arg {self.arg_word(i, e.pos)}")
@@ -279,7 +302,9 @@ class ExprGen:
     def name_value(self, e: Name) -> None:
         n = e.name
         m = re.fullmatch(r"arg(\d+)", n)
-        if m and self.kinds == {"return"} and m.group(1) == "1":
+        if m and self.sampled:                   # the interrupted PC; no user PC
+            self.emit("arg 0" if self.sample_arg(e, int(m.group(1))) == 0 else "push 0")
+        elif m and self.kinds == {"return"} and m.group(1) == "1":
             self.emit("retval")                  # DTrace: arg1 is the value
         elif m and self.kinds == {"return"} and m.group(1) == "0":
             if len(self.functions) != 1:         # arg0: the return's offset

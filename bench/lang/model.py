@@ -89,6 +89,7 @@ class Compiled:
     uses_exit: bool = False
     scope: object = None       # Scope: what BEGIN/END's globals are
     host_globals: dict = field(default_factory=dict)   # name -> number END reads
+    sampler: object = None     # the profile-N/tick-N probe (probes.SampleProbe)
 
     def rpn(self) -> str:
         out = []

@@ -13,9 +13,12 @@ Aggregations: the entries of every CPU and of every program that feeds
 one named aggregation are merged under their keys as printed (a function
 name for probefunc: the entry probe and each return site of a function
 are one row), then each table is sorted by value, ascending, as DTrace
-does; quantize and lquantize print as distributions. END's trunc() keeps
-the largest rows, clear() zeroes the values. to_json gives the same
-tables as data.
+does; quantize and lquantize print as distributions. A stack() key
+prints as its frames, one per line, and func() as a function
+(stackkeys.py, given the run's stacks and symbols as a Frames); a row
+keeps its keys' raw values (a stack's PCs) beside their text. END's
+trunc() keeps the largest rows, clear() zeroes the values. to_json gives
+the same tables as data.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..program import aggregate
 from ..wire.records import K_LOG, log_data
-from . import model
+from . import model, stackkeys
 
 TOKENS_STRING = 0x01
 
@@ -38,6 +41,7 @@ class Row:
     min: int | None = None
     max: int | None = None
     buckets: dict = field(default_factory=dict)
+    raw: tuple = ()            # each key's value: a stack's PCs, else the word
 
     def add(self, e: dict, unsigned: bool) -> None:
         self.count += e["count"]
@@ -62,9 +66,13 @@ def _signed(v: int, bits: int) -> int:
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
-def key_text(v: int, t, probes: dict, word: int) -> tuple[str, object]:
-    """A key as printed, and how it sorts."""
+def key_text(v: int, t, probes: dict, word: int, frames=None) -> tuple[str, object]:
+    """A key as printed, and how it sorts (frames: stackkeys.Frames)."""
     bits = 8 * word
+    if t.what in ("stack", "func"):
+        if frames is None:
+            return f"{t.what} {v:#x}", v
+        return frames.key(v, t.what)[:2]
     if t.what == "probefunc":
         p = probes.get(v)
         return (p.function if p else f"probe{v}"), 0
@@ -85,8 +93,10 @@ def key_text(v: int, t, probes: dict, word: int) -> tuple[str, object]:
     return str(n), n
 
 
-def merge(compiled, entries: list[dict], probes: dict, word: int) -> dict:
-    """Aggregation name -> {printed keys: Row}."""
+def merge(compiled, entries: list[dict], probes: dict, word: int,
+          frames=None) -> dict:
+    """Aggregation name -> {printed keys: Row}; frames (stackkeys.Frames)
+    names stack() and func() keys."""
     out = {name: {} for name in compiled.aggs}
     for e in entries:
         if e["program"] >= len(compiled.groups):
@@ -95,13 +105,15 @@ def merge(compiled, entries: list[dict], probes: dict, word: int) -> dict:
         if e["agg"] >= len(g.aggs):
             continue
         info = g.aggs[e["agg"]]
-        texts, sorts = [], []
+        texts, sorts, raws = [], [], []
         for k, t in zip(e["key"][:e["nkeys"]], info.keys):
-            text, sort = key_text(k, t, probes, word)
+            text, sort = key_text(k, t, probes, word, frames)
             texts.append(text)
             sorts.append(sort)
+            raws.append(frames.key(k, t.what)[2] if frames and t.what in ("stack", "func")
+                        else k)
         rows = out[info.name]
-        row = rows.setdefault(tuple(texts), Row(tuple(texts), tuple(sorts)))
+        row = rows.setdefault(tuple(texts), Row(tuple(texts), tuple(sorts), raw=tuple(raws)))
         row.add(e, False)
     return out
 
@@ -142,6 +154,9 @@ def lines(compiled, tables: dict) -> list[str]:
             r.count if info.func in ("quantize", "lquantize") else r.value(info.func),
             r.sort))
         for r in ordered:
+            if stackkeys.has_stack(info):
+                out += _stack_row(r, info)
+                continue
             label = "  ".join(r.keys)
             if info.func in ("quantize", "lquantize") and label:
                 out.append(f"  {label}")
@@ -153,6 +168,19 @@ def lines(compiled, tables: dict) -> list[str]:
                 v = r.value(info.func)
                 out.append(f"  {label:<40} {v:>16}" if label else f"  {v:>16}")
     return out
+
+
+def _stack_row(r: Row, info) -> list[str]:
+    """A row with a stack() key, as DTrace lays it out (stackkeys.row_lines)."""
+    if info.func == "quantize":
+        values = aggregate.histogram(r.buckets, "  ")
+    elif info.func == "lquantize":
+        values = lhistogram(r.buckets, info.lq, "  ")
+    else:
+        values = [f"  {r.value(info.func):>16}"]
+    return stackkeys.row_lines([k for k, t in zip(r.keys, info.keys) if t.what != "stack"],
+                               [k for k, t in zip(r.keys, info.keys) if t.what == "stack"],
+                               values)
 
 
 def lhistogram(buckets: dict, lq, indent: str) -> list[str]:

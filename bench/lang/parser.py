@@ -8,7 +8,8 @@
     lvalue    := NAME | "self->" NAME | "this->" NAME
     expr      := C's, with C's precedence: ?: || ^^ && | ^ & == != < <= > >=
                  << >> + - * / %, unary ! ~ - + and casts to sized integers,
-                 args[N], self->x, this->x, numbers, strings, names
+                 args[N], self->x, this->x, numbers, strings, names,
+                 NAME "(" args ")" (stack(), func(e): bench/lang/stackkeys.py)
 
 A predicate ends at its closing "/", so a division inside one needs
 parentheses, as in DTrace. The last statement before "}" may omit its ";".
@@ -58,6 +59,12 @@ class Name(Node):
 @dataclass
 class ArgsIndex(Node):
     index: "Node"
+
+
+@dataclass
+class Call(Node):              # a function in an expression: stack(), func(e)
+    name: str
+    args: list
 
 
 @dataclass
@@ -228,13 +235,13 @@ class _Parser:
             self.advance()
             return Action(t.pos, t.text, self.call_args(allow_agg=True))
         if t.kind == "ident":
+            if self.lx.text[self.lx.pos:].lstrip().startswith("("):   # NAME(
+                raise self.error(t.pos, f"unknown function {t.text!r}; the actions are "
+                                 + ", ".join(ACTIONS))
             target = self.primary()
             if not isinstance(target, (Name, Member)):
                 raise self.error(t.pos, "a statement is an assignment, an aggregation "
                                  "or an action (printf, trace, exit, clear, trunc)")
-            if self.peek("(") and isinstance(target, Name):
-                raise self.error(t.pos, f"unknown function {t.text!r}; the actions are "
-                                 + ", ".join(ACTIONS))
             op = self.tok
             if op.text in ("++", "--"):
                 self.advance()
@@ -324,6 +331,8 @@ class _Parser:
                 i = self.expr()
                 self.expect("]")
                 return ArgsIndex(t.pos, i)
+            if self.peek("("):
+                return Call(t.pos, t.text, self.call_args())
             return Name(t.pos, t.text)
         if self.peek("("):
             self.advance()

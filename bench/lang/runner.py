@@ -6,12 +6,16 @@ scripts in one boot.
 
 loader() gives what the traced run calls once the probes are added: every
 group's program checked into its slot and attached to the group's probes
-the guest kept. Workload runs the workload, and stops waiting for it at
-a script's exit(). run_scripts() compiles every script first (a refused
-one is an error before anything boots), then boots one guest and runs
-each in turn — probes added, programs loaded, enabled, the workload run,
-disabled, flushed, its own frames decoded, END's globals read back,
-probes and programs cleared — so that a table of one-liners
+the guest kept, and a profile/tick group's slot given to the sampler.
+probe_names() and frames() are what output.py names keys with: the
+probes by id (the sampler's WIRE_NO_PROBE among them) and the run's
+stacks (sparc64's leaf callers settled) with the image's symbols.
+Workload runs the workload, and stops waiting for it at a script's
+exit(). run_scripts() compiles every script first (a refused one is an
+error before anything boots), then boots one guest and runs each in turn
+— probes added, programs loaded, enabled, the workload run, disabled,
+flushed, its own frames decoded, END's globals read back, probes and
+programs cleared — so that a table of one-liners
 (tests/test_lang_guest.py) or a bench row costs one boot per arch, not
 one per script.
 """
@@ -23,9 +27,10 @@ from dataclasses import dataclass
 from ..guest.backend import open_guest
 from ..guest import build
 from ..program import load as program_load
+from ..trace import stacks
 from ..trace.image import load_image
 from ..trace.session import open_session
-from . import codegen, output
+from . import codegen, output, stackkeys
 from .hosted import HostValues
 from .model import EXIT_GLOBAL, EXIT_SET
 from .parser import parse
@@ -79,6 +84,11 @@ def loader(compiled):
         session.programs = {}
         for g in compiled.groups:
             ids = [p.id for p in g.probes if p.id in kept]
+            if compiled.sampler in g.probes:         # run by `profile`, no site
+                program_load.load(session.guest, g.program, g.slot)
+                session.programs[g.slot] = g.program
+                session.sample_slot = g.slot
+                continue
             if not ids:
                 continue
             program_load.load(session.guest, g.program, g.slot)
@@ -90,6 +100,22 @@ def loader(compiled):
     return load
 
 
+def probe_names(compiled, probes) -> dict:
+    """id -> probe of a run's probes, the sampler's (WIRE_NO_PROBE) too."""
+    out = {p.id: p for p in probes}
+    if compiled.sampler is not None:
+        out[compiled.sampler.id] = compiled.sampler
+    return out
+
+
+def frames(cap, image) -> stackkeys.Frames:
+    """What stack() and func() keys are named with: the capture's stacks,
+    their leaf callers settled (Session.finish does it for `trace`), and
+    the image's symbols."""
+    return stackkeys.Frames(stacks.settle_leaf_callers(cap.stacks, image),
+                            stacks.Symbolizer(image))
+
+
 @dataclass
 class Outcome:
     compiled: object
@@ -99,6 +125,8 @@ class Outcome:
     reply: object
     probes: dict           # id -> sites.Probe
     exit_status: int | None = None   # exit()'s n, if an exit() ended the run
+    samples: str = ""      # a profile/tick script's `profile off` reply
+    cycles_hz: int = 0     # the guest's cycle counter rate (the reply's cycles=)
 
     def values(self, name: str = "") -> dict:
         """{keys tuple: value} of one aggregation (a lone key unwrapped)."""
@@ -135,21 +163,24 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
         s = open_session(g)
         for c, line in compiled:
             since = len(g.trace_frames)
-            s.setup(c.spec, mechanism, strict=False)
+            s.setup(c.spec, mechanism, strict=False, loads_programs=True)
             loader(c)(s)
             s.enable(True)
             work = Workload(c, timeout)
             r = work(s, line)
             s.enable(False)
             s.must("trace flush", timeout=timeout)
+            report = s.sample_report
             cap = g.capture(since)
-            probes = {p.id: p for p in s.probes}
-            tables = output.merge(c, cap.aggs, probes, arch.word_bytes)
+            probes = probe_names(c, s.probes)
+            tables = output.merge(c, cap.aggs, probes, arch.word_bytes,
+                                  frames(cap, s.image))
             printed = output.printf_lines(c, cap.events, probes, g.byte_order,
                                           arch.word_bytes, True)
             printed += output.apply_end(tables, c.end,
                                         host_values(c, s, arch.word_bytes))
-            outs.append(Outcome(c, tables, printed, cap, r, probes, work.status))
+            outs.append(Outcome(c, tables, printed, cap, r, probes, work.status,
+                                report, g.hello["cycles_hz"]))
             work.reap(s)
             s.must("probe clear")
             s.must("program clear")

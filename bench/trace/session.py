@@ -33,7 +33,7 @@ from ..errors import BenchError
 from ..guest.qemu import Guest
 from ..program import load as program_load
 from ..wire import records
-from . import sites
+from . import sites, stacks
 from .image import Image, load_image
 
 
@@ -54,8 +54,10 @@ class Session:
     programs: dict = field(default_factory=dict)
     unarmed: list[sites.Probe] = field(default_factory=list)   # added, refused arming
     # A sampling probe (profile-HZ, tick-HZ): ("all"|"one", HZ), running
-    # the program of slot 0 from enable() to disarm_window(); its report.
+    # the program of sample_slot (0 unless a loader says, as `trace` does
+    # for a D clause's group) from enable() to disarm_window(); its report.
     samplers: list = field(default_factory=list)
+    sample_slot: int = 0
     sample_report: str = ""
 
     def cmd(self, line: str, timeout: float | None = None):
@@ -71,11 +73,13 @@ class Session:
     def setup(self, spec: str, mechanism: str, check: bool = False,
               buffer_bytes: int | None = None, strict: bool = True,
               program=None, pass_count: int | None = None,
-              maxhits: int | None = None) -> None:
+              maxhits: int | None = None, loads_programs: bool = False) -> None:
         """Probes for spec, added to the guest; with a program (asm.Program),
-        loaded into slot 0 and run at every probe instead of its record."""
+        loaded into slot 0 and run at every probe instead of its record
+        (loads_programs: the caller loads its own, as `trace` does)."""
         spec, self.samplers = sites.split_samplers(spec)
-        if self.samplers and program is None:
+        self.sample_report, self.sample_slot = "", 0
+        if self.samplers and program is None and not loads_programs:
             raise TraceError(f"{'profile' if self.samplers[0][0] == 'all' else 'tick'}"
                              f"-{self.samplers[0][1]} runs a program at each sample: "
                              "give one (--program)")
@@ -140,7 +144,7 @@ class Session:
                 self.must("probe disable all")
             return
         for every, hz in self.samplers:
-            self.must(f"profile {hz} {every} 0")
+            self.must(f"profile {hz} {every} {self.sample_slot}")
         if not self.probes:
             return
         # All at once: one batch of stores and settles (opt's IPI rounds
@@ -203,7 +207,9 @@ class Session:
 
     def finish(self) -> records.Capture:
         self.must("trace flush", timeout=600)
-        return self.guest.capture()
+        cap = self.guest.capture()
+        cap.stacks = stacks.settle_leaf_callers(cap.stacks, self.image)
+        return cap
 
 
 def cycles_of(message: str) -> int:

@@ -28,6 +28,7 @@ come from wire.h (WIRE_PROBE_KINDS), the same words `probe add` takes.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -82,25 +83,47 @@ MODULES = ("workload", "kernel")
 
 SAMPLERS = {"profile": "all", "tick": "one"}    # profile-HZ: every CPU; tick-HZ: one
 SAMPLE_HZ_MAX = 20000
+# DTrace's suffixes of profile-N and tick-N (none: hertz): a rate, or a
+# period whose inverse is the rate. The guest's timer takes whole hertz.
+RATE_SUFFIXES = {"hz": None, "ns": 10**9, "nsec": 10**9, "us": 10**6, "usec": 10**6,
+                 "ms": 10**3, "msec": 10**3, "s": 1, "sec": 1}
+PERIOD_SECONDS = {"m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def sample_hz(part: str, rate: str) -> int:
+    """The whole hertz of profile-N/tick-N's N (`997`, `997hz`, `1s`,
+    `100ms`, `250us`), as DTrace reads it; a SpecError for anything else."""
+    m = re.fullmatch(r"(\d+)([a-z]*)", rate)
+    if not m or (m[2] and m[2] not in RATE_SUFFIXES and m[2] not in PERIOD_SECONDS):
+        raise SpecError(f"probe {part!r}: N of profile-N/tick-N is a rate (997, "
+                        "997hz) or a period (1s, 100ms, 250us, 1000ns)")
+    n, unit = int(m[1]), m[2]
+    if unit in PERIOD_SECONDS or n == 0:
+        hz = 0.0 if n == 0 else 1 / (n * PERIOD_SECONDS[unit])
+    else:
+        per_second = RATE_SUFFIXES.get(unit)
+        hz = n if per_second is None else per_second / n
+    if hz != int(hz) or not 1 <= hz <= SAMPLE_HZ_MAX:
+        raise SpecError(f"probe {part!r}: {rate} is {hz:g} Hz; the guest's sampling "
+                        f"timer takes a whole rate of 1 to {SAMPLE_HZ_MAX} Hz")
+    return int(hz)
 
 
 def split_samplers(spec: str) -> tuple[str, list[tuple[str, int]]]:
-    """The spec without its sampling probes, and those: `profile-HZ` (every
-    CPU) or `tick-HZ` (cpu0), DTrace's names, also as `profile:::profile-HZ`,
-    as (the guest's `profile` word, all or one; HZ)."""
+    """The spec without its sampling probes, and those: `profile-N` (every
+    CPU) or `tick-N` (cpu0), DTrace's names (N a rate or a period:
+    sample_hz), also as `profile:::profile-N`, as (the guest's `profile`
+    word, all or one; HZ)."""
     rest, found = [], []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name = part[len("profile:::"):] if part.startswith("profile:::") else part
-        kind, _, hz = name.partition("-")
-        if kind not in SAMPLERS or not hz:
+        kind, _, rate = name.partition("-")
+        if kind not in SAMPLERS or not rate:
             rest.append(part)
             continue
-        if not hz.isdigit() or not 1 <= int(hz) <= SAMPLE_HZ_MAX:
-            raise SpecError(f"probe {part!r}: {kind}-HZ takes a rate of 1 to "
-                            f"{SAMPLE_HZ_MAX} Hz")
-        found.append((SAMPLERS[kind], int(hz)))
+        found.append((SAMPLERS[kind], sample_hz(part, rate)))
     if len(found) > 1:
-        raise SpecError("one sampling probe (profile-HZ or tick-HZ) at a time")
+        raise SpecError("one sampling probe (profile-N or tick-N) at a time")
     return ",".join(rest), found
 
 

@@ -12,6 +12,11 @@ ELF — just after a call instruction (a return address) or at one (SPARC's
 %o7), as the arch says (arches.Arch.frame_address) — but for the PC an
 interrupt stopped, which follows the interrupt's trap_dispatch frame (and
 the boot path's frames outside .text, which the host does not hold).
+settle_leaf_callers decides the frames the walk could not: a sampled PC's
+caller still in a register (WIRE_STACK_LEAF_CALLER), kept only if the
+PC's function has built no frame before the PC, and the one frame the
+walk took past the limit for it (WIRE_STACK_PAST_LIMIT), kept only if
+the candidate was not.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ from functools import cached_property, lru_cache
 
 from elftools.elf.elffile import ELFFile
 
+from ..wire.frames import WIRE
+
 NO_ROOM = "(a stack that found no room in its CPU's table)"
 # The guest keeps a walk that found no frame as the one frame 0.
 NO_FRAMES = (0,)
 NO_FRAMES_TEXT = "(no frames walked)"
+LEAF_CALLER = WIRE.const("WIRE_STACK_LEAF_CALLER")
+PAST_LIMIT = WIRE.const("WIRE_STACK_PAST_LIMIT")
+MARKS = LEAF_CALLER | PAST_LIMIT
 
 
 @lru_cache(maxsize=4)
@@ -159,3 +169,46 @@ def check_frames(pcs, image) -> list[str]:
             bad.append(f"{pc:#x} ({Symbolizer(image).name(pc)}) is not "
                        + ("just after a call" if after else "a call"))
     return bad
+
+
+def built_frame(pc: int, image) -> bool:
+    """Whether pc's function ran one of the arch's frame_builders (a SPARC
+    `save`) before pc: its caller is in its frame, not in a register. Code
+    in no known function counts as framed (its register is not trusted)."""
+    f = image.function_at(pc)
+    if f is None:
+        return True
+    return any(ins.addr < pc and ins.mnemonic in image.arch.frame_builders
+               for ins in f.insns)
+
+
+def settle_leaf_callers(stacks: dict, image, keep=None) -> dict:
+    """Capture.stacks with each candidate caller (a frame marked
+    LEAF_CALLER, after an interrupted PC) kept unmarked where the PC before
+    it has built no frame, dropped where it has (as illumos tells a leaf),
+    and a frame marked PAST_LIMIT (the walk went one further for the first
+    candidate, which takes none of the frames asked for) kept only where
+    that candidate was dropped. keep(pc, image) decides instead of
+    built_frame's negation (the tests' broken variants). An arch without
+    frame_builders marks nothing: its frames may be odd addresses (i386's
+    return addresses)."""
+    if not image.arch.frame_builders:
+        return stacks
+    keep = keep or (lambda pc, img: not built_frame(pc, img))
+    out = {}
+    for sid, pcs in stacks.items():
+        if pcs is None or not any(pc & MARKS for pc in pcs):
+            out[sid] = pcs
+            continue
+        settled, first_dropped = [], None
+        for i, pc in enumerate(pcs):
+            if pc & LEAF_CALLER:
+                kept = bool(i) and keep(pcs[i - 1] & ~MARKS, image)
+                first_dropped = (not kept) if first_dropped is None else first_dropped
+                if not kept:
+                    continue
+            if pc & PAST_LIMIT and not first_dropped:
+                continue
+            settled.append(pc & ~MARKS)
+        out[sid] = tuple(settled)
+    return out

@@ -15,10 +15,16 @@
  * stack and above the last, to a new thread's zeroed first frame. A
  * window entered from trap_entry's call of trap_dispatch is an interrupt's:
  * the walk hops to the interrupted code, its PC from the trap frame (in
- * the trap window's %l7), then its callers from its %sp on (its %o7 may
- * be a leaf's caller or a stale call: left out, as a non-leaf). The trapped window's save area is the one
- * trap_entry filled (trapframe_reg_read), so the tracer's own windows are
- * never in a stack. Each address goes through tracer_real_return.
+ * the trap window's %l7), then its callers from its %sp on. Where the
+ * walk starts or hops at an interrupted PC (a sample, or a probe in an
+ * interrupt handler) no probe site's kind tells a leaf: that code's %o7 is
+ * its caller if it has not run its `save` yet, else a stale call. It goes
+ * in marked WIRE_STACK_LEAF_CALLER, and the host, which holds the
+ * function's code, keeps it only if no `save` precedes the PC in its
+ * function, as illumos scans a function for its `save`. The trapped
+ * window's save area is the one trap_entry filled (trapframe_reg_read), so
+ * the tracer's own windows are never in a stack. Each address goes through
+ * tracer_real_return.
  */
 #include "arch.h"
 #include "arch/arch_sparc64.h"
@@ -46,6 +52,21 @@ static bool add(struct stack_walk *w, uintptr_t pc)
 	return true;
 }
 
+/* An interrupted PC's %o7: its caller if that code is a leaf (see the top).
+ * The first candidate takes none of the frames asked for: the walk may go
+ * one frame further (not past WIRE_STACK_MAX_DEPTH), and that frame is
+ * marked WIRE_STACK_PAST_LIMIT for the host to keep only where it drops
+ * the candidate, so that stack(N) gives N frames either way. */
+static bool add_leaf_caller(struct stack_walk *w, uintptr_t o7, unsigned asked)
+{
+	if (!o7 || w->n >= w->max)
+		return o7 == 0;                  /* nothing there: walk on */
+	w->pcs[w->n++] = tracer_real_return(w->thread, 0, o7) | WIRE_STACK_LEAF_CALLER;
+	if (w->max == asked && asked < WIRE_STACK_MAX_DEPTH)
+		w->max++;
+	return true;
+}
+
 /* Whether the window at fp is a new thread's zeroed first frame
  * (arch_context_init): the %i7 that points at it is no caller's call but
  * the address that makes `ret` land on the thread's entry. */
@@ -64,6 +85,46 @@ static bool leaf_site(const struct probe *p)
 	return p->site.what == SPARC_SITE_CTI && p->site.cti.rs1 == SPARC_O7;
 }
 
+static void walk(struct stack_walk *w, const struct tarch_context *ctx,
+		 const struct probe *p, unsigned asked)
+{
+	const uint64_t *ins = trapframe_reg_read(ctx->tf, 16);   /* %l0.. %i7 */
+	if (!ins)
+		return;
+	flushw();
+	if (p->kind == WIRE_EVENT_SAMPLE && (!add(w, ctx->tf->tpc) ||
+					      !add_leaf_caller(w, ctx->tf->o[7], asked)))
+		return;                              /* the interrupted PC first */
+	if (leaf_site(p) && !add(w, ctx->tf->o[7]))
+		return;
+	if (bottom(w, ins[14]) || !add(w, ins[15]))            /* %i7 */
+		return;
+	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
+	while (fp > last) {
+		uintptr_t area = fp + STACK_BIAS, next;
+		if (!stack_word(w, area + SAVE_I7, &ret) ||
+		    !stack_word(w, area + SAVE_I6, &next) || bottom(w, next))
+			break;
+		if (ret == (uintptr_t)trap_dispatch_called) {
+			/* the trap's window below holds the frame in %l7; the
+			 * interrupted code's %o7 is a candidate caller */
+			uintptr_t frame;
+			if (!stack_word(w, next + STACK_BIAS + SAVE_L7, &frame))
+				break;
+			const struct trapframe *tf = (const struct trapframe *)frame;
+			if (!add(w, tf->tpc) || !add_leaf_caller(w, tf->o[7], asked))
+				break;
+			last = next;
+			fp = tf->o[6];
+			continue;
+		}
+		if (!add(w, ret))
+			break;
+		last = fp;
+		fp = next;
+	}
+}
+
 unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p,
 			  uintptr_t *pcs, unsigned max)
 {
@@ -73,39 +134,8 @@ unsigned tarch_stack_walk(const struct tarch_context *ctx, const struct probe *p
 		w.lo = (uintptr_t)t->stack;
 		w.hi = w.lo + t->stack_size;
 	}
-	const uint64_t *ins = trapframe_reg_read(ctx->tf, 16);   /* %l0.. %i7 */
-	if (!ins)
-		return 0;
-	flushw();
-	if (p->kind == WIRE_EVENT_SAMPLE && !add(&w, ctx->tf->tpc))
-		return w.n;                          /* the interrupted PC first */
-	if (leaf_site(p) && !add(&w, ctx->tf->o[7]))
-		return w.n;
-	if (bottom(&w, ins[14]) || !add(&w, ins[15]))          /* %i7 */
-		return w.n;
-	uintptr_t fp = ins[14], last = trapframe_sp(ctx->tf), ret;
-	while (fp > last) {
-		uintptr_t area = fp + STACK_BIAS, next;
-		if (!stack_word(&w, area + SAVE_I7, &ret) ||
-		    !stack_word(&w, area + SAVE_I6, &next) || bottom(&w, next))
-			break;
-		if (ret == (uintptr_t)trap_dispatch_called) {
-			/* the trap's window below holds the frame in %l7; the
-			 * interrupted code's %o7 is not known to be a caller */
-			uintptr_t frame;
-			if (!stack_word(&w, next + STACK_BIAS + SAVE_L7, &frame))
-				break;
-			const struct trapframe *tf = (const struct trapframe *)frame;
-			if (!add(&w, tf->tpc))
-				break;
-			last = next;
-			fp = tf->o[6];
-			continue;
-		}
-		if (!add(&w, ret))
-			break;
-		last = fp;
-		fp = next;
-	}
+	walk(&w, ctx, p, max);
+	if (w.max > max && w.n == w.max)     /* the frame past the limit */
+		pcs[w.n - 1] |= WIRE_STACK_PAST_LIMIT;
 	return w.n;
 }
