@@ -19,6 +19,11 @@
  *   shellgame  the lossy baseline of seed 001 (Btrace1): record, store the
  *              original word back and retry it natively, the ILLTRAP going
  *              back in when the next probe fires (shellgame.c).
+ *   tramp      no trap, as illumos' SPARC fbt: an entry or return site
+ *              becomes `ba,a` to the probe's trampoline, which records
+ *              and runs the displaced word (and a return's delay slot)
+ *              natively (tramp.c, tramp_slots.S, tramp_fire.c); other
+ *              sites take the ILLTRAP and are emulated as under emulate.
  *
  * Sites and kinds:
  *   branch  any emulated CTI (emulate.h): records pc, target, taken and
@@ -55,6 +60,7 @@
 #include "ool.h"
 #include "trap.h"
 #include "tracer.h"
+#include "tramp.h"
 #include "tracer_arch.h"
 #include "wire.h"
 
@@ -153,10 +159,17 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	return 0;
 }
 
+/* Whether p's site becomes a ba,a to its trampoline (tramp.c). */
+static bool jumps(const struct probe *p)
+{
+	return p->mechanism == MECHANISM_TRAMP && tramp_site(p);
+}
+
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode &&
-	    p->mechanism == MECHANISM_EMULATE)
+	if (jumps(p))
+		return tramp_can_arm(p, why);
+	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode && sparc64_emulates(p))
 		return ool_checkable(p->site.insn, why);
 	return true;
 }
@@ -179,16 +192,21 @@ static bool quick_site(const struct tarch_site *s)
 
 void tarch_arm(struct probe *p)
 {
+	if (jumps(p)) {
+		p->site.quick = 0;
+		tramp_arm(p);
+		return;
+	}
 	if (p->site.what == SPARC_SITE_OOL) {
 		/* which slot (ool_check.c), written before the trap can send
 		 * anyone there */
-		p->site.checked = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
+		p->site.checked = tracer_check_mode && sparc64_emulates(p);
 		if (p->site.checked)
 			ool_check_prepare(p);
 		else
 			ool_prepare(p);
 	}
-	p->site.quick = p->mechanism == MECHANISM_EMULATE && !p->site.checked &&
+	p->site.quick = sparc64_emulates(p) && !p->site.checked &&
 			quick_site(&p->site);
 	sparc64_shellgame_forget(p);
 	sparc64_store_word(p, ILLTRAP(p->id));
@@ -196,6 +214,10 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
+	if (jumps(p)) {
+		tramp_disarm(p);
+		return;
+	}
 	sparc64_shellgame_forget(p);
 	sparc64_store_word(p, p->site.insn);
 }

@@ -13,6 +13,8 @@
 	X(EMULATE,   0, "emulate", \
 	  "illtrap const22, emulate the displaced instruction") \
 	X(SHELLGAME, MECHANISM_LOSSY, "shellgame", \
-	  "illtrap, put the original back until the next probe fires (lossy)")
+	  "illtrap, put the original back until the next probe fires (lossy)") \
+	X(TRAMP,     0, "tramp", \
+	  "ba,a to a trampoline that records and runs the displaced word (entry and return sites; others take the illtrap)")
 
 #endif

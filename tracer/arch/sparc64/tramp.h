@@ -1,0 +1,60 @@
+/*
+ * tramp.h — sparc64's trap-free mechanism (`probe mechanism tramp`,
+ * tramp.c): the slot layout that tramp_slots.S and tramp.c share, and
+ * what fbt.c and the fire path ask of it.
+ *
+ * A slot is TRAMP_SLOT_WORDS words: a copy of tramp_template (the
+ * counting path, the way to tramp_slow), whose two tail words at
+ * TRAMP_TAIL hold the displaced instruction (and the `ba` back, or the
+ * return's delay slot), and the probe's address in the doubleword at
+ * TRAMP_PROBE_WORD. The template reads the probe's fields at the
+ * offsets below; tramp.c asserts each against the C structures.
+ */
+#ifndef SPARC64_TRAMP_H
+#define SPARC64_TRAMP_H
+
+#define TRAMP_SLOTS        512     /* enabled tramp probes at most */
+#define TRAMP_SLOT_WORDS   46      /* 184 bytes a slot, a multiple of 8 */
+#define TRAMP_TAIL         37      /* the two words the slot runs last */
+#define TRAMP_PROBE_WORD   44      /* the probe's address, a doubleword */
+
+#define TRAMP_P_ADDR       0       /* offsetof(struct probe, addr) */
+#define TRAMP_P_ID         8       /* offsetof(struct probe, id) */
+#define TRAMP_P_STATE      14      /* offsetof(struct probe, state) */
+#define TRAMP_P_ACTION     17      /* offsetof(struct probe, action) */
+#define TRAMP_P_GATED      18      /* offsetof(struct probe, gated) */
+#define TRAMP_ACTION_NULL  1       /* TRACER_ACTION_NULL */
+#define TRAMP_ENABLED      2       /* PROBE_ENABLED */
+#define TRAMP_CPU_ID       8       /* offsetof(struct cpu, id) */
+#define TRAMP_HITS_SHIFT   15      /* sizeof tracer_hits[0] == 1 << this */
+#define TRAMP_FIRED_SHIFT  6       /* sizeof tracer_fired[0] == 1 << this */
+
+#ifndef __ASSEMBLY__
+#include <stdbool.h>
+#include <stdint.h>
+
+struct probe;
+struct trapframe;
+
+/* Whether p's site takes the trampoline under the tramp mechanism: an
+ * entry probe (a save, or any word that runs out of line) or a return
+ * probe (ret, retl, return). Other sites take the illtrap, as emulate. */
+bool tramp_site(const struct probe *p);
+/* Whether p can have its trampoline (a slot, the reach of a branch, a
+ * delay slot that runs from a copy); if not, *why says why. */
+bool tramp_can_arm(const struct probe *p, const char **why);
+/* The slot written (if it is not already p's), then `ba,a slot` over
+ * the site; the original word back. */
+void tramp_arm(struct probe *p);
+void tramp_disarm(struct probe *p);
+/* The slot's C half (tramp_fire.c), from tramp_slow with the state at
+ * the site in tf: record p's firing. */
+void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
+/* `ba,a` (annul 1) or `ba` (annul 0) from `from` to `to`; false if out
+ * of the 22-bit displacement's reach (+-8 MiB). */
+bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
+/* Which slot p has (its address), 0 if none is written for it. */
+uintptr_t tramp_slot_of(const struct probe *p);
+#endif
+
+#endif

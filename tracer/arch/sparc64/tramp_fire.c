@@ -1,0 +1,39 @@
+/*
+ * tramp_fire.c — the C half of a tramp probe's firing (tramp.c): what a
+ * slot's tramp_slow calls for a firing its counting path does not take
+ * (a record, a program, a probe no longer enabled, stamps asked for).
+ *
+ * tf is the state at the site as a trap there would have left it
+ * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so
+ * the record is made by the same sparc64_record_fire as an illtrap's, and
+ * a program reads the same context. The site's %l/%i are still in the
+ * register file (no trap_entry stored them): when the site, a program or
+ * a stack walk reads them, a `flushw` first puts every window in its save
+ * area, which is where trapframe_reg_read looks. Nothing here changes tf:
+ * the slot runs the displaced instruction itself once this returns, so
+ * there is no emulate stage to stamp (as i386's opt).
+ */
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
+#include "context.h"
+#include "fire.h"
+#include "stamp.h"
+#include "tracer.h"
+#include "tramp.h"
+
+void sparc64_tramp_fire(struct trapframe *tf, struct probe *p)
+{
+	tracer_stamp(TRACER_STAMP_ENTRY);
+	tracer_stamp(TRACER_STAMP_LOOKUP);
+	struct sparc_regs r;
+	struct sparc_outcome o = { 0 };
+	bool window = !tracer_counts_only(p) && (p->gated || p->site.window);
+	if (window)
+		flushw();
+	if (!sparc64_load_regs(tf, &r, window))
+		sparc64_fire_failed(p, "the %sp at the site is not mapped",
+				    trapframe_sp(tf));
+	sparc64_record_fire(p, tf, &r, &o);
+	tracer_stamp(TRACER_STAMP_FIRE);
+}
