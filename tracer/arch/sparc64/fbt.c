@@ -97,6 +97,14 @@ static bool is_save_to_sp(uint32_t w)
 	       ((w >> 25) & 0x1f) == REG_SP;
 }
 
+/* The word before addr as the code has it: under a probe there, its
+ * original (a tramp probe's ba,a is no CTI of the code's). */
+static uint32_t word_before(uintptr_t addr)
+{
+	const struct probe *q = tracer_lookup(addr - 4);
+	return q ? q->site.insn : ((const uint32_t *)addr)[-1];
+}
+
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why)
 {
@@ -108,7 +116,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	}
 	uint32_t w = code[0];
 	*site = (struct tarch_site){ .insn = w, .window = true };
-	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(code[-1])) {
+	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(word_before(addr))) {
 		*why = "in the delay slot of a control transfer";
 		return -1;
 	}
