@@ -54,6 +54,7 @@ _Static_assert(offsetof(struct probe, id) == TRAMP_P_ID, "TRAMP_P_ID");
 _Static_assert(offsetof(struct probe, state) == TRAMP_P_STATE, "TRAMP_P_STATE");
 _Static_assert(offsetof(struct probe, action) == TRAMP_P_ACTION, "TRAMP_P_ACTION");
 _Static_assert(offsetof(struct probe, gated) == TRAMP_P_GATED, "TRAMP_P_GATED");
+_Static_assert(offsetof(struct probe, site.window) == TRAMP_P_WINDOW, "TRAMP_P_WINDOW");
 _Static_assert(TRACER_ACTION_NULL == TRAMP_ACTION_NULL, "TRAMP_ACTION_NULL");
 _Static_assert(PROBE_ENABLED == TRAMP_ENABLED, "TRAMP_ENABLED");
 _Static_assert(offsetof(struct cpu, id) == TRAMP_CPU_ID, "TRAMP_CPU_ID");

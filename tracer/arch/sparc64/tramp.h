@@ -23,6 +23,7 @@
 #define TRAMP_P_STATE      14      /* offsetof(struct probe, state) */
 #define TRAMP_P_ACTION     17      /* offsetof(struct probe, action) */
 #define TRAMP_P_GATED      18      /* offsetof(struct probe, gated) */
+#define TRAMP_P_WINDOW     33      /* offsetof(struct probe, site.window) */
 #define TRAMP_ACTION_NULL  1       /* TRACER_ACTION_NULL */
 #define TRAMP_ENABLED      2       /* PROBE_ENABLED */
 #define TRAMP_CPU_ID       8       /* offsetof(struct cpu, id) */

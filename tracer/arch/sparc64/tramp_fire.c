@@ -6,10 +6,10 @@
  * tf is the state at the site as a trap there would have left it
  * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so
  * the record is made by the same sparc64_record_fire as an illtrap's, and
- * a program reads the same context. The site's %l/%i are still in the
- * register file (no trap_entry stored them): when the site, a program or
- * a stack walk reads them, a `flushw` first puts every window in its save
- * area, which is where trapframe_reg_read looks. Nothing here changes tf:
+ * a program reads the same context. tramp_slow stored the site's %l/%i
+ * in its window's save area, as trap_entry does, which is where
+ * trapframe_reg_read looks (a stack walk flushes the rest). Nothing here
+ * changes tf:
  * the slot runs the displaced instruction itself once this returns, so
  * there is no emulate stage to stamp (as i386's opt).
  */
@@ -29,8 +29,6 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p)
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
 	bool window = !tracer_counts_only(p) && (p->gated || p->site.window);
-	if (window)
-		flushw();
 	if (!sparc64_load_regs(tf, &r, window))
 		sparc64_fire_failed(p, "the %sp at the site is not mapped",
 				    trapframe_sp(tf));

@@ -10,7 +10,8 @@
  * that only counts, enabled, with no stamps asked for, counts the firing
  * where tracer_fire_count would (its CPU's row of tracer_hits, its CPU's
  * tracer_fired.n) with no call and no condition code written (register
- * branches only). Anything else goes to tramp_slow, which builds a struct
+ * branches only). Anything else goes to tramp_slow, which stores the
+ * site's %l/%i in its window's save area and builds a struct
  * trapframe of the state at the site (trapframe.h: TPC the site, the
  * site's %o, %g, %y, CCR and PSTATE in TSTATE) on the slot's frame and
  * calls sparc64_tramp_fire, which records as a trap would; the globals,
@@ -103,11 +104,26 @@ tramp_template_end:
 	.endif
 
 /* From a slot's `jmpl`, in the slot's window: %l0 the probe, %l7 PSTATE
- * at the site, X. */
+ * at the site, %l6 the jmpl (back to its + 8, the slot's `ba,a 1b`).
+ * First, where the firing reads them (a program, or a site whose record
+ * does: the fire path's own test, fire.c's load_state), the site's %l
+ * and %i into its window's save area, as trap_entry stores a trapped
+ * window's (trapframe.h: where C reads them, no flushw): a restore into
+ * it (a fill, if an interrupt spilled it), the stores, and the save back
+ * into the slot's window, whose registers the pair leaves as they were
+ * (CLEANWIN is past CANRESTORE: no clean_window). */
 	.global	tramp_slow
 	.align	32
 tramp_slow:
-	add	%sp, STACK_BIAS + STACK_FRAME, %l5
+	ldub	[%l0 + TRAMP_P_GATED], %l1
+	ldub	[%l0 + TRAMP_P_WINDOW], %l2
+	or	%l1, %l2, %l1
+	brz,pt	%l1, 1f
+	 nop
+	restore
+	STORE_WINDOW
+	save	%sp, -(STACK_FRAME + TF_SIZE), %sp
+1:	add	%sp, STACK_BIAS + STACK_FRAME, %l5
 	rd	%ccr, %l1
 	sllx	%l1, 32, %l1
 	sllx	%l7, 8, %l2
