@@ -275,6 +275,14 @@ PINNED_FIGURES = {
         fbt_calltree_hooks_off_virtio fbt_calltree_shellgame_virtio
         fbt_calltree_untraced_virtio record_cost_serial record_cost_shm
         record_cost_virtio shm_raw shm_raw_over_virtio
+        cost_tramp fbt_calltree_tramp fbt_calltree_tramp_virtio fbt_fib_tramp
+        ool_tramp_null ratio_calltree_tramp_over_finstrument
+        ratio_ool_over_emulated_tramp ratio_shellgame_over_ool_tramp
+        ratio_stages_tramp_branch_null_over_bare ratio_stages_tramp_ool_null_over_bare
+        ratio_stages_tramp_retl_null_over_bare ratio_tramp_ool_over_bare
+        ratio_tramp_retl_over_bare stages_tramp_branch_null stages_tramp_branch_record
+        stages_tramp_ool_null stages_tramp_ool_record stages_tramp_retl_null
+        stages_tramp_retl_record
     """,
     "i386": """
         bare_trap cost_bare_trap cost_int3 cost_opt cost_plain_call cost_step cost_ud
@@ -321,7 +329,7 @@ PINNED_FIGURES = {
         record_cost_shm record_cost_virtio shm_raw shm_raw_over_virtio sustained_shm
     """,
 }
-PINNED_ROWS = {"sparc64": 87, "i386": 130}
+PINNED_ROWS = {"sparc64": 104, "i386": 130}
 
 
 def _masked(text: str) -> str:
