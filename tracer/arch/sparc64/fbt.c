@@ -251,6 +251,7 @@ void tarch_init(void)
 {
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
 	ool_check_init();       /* the checked slots' mark, after the probes' */
+	tramp_check_init();     /* and the checked trampolines' */
 	sparc64_watch_init();
 	sparc64_shellgame_init();
 }

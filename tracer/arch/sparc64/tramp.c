@@ -30,6 +30,7 @@
  * side of waiting. A held slot is not taken; if none is free the probe is
  * refused with the reason. A slot is never written while its probe is
  * armed, and written (and flushed) before the site's `ba,a` points at it.
+ * Check mode writes a checked variant of the slot (tramp_check.c).
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -55,6 +56,7 @@ _Static_assert(offsetof(struct probe, state) == TRAMP_P_STATE, "TRAMP_P_STATE");
 _Static_assert(offsetof(struct probe, action) == TRAMP_P_ACTION, "TRAMP_P_ACTION");
 _Static_assert(offsetof(struct probe, gated) == TRAMP_P_GATED, "TRAMP_P_GATED");
 _Static_assert(offsetof(struct probe, site.window) == TRAMP_P_WINDOW, "TRAMP_P_WINDOW");
+_Static_assert(offsetof(struct probe, site.checked) == TRAMP_P_CHECKED, "TRAMP_P_CHECKED");
 _Static_assert(TRACER_ACTION_NULL == TRAMP_ACTION_NULL, "TRAMP_ACTION_NULL");
 _Static_assert(PROBE_ENABLED == TRAMP_ENABLED, "TRAMP_ENABLED");
 _Static_assert(offsetof(struct cpu, id) == TRAMP_CPU_ID, "TRAMP_CPU_ID");
@@ -66,6 +68,7 @@ struct tramp_slot {
 	uintptr_t site;                 /* the site it was written for, 0: none */
 	const struct probe *probe;      /* ... and the probe it records */
 	bool broken;                    /* written as tramp_skip_delay_broken's */
+	bool checked;                   /* written as check mode's (tramp_check.c) */
 };
 
 static struct tramp_slot slots[TRAMP_SLOTS];
@@ -98,6 +101,11 @@ bool tramp_site(const struct probe *p)
 	if (p->kind == WIRE_EVENT_ENTRY)
 		return p->site.what == SPARC_SITE_SAVE || p->site.what == SPARC_SITE_OOL;
 	return p->kind == WIRE_EVENT_RETURN;
+}
+
+const struct probe *tramp_checked_probe(unsigned i)
+{
+	return i < TRAMP_SLOTS && slots[i].checked ? slots[i].probe : 0;
 }
 
 uintptr_t tramp_slot_of(const struct probe *p)
@@ -173,11 +181,17 @@ static int slot_for(const struct probe *p)
 
 static char why_buf[WIRE_MAX_REASON];
 
-/* The two words a slot ends with for p: the displaced word and whatever
- * follows it (see tramp_slots.S). */
-static bool tail_words(const struct probe *p, uintptr_t tail, uint32_t w[2],
-		       const char **why)
+/* The three words a slot ends with for p: the displaced word and what
+ * follows it (see tramp_slots.S); checked, check mode's (tramp_check.c). */
+static bool tail_words(const struct probe *p, uintptr_t tail, bool checked,
+		       uint32_t w[3], const char **why)
 {
+	w[2] = 0x003fffff;
+	if (p->kind == WIRE_EVENT_ENTRY && checked) {
+		w[0] = p->site.insn;
+		w[1] = TRAMP_CHECK_MARK;
+		return true;
+	}
 	if (p->kind == WIRE_EVENT_ENTRY) {
 		w[1] = p->site.insn;                    /* in the ba's delay slot */
 		if (!tramp_branch(tail, p->addr + 4, false, &w[0])) {
@@ -194,8 +208,10 @@ static bool tail_words(const struct probe *p, uintptr_t tail, uint32_t w[2],
 		*why = why_buf;
 		return false;
 	}
+	uint32_t slot = tramp_skip_delay_broken ? 0x01000000u : p->site.slot;  /* nop */
 	w[0] = p->site.insn;
-	w[1] = tramp_skip_delay_broken ? 0x01000000u : p->site.slot;  /* nop */
+	w[1] = checked ? TRAMP_CHECK_MARK : slot;
+	w[2] = checked ? slot : 0x003fffff;     /* the mark resumes there */
 	return true;
 }
 
@@ -208,18 +224,24 @@ bool tramp_can_arm(const struct probe *p, const char **why)
 		*why = why_buf;
 		return false;
 	}
-	uint32_t tail[2], ba;
+	uint32_t tail[3], ba;
 	uintptr_t code = (uintptr_t)slot_code((unsigned)i);
-	if (!tail_words(p, code + 4 * TRAMP_TAIL, tail, why))
+	if (!tail_words(p, code + 4 * TRAMP_TAIL, tracer_check_mode, tail, why))
 		return false;
 	if (!tramp_branch(p->addr, code, true, &ba)) {
 		*why = "the trampoline is out of a ba,a's reach (+-8 MiB); a call "
 		       "would reach it but writes %o7, which the site needs";
 		return false;
 	}
-	if (tracer_check_mode) {
-		*why = "check mode: tramp records no state after its copies yet "
-		       "(use emulate)";
+	/* What a checked entry word's record cannot carry (ool_check.c). */
+	if (tracer_check_mode && p->site.what == SPARC_SITE_OOL &&
+	    !ool_checkable(p->site.insn, why))
+		return false;
+	const struct tramp_slot *s = &slots[i];
+	if (s->probe == p && s->site == p->addr && s->checked != tracer_check_mode &&
+	    !slot_quiet((unsigned)i)) {
+		*why = "check mode changed and a thread is still inside the probe's "
+		       "trampoline: try again";
 		return false;
 	}
 	tramp_slot_by_id[p->id] = (uint16_t)(i + 1);
@@ -235,14 +257,19 @@ static void store_code(uint32_t *at, uint32_t w)
  * before anyone can branch to it. */
 static void write_slot(unsigned i, const struct probe *p)
 {
-	uint32_t *code = slot_code(i), tail[2];
+	uint32_t *code = slot_code(i), tail[3], always;
 	const char *why;
-	if (!tail_words(p, (uintptr_t)&code[TRAMP_TAIL], tail, &why))
+	bool checked = tracer_check_mode;
+	if (!tail_words(p, (uintptr_t)&code[TRAMP_TAIL], checked, tail, &why) ||
+	    !tramp_branch((uintptr_t)&code[TRAMP_BRANCH_WORD],
+			  (uintptr_t)&code[TRAMP_SLOW_WORD], false, &always))
 		panic("tramp: probe %u lost its tail: %s", p->id, why);
 	for (unsigned k = 0; k < TRAMP_SLOT_WORDS; k++)
 		store_code(&code[k], tramp_template[k]);
-	store_code(&code[TRAMP_TAIL], tail[0]);
-	store_code(&code[TRAMP_TAIL + 1], tail[1]);
+	if (checked)            /* every firing to C: ba (its delay slot as before) */
+		store_code(&code[TRAMP_BRANCH_WORD], always);
+	for (unsigned k = 0; k < 3; k++)
+		store_code(&code[TRAMP_TAIL + k], tail[k]);
 	uint64_t a = (uintptr_t)p;
 	store_code(&code[TRAMP_PROBE_WORD], (uint32_t)(a >> 32));
 	store_code(&code[TRAMP_PROBE_WORD + 1], (uint32_t)a);
@@ -251,14 +278,17 @@ static void write_slot(unsigned i, const struct probe *p)
 	slots[i].probe = p;
 	slots[i].site = p->addr;
 	slots[i].broken = tramp_skip_delay_broken != 0;
+	slots[i].checked = checked;
 }
 
 void tramp_arm(struct probe *p)
 {
 	unsigned i = tramp_slot_by_id[p->id] - 1u;
 	if (slots[i].probe != p || slots[i].site != p->addr ||
-	    slots[i].broken != (tramp_skip_delay_broken != 0))
+	    slots[i].broken != (tramp_skip_delay_broken != 0) ||
+	    slots[i].checked != tracer_check_mode)
 		write_slot(i, p);
+	p->site.checked = tracer_check_mode;
 	uint32_t ba;
 	if (!tramp_branch(p->addr, (uintptr_t)slot_code(i), true, &ba))
 		panic("tramp: probe %u's slot out of reach", p->id);

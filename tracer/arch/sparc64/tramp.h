@@ -15,7 +15,7 @@
 
 #define TRAMP_SLOTS        512     /* enabled tramp probes at most */
 #define TRAMP_SLOT_WORDS   46      /* 184 bytes a slot, a multiple of 8 */
-#define TRAMP_TAIL         37      /* the two words the slot runs last */
+#define TRAMP_TAIL         37      /* the words the slot runs last: 3 */
 #define TRAMP_PROBE_WORD   44      /* the probe's address, a doubleword */
 
 #define TRAMP_P_ADDR       0       /* offsetof(struct probe, addr) */
@@ -24,6 +24,12 @@
 #define TRAMP_P_ACTION     17      /* offsetof(struct probe, action) */
 #define TRAMP_P_GATED      18      /* offsetof(struct probe, gated) */
 #define TRAMP_P_WINDOW     33      /* offsetof(struct probe, site.window) */
+#define TRAMP_P_CHECKED    34      /* offsetof(struct probe, site.checked) */
+#define TRAMP_BRANCH_WORD  16      /* the counting path's test (tramp.c) */
+#define TRAMP_SLOW_WORD    40      /* the way to tramp_slow */
+/* Ends a checked slot's displaced instruction (tramp_check.c): no probe's
+ * index, nor ool.h's mark, nor an unwritten slot's. */
+#define TRAMP_CHECK_MARK   0x003ffffd
 #define TRAMP_ACTION_NULL  1       /* TRACER_ACTION_NULL */
 #define TRAMP_ENABLED      2       /* PROBE_ENABLED */
 #define TRAMP_CPU_ID       8       /* offsetof(struct cpu, id) */
@@ -56,6 +62,17 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
 bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
 /* Which slot p has (its address), 0 if none is written for it. */
 uintptr_t tramp_slot_of(const struct probe *p);
+/* The probe slot i was written for in check mode, else 0. */
+const struct probe *tramp_checked_probe(unsigned i);
+extern uint32_t tramp_slots[], tramp_slots_end[];
+
+/* Check mode (tramp_check.c): from the C half of a checked probe's
+ * firing, the state before, with IE cleared in tf for the slot to keep;
+ * the hook on the mark that ends a checked slot. */
+struct sparc_regs;
+void tramp_check_before(const struct probe *p, struct trapframe *tf,
+			const struct sparc_regs *r);
+void tramp_check_init(void);
 #endif
 
 #endif

@@ -9,7 +9,7 @@
  * a program reads the same context. tramp_slow stored the site's %l/%i
  * in its window's save area, as trap_entry does, which is where
  * trapframe_reg_read looks (a stack walk flushes the rest). Nothing here
- * changes tf:
+ * changes tf but check mode, which clears IE in it (tramp_check.c):
  * the slot runs the displaced instruction itself once this returns, so
  * there is no emulate stage to stamp (as i386's opt).
  */
@@ -28,10 +28,13 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p)
 	tracer_stamp(TRACER_STAMP_LOOKUP);
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
-	bool window = !tracer_counts_only(p) && (p->gated || p->site.window);
+	bool window = p->site.checked ||
+		      (!tracer_counts_only(p) && (p->gated || p->site.window));
 	if (!sparc64_load_regs(tf, &r, window))
 		sparc64_fire_failed(p, "the %sp at the site is not mapped",
 				    trapframe_sp(tf));
 	sparc64_record_fire(p, tf, &r, &o);
 	tracer_stamp(TRACER_STAMP_FIRE);
+	if (p->site.checked)            /* the state before; IE off in tf */
+		tramp_check_before(p, tf, &r);
 }

@@ -22,7 +22,9 @@
  *   a return site     the ret/retl/return itself, then its delay slot
  *                     (position-independent: both read registers only)
  * so the displaced instruction runs natively on exactly the state it
- * would have met at the site. The probe's address is the slot's last
+ * would have met at the site. The third tail word is check mode's
+ * (tramp_check.c): a checked slot's counting path always goes to C, and
+ * its tail stops after the displaced instruction on a mark. The probe's address is the slot's last
  * doubleword, read with `rd %pc`: the code is the same in every slot.
  */
 #include "arch/sparc64.h"
@@ -83,18 +85,20 @@ tramp_template:
 1:	wrpr	%l7, 0, %pstate
 	restore
 tramp_t_tail:
-	.word	0x003fffff, 0x003fffff      /* written per slot */
+	.word	0x003fffff, 0x003fffff, 0x003fffff      /* written per slot */
 2:	sethi	%hi(tramp_slow), %l1
 	jmpl	%l1 + %lo(tramp_slow), %l6
 	 nop
 	ba,a	1b
-	nop                                  /* the probe word is 8-aligned */
 tramp_t_probe:
 	.xword	0
 tramp_template_end:
 
 	.ifne	(tramp_t_tail - tramp_template) - 4 * TRAMP_TAIL
 	.error	"tramp.h: TRAMP_TAIL is not the template's tail"
+	.endif
+	.ifne	(2b - tramp_template) - 4 * TRAMP_SLOW_WORD
+	.error	"tramp.h: TRAMP_SLOW_WORD is not the template's way to tramp_slow"
 	.endif
 	.ifne	(tramp_t_probe - tramp_template) - 4 * TRAMP_PROBE_WORD
 	.error	"tramp.h: TRAMP_PROBE_WORD is not the template's probe word"
@@ -117,6 +121,8 @@ tramp_template_end:
 tramp_slow:
 	ldub	[%l0 + TRAMP_P_GATED], %l1
 	ldub	[%l0 + TRAMP_P_WINDOW], %l2
+	or	%l1, %l2, %l1
+	ldub	[%l0 + TRAMP_P_CHECKED], %l2
 	or	%l1, %l2, %l1
 	brz,pt	%l1, 1f
 	 nop
@@ -171,5 +177,10 @@ tramp_fire_called:
 	wr	%l2, 0, %y
 	srlx	%l1, 32, %l2
 	wr	%l2, 0, %ccr
+	/* PSTATE for the slot to put back, as C left it in the frame (check
+	 * mode clears IE there until the mark after the displaced word) */
+	ldx	[%l5 + TF_TSTATE], %l7
+	srlx	%l7, 8, %l7
+	and	%l7, 0xfff, %l7
 	jmpl	%l6 + 8, %g0
 	 nop

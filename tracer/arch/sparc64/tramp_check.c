@@ -1,0 +1,142 @@
+/*
+ * tramp_check.c — check mode for tramp's trampolines (tramp.c): the state
+ * before and after the displaced instruction, as the trampoline runs it
+ * natively, in the CHECK records the host already re-runs in unicorn
+ * (bench/check/sparc64.py): an emulation's (check.h) for a `save`, `ret`,
+ * `retl` or `return`, an out-of-line copy's (ool_check.c) for any other
+ * entry word.
+ *
+ * A probe armed in check mode gets a checked slot (tramp.c writes it):
+ * its counting path always goes to C, and its tail stops after the
+ * displaced instruction on `illtrap TRAMP_CHECK_MARK`, a second trap whose
+ * frame is the state after, as ool_check.c's slots do:
+ *   entry    [the word] [mark]           the mark resumes at site + 4
+ *   return   [the CTI] [mark] [slot]     the mark is the CTI's delay slot:
+ *            TNPC is its target; it resumes at the delay slot's copy
+ *            with TNPC as trapped, so the slot word runs, then the target.
+ *   - before (tramp_check_before, from the C half after the firing is
+ *     recorded): every register at the site (tramp_slow stored the
+ *     site's %l/%i: a checked probe reads its window), the caller's
+ *     window for a `return` (check.c), a load or store's memory for an
+ *     out-of-line word (ool_check.c); PSTATE.IE cleared in the frame,
+ *     which tramp_slow hands back to the slot, so no interrupt runs
+ *     between here and the mark.
+ *   - after (the illegal_instruction hook below, at the mark): the
+ *     trapped state is the displaced instruction's, its window the one
+ *     the instruction left (a save's callee, a return's caller), so
+ *     every register is read as it is; PC/nPC are recorded as the site's
+ *     own would be (site + 4 and site + 8, or site + 4 and the CTI's
+ *     target: the mark stands for the site's delay slot). check.h's rule
+ *     for a save applies: the callee's %l and its %o but %sp are recorded
+ *     0 and not compared. IE goes back as it was.
+ * The delay slot's own word is not checked (it runs after the mark).
+ *
+ * tramp_check_broken (0; tests set it through the GDB stub) flips bit 0
+ * of %y at the mark: a trampoline that does not give %y back, which the
+ * host must report on every checked firing.
+ */
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
+#include "check.h"
+#include "console.h"
+#include "context.h"
+#include "fire.h"
+#include "mm.h"
+#include "ool.h"
+#include "trap.h"
+#include "tracer.h"
+#include "tracer_arch.h"
+#include "tramp.h"
+#include "wire.h"
+
+#define TSTATE_IE ((uint64_t)PSTATE_IE << TSTATE_PSTATE_SHIFT)
+
+_Static_assert(SPARC64_CHECK_OOL_WORDS <= SPARC64_CHECK_WORDS,
+	       "tramp_check.c: one buffer holds either record");
+
+static struct {
+	const struct probe *probe;      /* 0: nothing kept */
+	uint64_t tstate_ie;             /* PSTATE.IE as the site had it */
+	unsigned long w[SPARC64_CHECK_WORDS];
+} before;
+
+/* Marks with no state kept for their probe (read with gdb). */
+unsigned long tramp_check_unpaired;
+volatile unsigned tramp_check_broken;
+
+static bool ool_form(const struct probe *p)
+{
+	return p->site.what == SPARC_SITE_OOL;
+}
+
+void tramp_check_before(const struct probe *p, struct trapframe *tf,
+			const struct sparc_regs *r)
+{
+	if (ool_form(p)) {
+		sparc64_check_state(tf, r, before.w);
+		ool_check_memory(p->site.insn, r, before.w, true);
+	} else {
+		sparc64_check_before(p, tf, r, before.w);
+	}
+	before.tstate_ie = tf->tstate & TSTATE_IE;
+	before.probe = p;
+	tf->tstate &= ~TSTATE_IE;
+}
+
+/* The probe whose checked slot holds the mark at pc, or 0. */
+static const struct probe *marked(uintptr_t pc)
+{
+	uintptr_t base = (uintptr_t)tramp_slots, size = 4 * TRAMP_SLOT_WORDS;
+	if (pc < base || pc >= (uintptr_t)tramp_slots_end ||
+	    (pc - base) % size != 4 * (TRAMP_TAIL + 1))
+		return 0;
+	const struct probe *p = tramp_checked_probe((pc - base) / size);
+	return p && p->site.checked ? p : 0;
+}
+
+static int tramp_check_trap(struct trapframe *tf)
+{
+	const struct probe *p = marked(tf->tpc);
+	if (!p)
+		return TRAP_DECLINED;
+	bool entry = p->kind == WIRE_EVENT_ENTRY;
+	uint64_t pc = p->addr + 4, npc = entry ? p->addr + 8 : tf->tnpc;
+	uint64_t resume = entry ? pc : tf->tpc + 4;     /* the delay slot's copy */
+	tf->tpc = resume;
+	tf->tnpc = npc;
+	if (before.probe != p) {
+		tramp_check_unpaired++;
+		return TRAP_HANDLED;
+	}
+	before.probe = 0;
+	tf->tstate = (tf->tstate & ~TSTATE_IE) | before.tstate_ie;
+	if (tramp_check_broken)
+		tf->y ^= 1;
+	struct sparc_regs a;
+	if (!sparc64_load_regs(tf, &a, true))
+		panic("probe %u: the %%sp after its trampoline is not mapped (0x%lx)",
+		      p->id, (unsigned long)trapframe_sp(tf));
+	a.pc = pc;
+	a.npc = npc;
+	unsigned long *after = before.w + SPARC64_CHECK_NREGS;
+	sparc64_check_state(tf, &a, after);
+	if (ool_form(p)) {
+		ool_check_memory(p->site.insn, &a, before.w, false);
+		tracer_record(p, WIRE_EVENT_CHECK, before.w, SPARC64_CHECK_OOL_WORDS);
+		return TRAP_HANDLED;
+	}
+	if (p->site.what == SPARC_SITE_SAVE)
+		for (unsigned n = 0; n < 8; n++) {
+			after[SPARC64_CHECK_L0 + n] = 0;
+			if (n != 6)
+				after[SPARC64_CHECK_O0 + n] = 0;
+		}
+	tracer_record(p, WIRE_EVENT_CHECK, before.w, SPARC64_CHECK_WORDS);
+	return TRAP_HANDLED;
+}
+
+void tramp_check_init(void)
+{
+	trap_hook_add(TT_ILLEGAL_INSTRUCTION, tramp_check_trap);
+}
