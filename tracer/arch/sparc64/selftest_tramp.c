@@ -7,7 +7,7 @@
  * tramp_leaf's first word is an sllx (an entry that runs from the
  * trampoline) and it returns with `retl; add %o0, 3, %o0`. Each runs for
  * a set of operands unprobed, then with tramp entry and return probes on
- * both, recording (tramp_slow's path into C) and then counting only (the
+ * both, recording (the slot's way into C) and then counting only (the
  * slot's own counting path): the results must equal unprobed, every probe
  * must have fired once a call, and each site must hold a `ba,a`, not an
  * illtrap (no trap taken). Then what must go wrong does: a return whose

@@ -266,6 +266,10 @@ static void write_slot(unsigned i, const struct probe *p)
 		panic("tramp: probe %u lost its tail: %s", p->id, why);
 	for (unsigned k = 0; k < TRAMP_SLOT_WORDS; k++)
 		store_code(&code[k], tramp_template[k]);
+	/* The call into C is PC-relative (30 bits reach everything). */
+	int64_t disp = ((int64_t)(uintptr_t)sparc64_tramp_fire -
+			(int64_t)(uintptr_t)&code[TRAMP_CALL_WORD]) >> 2;
+	store_code(&code[TRAMP_CALL_WORD], 0x40000000u | ((uint32_t)disp & 0x3fffffff));
 	if (checked)            /* every firing to C: ba (its delay slot as before) */
 		store_code(&code[TRAMP_BRANCH_WORD], always);
 	for (unsigned k = 0; k < 3; k++)

@@ -4,19 +4,20 @@
  * what fbt.c and the fire path ask of it.
  *
  * A slot is TRAMP_SLOT_WORDS words: a copy of tramp_template (the
- * counting path, the way to tramp_slow), whose two tail words at
- * TRAMP_TAIL hold the displaced instruction (and the `ba` back, or the
- * return's delay slot), and the probe's address in the doubleword at
- * TRAMP_PROBE_WORD. The template reads the probe's fields at the
+ * counting path, the way into C), whose three tail words at TRAMP_TAIL
+ * hold the displaced instruction (and the `ba` back, or the return's
+ * delay slot; check mode's mark), whose call at TRAMP_CALL_WORD is
+ * re-aimed at sparc64_tramp_fire from the slot, and the probe's address
+ * in the doubleword at TRAMP_PROBE_WORD. The template reads the probe's fields at the
  * offsets below; tramp.c asserts each against the C structures.
  */
 #ifndef SPARC64_TRAMP_H
 #define SPARC64_TRAMP_H
 
 #define TRAMP_SLOTS        512     /* enabled tramp probes at most */
-#define TRAMP_SLOT_WORDS   46      /* 184 bytes a slot, a multiple of 8 */
+#define TRAMP_SLOT_WORDS   118     /* 472 bytes a slot, a multiple of 8 */
 #define TRAMP_TAIL         37      /* the words the slot runs last: 3 */
-#define TRAMP_PROBE_WORD   44      /* the probe's address, a doubleword */
+#define TRAMP_PROBE_WORD   116     /* the probe's address, a doubleword */
 
 #define TRAMP_P_ADDR       0       /* offsetof(struct probe, addr) */
 #define TRAMP_P_ID         8       /* offsetof(struct probe, id) */
@@ -26,7 +27,8 @@
 #define TRAMP_P_WINDOW     33      /* offsetof(struct probe, site.window) */
 #define TRAMP_P_CHECKED    34      /* offsetof(struct probe, site.checked) */
 #define TRAMP_BRANCH_WORD  16      /* the counting path's test (tramp.c) */
-#define TRAMP_SLOW_WORD    40      /* the way to tramp_slow */
+#define TRAMP_SLOW_WORD    40      /* the way into C */
+#define TRAMP_CALL_WORD    98      /* its call of sparc64_tramp_fire */
 /* Ends a checked slot's displaced instruction (tramp_check.c): no probe's
  * index, nor ool.h's mark, nor an unwritten slot's. */
 #define TRAMP_CHECK_MARK   0x003ffffd
@@ -54,8 +56,8 @@ bool tramp_can_arm(const struct probe *p, const char **why);
  * the site; the original word back. */
 void tramp_arm(struct probe *p);
 void tramp_disarm(struct probe *p);
-/* The slot's C half (tramp_fire.c), from tramp_slow with the state at
- * the site in tf: record p's firing. */
+/* The slot's C half (tramp_fire.c), from the slot's way into C with the
+ * state at the site in tf: record p's firing. */
 void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
 /* `ba,a` (annul 1) or `ba` (annul 0) from `from` to `to`; false if out
  * of the 22-bit displacement's reach (+-8 MiB). */

@@ -15,11 +15,11 @@
  *            TNPC is its target; it resumes at the delay slot's copy
  *            with TNPC as trapped, so the slot word runs, then the target.
  *   - before (tramp_check_before, from the C half after the firing is
- *     recorded): every register at the site (tramp_slow stored the
+ *     recorded): every register at the site (the slot stored the
  *     site's %l/%i: a checked probe reads its window), the caller's
  *     window for a `return` (check.c), a load or store's memory for an
  *     out-of-line word (ool_check.c); PSTATE.IE cleared in the frame,
- *     which tramp_slow hands back to the slot, so no interrupt runs
+ *     which the slot puts back in PSTATE, so no interrupt runs
  *     between here and the mark.
  *   - after (the illegal_instruction hook below, at the mark): the
  *     trapped state is the displaced instruction's, its window the one

@@ -1,12 +1,12 @@
 /*
  * tramp_fire.c — the C half of a tramp probe's firing (tramp.c): what a
- * slot's tramp_slow calls for a firing its counting path does not take
+ * slot's way into C calls for a firing its counting path does not take
  * (a record, a program, a probe no longer enabled, stamps asked for).
  *
  * tf is the state at the site as a trap there would have left it
  * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so
  * the record is made by the same sparc64_record_fire as an illtrap's, and
- * a program reads the same context. tramp_slow stored the site's %l/%i
+ * a program reads the same context. The slot stored the site's %l/%i
  * in its window's save area, as trap_entry does, which is where
  * trapframe_reg_read looks (a stack walk flushes the rest). Nothing here
  * changes tf but check mode, which clears IE in it (tramp_check.c):

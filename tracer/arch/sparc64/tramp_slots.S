@@ -1,7 +1,6 @@
 /*
  * tramp_slots.S — the trampolines of sparc64's trap-free probes (tramp.c):
- * the slots, the template each is copied from, and tramp_slow, the way
- * into C they share.
+ * the slots and the template each is copied from.
  *
  * A probed site holds `ba,a slot`. The slot runs in a window of its own
  * (its first word is a `save`, so the site's %o are its %i and nothing of
@@ -10,13 +9,15 @@
  * that only counts, enabled, with no stamps asked for, counts the firing
  * where tracer_fire_count would (its CPU's row of tracer_hits, its CPU's
  * tracer_fired.n) with no call and no condition code written (register
- * branches only). Anything else goes to tramp_slow, which stores the
- * site's %l/%i in its window's save area and builds a struct
- * trapframe of the state at the site (trapframe.h: TPC the site, the
- * site's %o, %g, %y, CCR and PSTATE in TSTATE) on the slot's frame and
- * calls sparc64_tramp_fire, which records as a trap would; the globals,
- * %y and CCR go back as they were. Then the slot puts %pstate back,
- * `restore`s into the site's window and runs its two tail words:
+ * branches only). Anything else takes the slot's way into C, which stores
+ * the site's %l/%i in its window's save area when they are read, builds a
+ * struct trapframe of the state at the site (trapframe.h: TPC the site,
+ * the site's %o, %g, %y, CCR and PSTATE in TSTATE) on the slot's frame
+ * and calls sparc64_tramp_fire, which records as a trap would; the
+ * globals, %y and CCR go back as they were. It is in every slot, not
+ * shared, and its call is direct: under TCG each indirect jump is a block
+ * lookup, and a shared routine costs two per firing. Then the slot puts
+ * %pstate back, `restore`s into the site's window and runs its tail:
  *   an entry site     ba site + 4, with the displaced word in its delay
  *                     slot (a save, or any word that runs from a copy)
  *   a return site     the ret/retl/return itself, then its delay slot
@@ -24,8 +25,9 @@
  * so the displaced instruction runs natively on exactly the state it
  * would have met at the site. The third tail word is check mode's
  * (tramp_check.c): a checked slot's counting path always goes to C, and
- * its tail stops after the displaced instruction on a mark. The probe's address is the slot's last
- * doubleword, read with `rd %pc`: the code is the same in every slot.
+ * its tail stops after the displaced instruction on a mark. The probe's
+ * address is the slot's last doubleword, read with `rd %pc`; the call's
+ * displacement is the one word written per slot besides the tail.
  */
 #include "arch/sparc64.h"
 #include "arch/trapframe.h"
@@ -86,50 +88,25 @@ tramp_template:
 	restore
 tramp_t_tail:
 	.word	0x003fffff, 0x003fffff, 0x003fffff      /* written per slot */
-2:	sethi	%hi(tramp_slow), %l1
-	jmpl	%l1 + %lo(tramp_slow), %l6
-	 nop
-	ba,a	1b
-tramp_t_probe:
-	.xword	0
-tramp_template_end:
-
-	.ifne	(tramp_t_tail - tramp_template) - 4 * TRAMP_TAIL
-	.error	"tramp.h: TRAMP_TAIL is not the template's tail"
-	.endif
-	.ifne	(2b - tramp_template) - 4 * TRAMP_SLOW_WORD
-	.error	"tramp.h: TRAMP_SLOW_WORD is not the template's way to tramp_slow"
-	.endif
-	.ifne	(tramp_t_probe - tramp_template) - 4 * TRAMP_PROBE_WORD
-	.error	"tramp.h: TRAMP_PROBE_WORD is not the template's probe word"
-	.endif
-	.ifne	(tramp_template_end - tramp_template) - 4 * TRAMP_SLOT_WORDS
-	.error	"tramp.h: TRAMP_SLOT_WORDS is not the template's size"
-	.endif
-
-/* From a slot's `jmpl`, in the slot's window: %l0 the probe, %l7 PSTATE
- * at the site, %l6 the jmpl (back to its + 8, the slot's `ba,a 1b`).
- * First, where the firing reads them (a program, or a site whose record
- * does: the fire path's own test, fire.c's load_state), the site's %l
- * and %i into its window's save area, as trap_entry stores a trapped
- * window's (trapframe.h: where C reads them, no flushw): a restore into
- * it (a fill, if an interrupt spilled it), the stores, and the save back
- * into the slot's window, whose registers the pair leaves as they were
- * (CLEANWIN is past CANRESTORE: no clean_window). */
-	.global	tramp_slow
-	.align	32
-tramp_slow:
-	ldub	[%l0 + TRAMP_P_GATED], %l1
+	/* The way into C, in the slot's window: %l0 the probe, %l7 PSTATE at
+	 * the site. First, where the firing reads them (a program, a site
+	 * whose record does: fire.c's load_state's test, or check mode), the
+	 * site's %l and %i into its window's save area, as trap_entry stores
+	 * a trapped window's (trapframe.h: where C reads them, no flushw): a
+	 * restore into it (a fill, if an interrupt spilled it), the stores,
+	 * and the save back into the slot's window, whose registers the pair
+	 * leaves as they were (CLEANWIN is past CANRESTORE: no clean_window). */
+2:	ldub	[%l0 + TRAMP_P_GATED], %l1
 	ldub	[%l0 + TRAMP_P_WINDOW], %l2
 	or	%l1, %l2, %l1
 	ldub	[%l0 + TRAMP_P_CHECKED], %l2
 	or	%l1, %l2, %l1
-	brz,pt	%l1, 1f
+	brz,pt	%l1, 3f
 	 nop
 	restore
 	STORE_WINDOW
 	save	%sp, -(STACK_FRAME + TF_SIZE), %sp
-1:	add	%sp, STACK_BIAS + STACK_FRAME, %l5
+3:	add	%sp, STACK_BIAS + STACK_FRAME, %l5
 	rd	%ccr, %l1
 	sllx	%l1, 32, %l1
 	sllx	%l7, 8, %l2
@@ -162,9 +139,8 @@ tramp_slow:
 	stx	%g0, [%l5 + TF_SAVE_SP]
 	stx	%g0, [%l5 + TF_RESTORE2]
 	mov	%l0, %o1
-	.global	tramp_fire_called
-tramp_fire_called:
-	call	sparc64_tramp_fire
+tramp_t_call:
+	call	sparc64_tramp_fire          /* written per slot: PC-relative */
 	 mov	%l5, %o0
 	ldx	[%l5 + TF_G + 0x08], %g1
 	ldx	[%l5 + TF_G + 0x10], %g2
@@ -182,5 +158,24 @@ tramp_fire_called:
 	ldx	[%l5 + TF_TSTATE], %l7
 	srlx	%l7, 8, %l7
 	and	%l7, 0xfff, %l7
-	jmpl	%l6 + 8, %g0
-	 nop
+	ba,a	1b
+	.skip	(. - tramp_template) % 8     /* the probe word is 8-aligned */
+tramp_t_probe:
+	.xword	0
+tramp_template_end:
+
+	.ifne	(tramp_t_tail - tramp_template) - 4 * TRAMP_TAIL
+	.error	"tramp.h: TRAMP_TAIL is not the template's tail"
+	.endif
+	.ifne	(2b - tramp_template) - 4 * TRAMP_SLOW_WORD
+	.error	"tramp.h: TRAMP_SLOW_WORD is not the template's way into C"
+	.endif
+	.ifne	(tramp_t_call - tramp_template) - 4 * TRAMP_CALL_WORD
+	.error	"tramp.h: TRAMP_CALL_WORD is not the template's call"
+	.endif
+	.ifne	(tramp_t_probe - tramp_template) - 4 * TRAMP_PROBE_WORD
+	.error	"tramp.h: TRAMP_PROBE_WORD is not the template's probe word"
+	.endif
+	.ifne	(tramp_template_end - tramp_template) - 4 * TRAMP_SLOT_WORDS
+	.error	"tramp.h: TRAMP_SLOT_WORDS is not the template's size"
+	.endif
