@@ -17,7 +17,7 @@
  * it but writes %o7, which at an entry is the caller's return address and
  * at a retl the return target, so no site could take it unchanged.
  *
- * Slots (TRAMP_SLOTS, fewer than probe ids: 184 bytes each) go to probes
+ * Slots (TRAMP_SLOTS, fewer than probe ids: 472 bytes each) go to probes
  * as i386 opt's detours do: a probe's own slot, or one written for it at
  * this site, or one never written, or one whose probe is not enabled —
  * and that last only once no thread is inside it. A thread can be inside
