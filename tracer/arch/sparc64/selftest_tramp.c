@@ -1,22 +1,15 @@
 /*
- * selftest_tramp.c — the trap-free mechanism (tramp.c) run against the
- * CPU.
- *
- * tramp_outer saves a window, calls the leaf tramp_leaf, and returns with
- * `ret; restore %i0, 7, %o0` (its value made in the delay slot);
- * tramp_leaf's first word is an sllx (an entry that runs from the
- * trampoline) and it returns with `retl; add %o0, 3, %o0`. Each runs for
- * a set of operands unprobed, then with tramp entry and return probes on
- * both, recording (the slot's way into C) and then counting only (the
- * slot's own counting path): the results must equal unprobed, every probe
- * must have fired once a call, and each site must hold a `ba,a`, not an
- * illtrap (no trap taken). Then what must go wrong does: a return whose
- * delay slot reads the PC (`retl; rd %pc, %o0`) is refused, naming the
- * delay slot; a branch 16 MiB away is out of reach; and a trampoline
- * that skips the delay slot (tramp_skip_delay_broken, on the leaf's
- * retl) gives results that differ from unprobed — the comparison above
- * catches it. Probe ids 3800
- * and up; the table is cleared at the end and the mechanism restored.
+ * selftest_tramp.c — the trap-free mechanism (tramp.c) against the CPU.
+ * tramp_outer (save; call; `ret; restore %i0, 7, %o0`) and its leaf
+ * tramp_leaf (sllx; `retl; add %o0, 3, %o0`) run for a set of operands
+ * unprobed, then with tramp entry and return probes on both, recording
+ * (the slot's way into C) and counting only (its own counting path): the
+ * results must equal unprobed, each probe fire once a call, each site
+ * hold a `ba,a`. Then what must go wrong does: a `retl; rd %pc, %o0` is
+ * refused naming its delay slot; a branch 16 MiB away is out of reach; a
+ * trampoline that skips the delay slot (tramp_skip_delay_broken, on the
+ * leaf's retl) gives results that differ from unprobed. Probe ids 3800
+ * and up; the table is cleared and the mechanism restored at the end.
  */
 #include <stdint.h>
 #include "kstring.h"

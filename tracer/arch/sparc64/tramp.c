@@ -1,36 +1,15 @@
 /*
  * tramp.c — sparc64 probes with no trap (`probe mechanism tramp`), as
- * illumos' SPARC fbt places its probes: the site's word becomes one
- * `ba,a` to a per-probe trampoline (tramp_slots.S) that records, runs the
- * displaced instruction and goes on. Every instruction is 4 bytes, so the
- * change is one aligned 4-byte store, made visible with `flush`: a thread
- * decodes the old word or the new one, never half of either, and no
- * staging is needed (i386's opt needs an int3 stage for its 5 bytes).
- *
- * Which sites (tramp_site): an entry probe's word (a `save`, or in a leaf
- * any word that runs from a copy, ool.c's list), run in the delay slot of
- * the trampoline's `ba site + 4`; a return probe's ret, retl or `return`,
- * run from the trampoline with its delay slot, which must run from a copy
- * too (refused otherwise: "the delay slot ... "). Every other site (branch
- * and insn probes) takes the illtrap and is emulated, as under emulate.
- * A slot out of a `ba`'s reach (+-8 MiB) is refused: a `call` would reach
- * it but writes %o7, which at an entry is the caller's return address and
- * at a retl the return target, so no site could take it unchanged.
- *
- * Slots (TRAMP_SLOTS, fewer than probe ids: 472 bytes each) go to probes
- * as i386 opt's detours do: a probe's own slot, or one written for it at
- * this site, or one never written, or one whose probe is not enabled —
- * and that last only once no thread is inside it. A thread can be inside
- * a slot after its probe was disarmed (it took the `ba,a` before the
- * original word went back, and was preempted in the slot's first words
- * or its tail, where interrupts are on), so before a slot is rewritten
- * every other thread's stack is read from its saved %sp up (windows are
- * flushed at a switch): a word pointing into the slot (an interrupt's
- * trap frame TPC/TNPC, a window's %i7) holds it. The test errs on the
- * side of waiting. A held slot is not taken; if none is free the probe is
- * refused with the reason. A slot is never written while its probe is
- * armed, and written (and flushed) before the site's `ba,a` points at it.
- * Check mode writes a checked variant of the slot (tramp_check.c).
+ * illumos' SPARC fbt places them: the site's word becomes one `ba,a` to
+ * the probe's trampoline slot (tramp_slots.S), which records and runs the
+ * displaced instruction natively. Every instruction is one aligned word,
+ * so arming and disarming are one 4-byte store and a `flush`: no thread
+ * can decode half a change, and nothing is staged. This file picks the
+ * sites (tramp_site), gives each a slot (slot_for: reused only once no
+ * thread is inside, slot_quiet), writes it (write_slot) and refuses what
+ * it cannot take with the reason (tramp_can_arm). Other sites take the
+ * illtrap and are emulated; check mode writes a checked variant of the
+ * slot (tramp_check.c). docs/probes.md has the whole story.
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -96,6 +75,9 @@ bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word)
 	return true;
 }
 
+/* An entry's word runs in the delay slot of the slot's `ba site + 4`
+ * (a save, or any word that runs from a copy: ool.c's list); a return's
+ * ret, retl or `return` runs from the slot with its delay slot. */
 bool tramp_site(const struct probe *p)
 {
 	if (p->kind == WIRE_EVENT_ENTRY)
@@ -116,7 +98,15 @@ uintptr_t tramp_slot_of(const struct probe *p)
 	return (uintptr_t)slot_code(s - 1);
 }
 
-/* ---- proving no thread is inside a slot ---- */
+/* ---- proving no thread is inside a slot ----
+ *
+ * A thread can be inside a slot after its probe was disarmed: it took the
+ * `ba,a` before the original word went back and was preempted in the
+ * slot's first words or its tail, where interrupts are on. So before a
+ * slot is rewritten for another probe, every other thread's stack is read
+ * from its saved %sp up (windows are flushed at a switch): a word that
+ * points into the slot (an interrupt's trap frame TPC/TNPC, a window's
+ * %i7) holds it. The test errs on the side of waiting. */
 
 struct scan {
 	const struct thread *me;
@@ -160,7 +150,9 @@ static bool slot_quiet(unsigned i)
 	return !j.held;
 }
 
-/* A slot for p (see the top); -1 if none. */
+/* A slot for p, as i386 opt's detours are given: its own; one written
+ * for it at this site; one never written; one whose probe is not enabled
+ * and no thread is inside. -1 if none. */
 static int slot_for(const struct probe *p)
 {
 	unsigned own = tramp_slot_by_id[p->id];
@@ -215,6 +207,10 @@ static bool tail_words(const struct probe *p, uintptr_t tail, bool checked,
 	return true;
 }
 
+/* A slot out of a `ba`'s reach (+-8 MiB) is refused: a `call` would
+ * reach it but writes %o7, which at an entry is the caller's return
+ * address and at a retl the return target: no site could take it
+ * unchanged. */
 bool tramp_can_arm(const struct probe *p, const char **why)
 {
 	int i = slot_for(p);
@@ -253,8 +249,8 @@ static void store_code(uint32_t *at, uint32_t w)
 	*(volatile uint32_t *)tracer_text_alias((uintptr_t)at) = w;
 }
 
-/* Slot i's code for p: the template, p's tail and p's address; flushed
- * before anyone can branch to it. */
+/* Slot i's code for p: the template, p's tail, its call and p's address;
+ * flushed before anyone can branch to it, never while p is armed. */
 static void write_slot(unsigned i, const struct probe *p)
 {
 	uint32_t *code = slot_code(i), tail[3], always;

@@ -1,39 +1,17 @@
 /*
  * tramp_check.c — check mode for tramp's trampolines (tramp.c): the state
- * before and after the displaced instruction, as the trampoline runs it
+ * before and after each displaced instruction as the trampoline runs it
  * natively, in the CHECK records the host already re-runs in unicorn
- * (bench/check/sparc64.py): an emulation's (check.h) for a `save`, `ret`,
- * `retl` or `return`, an out-of-line copy's (ool_check.c) for any other
- * entry word.
- *
- * A probe armed in check mode gets a checked slot (tramp.c writes it):
- * its counting path always goes to C, and its tail stops after the
- * displaced instruction on `illtrap TRAMP_CHECK_MARK`, a second trap whose
- * frame is the state after, as ool_check.c's slots do:
- *   entry    [the word] [mark]           the mark resumes at site + 4
- *   return   [the CTI] [mark] [slot]     the mark is the CTI's delay slot:
- *            TNPC is its target; it resumes at the delay slot's copy
- *            with TNPC as trapped, so the slot word runs, then the target.
- *   - before (tramp_check_before, from the C half after the firing is
- *     recorded): every register at the site (the slot stored the
- *     site's %l/%i: a checked probe reads its window), the caller's
- *     window for a `return` (check.c), a load or store's memory for an
- *     out-of-line word (ool_check.c); PSTATE.IE cleared in the frame,
- *     which the slot puts back in PSTATE, so no interrupt runs
- *     between here and the mark.
- *   - after (the illegal_instruction hook below, at the mark): the
- *     trapped state is the displaced instruction's, its window the one
- *     the instruction left (a save's callee, a return's caller), so
- *     every register is read as it is; PC/nPC are recorded as the site's
- *     own would be (site + 4 and site + 8, or site + 4 and the CTI's
- *     target: the mark stands for the site's delay slot). check.h's rule
- *     for a save applies: the callee's %l and its %o but %sp are recorded
- *     0 and not compared. IE goes back as it was.
- * The delay slot's own word is not checked (it runs after the mark).
- *
- * tramp_check_broken (0; tests set it through the GDB stub) flips bit 0
- * of %y at the mark: a trampoline that does not give %y back, which the
- * host must report on every checked firing.
+ * (bench/check/sparc64.py): an emulation's (check.h) for `save`, `ret`,
+ * `retl`, `return`, an out-of-line copy's (ool_check.c) for any other
+ * entry word. A slot armed in check mode sends every firing to C, which
+ * keeps the state before (tramp_check_before, IE left clear for the
+ * slot), and its tail stops on `illtrap TRAMP_CHECK_MARK` right after the
+ * displaced instruction: [word][mark] for an entry; [CTI][mark][delay
+ * slot] for a return, the mark in the CTI's delay slot with TNPC its
+ * target. The mark's trap (below) is the state after; the delay slot's
+ * own word runs after it, unchecked. tramp_check_broken (tests set it
+ * through the GDB stub) flips %y at the mark, which the host must report.
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -95,6 +73,14 @@ static const struct probe *marked(uintptr_t pc)
 	return p && p->site.checked ? p : 0;
 }
 
+/* The illegal_instruction hook at a mark: the trapped state is the
+ * displaced instruction's, in the window it left (a save's callee, a
+ * return's caller), so every register is read as it is; PC/nPC are
+ * recorded as the site's own would be (site + 4 and site + 8, or site + 4
+ * and the CTI's target: the mark stands for the site's delay slot);
+ * check.h's rule for a save applies (the callee's %l and %o but %sp are
+ * 0, not compared). It resumes at site + 4, or at the delay slot's copy
+ * with TNPC as trapped, IE as it was. */
 static int tramp_check_trap(struct trapframe *tf)
 {
 	const struct probe *p = marked(tf->tpc);

@@ -1,33 +1,16 @@
 /*
  * tramp_slots.S — the trampolines of sparc64's trap-free probes (tramp.c):
- * the slots and the template each is copied from.
- *
- * A probed site holds `ba,a slot`. The slot runs in a window of its own
- * (its first word is a `save`, so the site's %o are its %i and nothing of
- * the site's state is touched but %pstate, for a moment), masks
- * interrupts (one producer per CPU buffer, as in a trap) and, for a probe
- * that only counts, enabled, with no stamps asked for, counts the firing
- * where tracer_fire_count would (its CPU's row of tracer_hits, its CPU's
- * tracer_fired.n) with no call and no condition code written (register
- * branches only). Anything else takes the slot's way into C, which stores
- * the site's %l/%i in its window's save area when they are read, builds a
- * struct trapframe of the state at the site (trapframe.h: TPC the site,
- * the site's %o, %g, %y, CCR and PSTATE in TSTATE) on the slot's frame
- * and calls sparc64_tramp_fire, which records as a trap would; the
- * globals, %y and CCR go back as they were. It is in every slot, not
- * shared, and its call is direct: under TCG each indirect jump is a block
- * lookup, and a shared routine costs two per firing. Then the slot puts
- * %pstate back, `restore`s into the site's window and runs its tail:
- *   an entry site     ba site + 4, with the displaced word in its delay
- *                     slot (a save, or any word that runs from a copy)
- *   a return site     the ret/retl/return itself, then its delay slot
- *                     (position-independent: both read registers only)
- * so the displaced instruction runs natively on exactly the state it
- * would have met at the site. The third tail word is check mode's
- * (tramp_check.c): a checked slot's counting path always goes to C, and
- * its tail stops after the displaced instruction on a mark. The probe's
- * address is the slot's last doubleword, read with `rd %pc`; the call's
- * displacement is the one word written per slot besides the tail.
+ * the slots and the template each is copied from. A slot opens a window
+ * of its own (`save`: the site's %o are its %i), masks interrupts, and
+ * counts a probe that only counts where tracer_fire_count would, with no
+ * call and no condition code written; any other firing takes its way into
+ * C (below). Then it puts %pstate back, `restore`s into the site's window
+ * and runs its tail: for an entry `ba site + 4` with the displaced word in
+ * its delay slot; for a return the ret/retl/return and its delay slot. The
+ * third tail word is check mode's (tramp_check.c). The probe's address is
+ * the slot's last doubleword, read with `rd %pc`; the way into C is in
+ * every slot, its call direct (re-aimed per slot): under TCG each indirect
+ * jump is a block lookup, and a shared routine costs two per firing.
  */
 #include "arch/sparc64.h"
 #include "arch/trapframe.h"
@@ -89,7 +72,10 @@ tramp_template:
 tramp_t_tail:
 	.word	0x003fffff, 0x003fffff, 0x003fffff      /* written per slot */
 	/* The way into C, in the slot's window: %l0 the probe, %l7 PSTATE at
-	 * the site. First, where the firing reads them (a program, a site
+	 * the site. It builds a struct trapframe of the state at the site
+	 * (trapframe.h: TPC the site, its %o, %g, %y, CCR and PSTATE in
+	 * TSTATE) on the slot's frame for sparc64_tramp_fire, which records as
+	 * a trap would; the globals, %y and CCR go back. First, where the firing reads them (a program, a site
 	 * whose record does: fire.c's load_state's test, or check mode), the
 	 * site's %l and %i into its window's save area, as trap_entry stores
 	 * a trapped window's (trapframe.h: where C reads them, no flushw): a
