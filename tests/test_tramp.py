@@ -9,8 +9,9 @@ QEMU's GDB stub) and its own word back once disarmed; calltree's entries
 and returns on 8 preempted threads lose nothing, with its branch probes
 taking the illtrap beside them (the mechanism's other sites); and the
 guest's self-test passes, the trampoline that skips its delay slot
-(tramp_skip_delay_broken) caught and a delay slot that cannot run from a
-copy refused. Check mode (tracer/arch/sparc64/tramp_check.c): every
+(tramp_skip_delay_broken) caught, a delay slot that cannot run from a
+copy refused and a slot another thread's stack points into held from
+reuse. Check mode (tracer/arch/sparc64/tramp_check.c): every
 trampoline's displaced instruction — the forms workload's `save`, `ret`
 and `return`, calltree's on 4 threads — re-run in unicorn from the state
 before it, 0 mismatches, one record a firing; a trampoline that does not
@@ -111,6 +112,7 @@ def test_guest_self_test_catches_the_broken_trampoline(sparc64):
     assert "tramp (recording)" in text and "tramp (counting)" in text
     assert "skips the delay slot is caught: 6 of 6 results differ" in text
     assert "a retl whose delay slot reads the PC is refused" in text
+    assert "a slot a preempted thread points into is held (held)" in text
 
 
 # fm_leaf is left out: its first word is a retl, which takes the illtrap.

@@ -8,12 +8,14 @@
  * hold a `ba,a`. Then what must go wrong does: a `retl; rd %pc, %o0` is
  * refused naming its delay slot; a branch 16 MiB away is out of reach; a
  * trampoline that skips the delay slot (tramp_skip_delay_broken, on the
- * leaf's retl) gives results that differ from unprobed. Probe ids 3800
- * and up; the table is cleared and the mechanism restored at the end.
+ * leaf's retl) gives results that differ from unprobed; a slot another
+ * thread's stack points into is held from reuse. Probe ids 3800 and up;
+ * the table is cleared and the mechanism restored at the end.
  */
 #include <stdint.h>
 #include "kstring.h"
 #include "selftest.h"
+#include "thread.h"
 #include "tracer.h"
 #include "tracer_arch.h"
 #include "tramp.h"
@@ -193,6 +195,40 @@ static void check_failures(const uint64_t *want)
 	       "%u of %u results differ from unprobed", bad, (unsigned)NOPS);
 }
 
+/* A thread that keeps an address inside a slot on its stack, as one
+ * preempted there does (an interrupt's TPC, a window's %i7), until told. */
+static volatile unsigned holding;
+
+static void hold_slot(void *at)
+{
+	volatile uintptr_t inside = (uintptr_t)at;      /* in its frame */
+	holding = 1;
+	while (holding == 1)
+		thread_yield();
+	(void)inside;
+	holding = 3;
+}
+
+/* A slot is not reused while another thread's stack points into it. */
+static void check_quiescence(void)
+{
+	enum { SLOT = 7 };
+	uintptr_t at = (uintptr_t)tramp_slots + 4 * (SLOT * TRAMP_SLOT_WORDS + TRAMP_TAIL);
+	holding = 0;
+	struct thread *t = thread_create("tramp-hold", hold_slot, (void *)at, THREAD_ANY_CPU);
+	if (!report(t != 0, "tramp: a thread to hold a slot"))
+		return;
+	while (holding != 1)
+		thread_yield();
+	bool held = !tramp_slot_quiet(SLOT), other = tramp_slot_quiet(SLOT + 1);
+	holding = 2;
+	thread_join(t);
+	report(held && other && holding == 3 && tramp_slot_quiet(SLOT),
+	       "tramp: a slot a preempted thread points into is held (%s), another "
+	       "is not (%s), and once the thread is gone neither is",
+	       held ? "held" : "NOT held", other ? "free" : "NOT free");
+}
+
 static void selftest_tramp(void)
 {
 	const char *old_mechanism = tarch_mechanisms[tracer_mechanism].name;
@@ -203,6 +239,7 @@ static void selftest_tramp(void)
 		return;
 	check_actions(want);
 	check_failures(want);
+	check_quiescence();
 	tracer_clear();
 	if (tracer_set_mechanism(old_mechanism) != 0)
 		report(false, "mechanism %s restored", old_mechanism);

@@ -6,7 +6,7 @@
  * so arming and disarming are one 4-byte store and a `flush`: no thread
  * can decode half a change, and nothing is staged. This file picks the
  * sites (tramp_site), gives each a slot (slot_for: reused only once no
- * thread is inside, slot_quiet), writes it (write_slot) and refuses what
+ * thread is inside, tramp_slot_quiet), writes it (write_slot) and refuses what
  * it cannot take with the reason (tramp_can_arm). Other sites take the
  * illtrap and are emulated; check mode writes a checked variant of the
  * slot (tramp_check.c). docs/probes.md has the whole story.
@@ -90,14 +90,6 @@ const struct probe *tramp_checked_probe(unsigned i)
 	return i < TRAMP_SLOTS && slots[i].checked ? slots[i].probe : 0;
 }
 
-uintptr_t tramp_slot_of(const struct probe *p)
-{
-	unsigned s = tramp_slot_by_id[p->id];
-	if (!s || slots[s - 1].probe != p || slots[s - 1].site != p->addr)
-		return 0;
-	return (uintptr_t)slot_code(s - 1);
-}
-
 /* ---- proving no thread is inside a slot ----
  *
  * A thread can be inside a slot after its probe was disarmed: it took the
@@ -140,7 +132,7 @@ static void scan_thread(struct thread *t, void *arg)
 	}
 }
 
-static bool slot_quiet(unsigned i)
+bool tramp_slot_quiet(unsigned i)
 {
 	struct scan j = { .me = thread_current(), .lo = (uintptr_t)slot_code(i),
 			  .hi = (uintptr_t)slot_code(i + 1) };
@@ -165,7 +157,7 @@ static int slot_for(const struct probe *p)
 			return (int)i;
 		if (!s->probe)
 			return (int)i;
-		if (spare < 0 && s->probe->state != PROBE_ENABLED && slot_quiet(i))
+		if (spare < 0 && s->probe->state != PROBE_ENABLED && tramp_slot_quiet(i))
 			spare = (int)i;
 	}
 	return spare;
@@ -235,7 +227,7 @@ bool tramp_can_arm(const struct probe *p, const char **why)
 		return false;
 	const struct tramp_slot *s = &slots[i];
 	if (s->probe == p && s->site == p->addr && s->checked != tracer_check_mode &&
-	    !slot_quiet((unsigned)i)) {
+	    !tramp_slot_quiet((unsigned)i)) {
 		*why = "check mode changed and a thread is still inside the probe's "
 		       "trampoline: try again";
 		return false;

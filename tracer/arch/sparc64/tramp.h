@@ -62,8 +62,9 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
 /* `ba,a` (annul 1) or `ba` (annul 0) from `from` to `to`; false if out
  * of the 22-bit displacement's reach (+-8 MiB). */
 bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
-/* Which slot p has (its address), 0 if none is written for it. */
-uintptr_t tramp_slot_of(const struct probe *p);
+/* Whether no thread but the caller holds a word pointing into slot i on
+ * its stack (tramp.c: a slot is rewritten for another probe only then). */
+bool tramp_slot_quiet(unsigned i);
 /* The probe slot i was written for in check mode, else 0. */
 const struct probe *tramp_checked_probe(unsigned i);
 extern uint32_t tramp_slots[], tramp_slots_end[];
