@@ -153,7 +153,8 @@ static void check_actions(const uint64_t *want)
 		       "tramp (%s): entry and return of a saving function and a leaf, "
 		       "%u operand pairs: results equal unprobed (%u differ), %u of %u "
 		       "sites held ba,a, %u of %u probes fired once a call",
-		       actions[a].what, (unsigned)NOPS, bad, jumps, NSITES, fired_ok, NSITES);
+		       actions[a].what, (unsigned)NOPS, bad, jumps, NSITES, fired_ok,
+		       NSITES);
 		tracer_clear();
 	}
 }
@@ -215,7 +216,8 @@ static void check_quiescence(void)
 	enum { SLOT = 7 };
 	uintptr_t at = (uintptr_t)tramp_slots + 4 * (SLOT * TRAMP_SLOT_WORDS + TRAMP_TAIL);
 	holding = 0;
-	struct thread *t = thread_create("tramp-hold", hold_slot, (void *)at, THREAD_ANY_CPU);
+	struct thread *t = thread_create("tramp-hold", hold_slot, (void *)at,
+					 THREAD_ANY_CPU);
 	if (!report(t != 0, "tramp: a thread to hold a slot"))
 		return;
 	while (holding != 1)

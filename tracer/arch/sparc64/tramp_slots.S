@@ -74,14 +74,15 @@ tramp_t_tail:
 	/* The way into C, in the slot's window: %l0 the probe, %l7 PSTATE at
 	 * the site. It builds a struct trapframe of the state at the site
 	 * (trapframe.h: TPC the site, its %o, %g, %y, CCR and PSTATE in
-	 * TSTATE) on the slot's frame for sparc64_tramp_fire, which records as
-	 * a trap would; the globals, %y and CCR go back. First, where the firing reads them (a program, a site
-	 * whose record does: fire.c's load_state's test, or check mode), the
-	 * site's %l and %i into its window's save area, as trap_entry stores
-	 * a trapped window's (trapframe.h: where C reads them, no flushw): a
-	 * restore into it (a fill, if an interrupt spilled it), the stores,
-	 * and the save back into the slot's window, whose registers the pair
-	 * leaves as they were (CLEANWIN is past CANRESTORE: no clean_window). */
+	 * TSTATE) on the slot's frame for sparc64_tramp_fire, which records
+	 * as a trap would; the globals, %y and CCR go back. First, where the
+	 * firing reads them (a program, a site whose record does: fire.c's
+	 * load_state's test, or check mode), the site's %l and %i into its
+	 * window's save area, as trap_entry stores a trapped window's
+	 * (trapframe.h: where C reads them, no flushw): a restore into it (a
+	 * fill, if an interrupt spilled it), the stores, and the save back
+	 * into the slot's window, whose registers the pair leaves as they
+	 * were (CLEANWIN is past CANRESTORE: no clean_window). */
 2:	ldub	[%l0 + TRAMP_P_GATED], %l1
 	ldub	[%l0 + TRAMP_P_WINDOW], %l2
 	or	%l1, %l2, %l1
