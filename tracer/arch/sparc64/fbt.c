@@ -205,6 +205,7 @@ void tarch_arm(struct probe *p)
 		tramp_arm(p);
 		return;
 	}
+	p->site.checked = 0;    /* (a tramp arming's, for any site: its slot's) */
 	if (p->site.what == SPARC_SITE_OOL) {
 		/* which slot (ool_check.c), written before the trap can send
 		 * anyone there */
