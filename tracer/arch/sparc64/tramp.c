@@ -78,6 +78,13 @@ bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word)
 /* An entry's word runs in the delay slot of the slot's `ba site + 4`
  * (a save, or any word that runs from a copy: ool.c's list); a return's
  * ret, retl or `return` runs from the slot with its delay slot. */
+bool tramp_slot_checkable(const struct probe *p)
+{
+	const char *why;
+	return p->kind == WIRE_EVENT_RETURN && !tramp_skip_delay_broken &&
+	       ool_checkable(p->site.slot, &why);
+}
+
 bool tramp_site(const struct probe *p)
 {
 	if (p->kind == WIRE_EVENT_ENTRY)
@@ -165,12 +172,12 @@ static int slot_for(const struct probe *p)
 
 static char why_buf[WIRE_MAX_REASON];
 
-/* The three words a slot ends with for p: the displaced word and what
+/* The four words a slot ends with for p: the displaced word and what
  * follows it (see tramp_slots.S); checked, check mode's (tramp_check.c). */
 static bool tail_words(const struct probe *p, uintptr_t tail, bool checked,
-		       uint32_t w[3], const char **why)
+		       uint32_t w[4], const char **why)
 {
-	w[2] = 0x003fffff;
+	w[2] = w[3] = 0x003fffff;
 	if (p->kind == WIRE_EVENT_ENTRY && checked) {
 		w[0] = p->site.insn;
 		w[1] = TRAMP_CHECK_MARK;
@@ -195,7 +202,11 @@ static bool tail_words(const struct probe *p, uintptr_t tail, bool checked,
 	uint32_t slot = tramp_skip_delay_broken ? 0x01000000u : p->site.slot;  /* nop */
 	w[0] = p->site.insn;
 	w[1] = checked ? TRAMP_CHECK_MARK : slot;
-	w[2] = checked ? slot : 0x003fffff;     /* the mark resumes there */
+	if (checked) {
+		w[2] = slot;                    /* the mark resumes there */
+		if (tramp_slot_checkable(p))    /* ... and stops after it */
+			w[3] = TRAMP_CHECK_SLOT_MARK;
+	}
 	return true;
 }
 
@@ -212,7 +223,7 @@ bool tramp_can_arm(const struct probe *p, const char **why)
 		*why = why_buf;
 		return false;
 	}
-	uint32_t tail[3], ba;
+	uint32_t tail[4], ba;
 	uintptr_t code = (uintptr_t)slot_code((unsigned)i);
 	if (!tail_words(p, code + 4 * TRAMP_TAIL, tracer_check_mode, tail, why))
 		return false;
@@ -245,7 +256,7 @@ static void store_code(uint32_t *at, uint32_t w)
  * flushed before anyone can branch to it, never while p is armed. */
 static void write_slot(unsigned i, const struct probe *p)
 {
-	uint32_t *code = slot_code(i), tail[3], always;
+	uint32_t *code = slot_code(i), tail[4], always;
 	const char *why;
 	bool checked = tracer_check_mode;
 	if (!tail_words(p, (uintptr_t)&code[TRAMP_TAIL], checked, tail, &why) ||
@@ -260,7 +271,7 @@ static void write_slot(unsigned i, const struct probe *p)
 	store_code(&code[TRAMP_CALL_WORD], 0x40000000u | ((uint32_t)disp & 0x3fffffff));
 	if (checked)            /* every firing to C: ba (its delay slot as before) */
 		store_code(&code[TRAMP_BRANCH_WORD], always);
-	for (unsigned k = 0; k < 3; k++)
+	for (unsigned k = 0; k < 4; k++)
 		store_code(&code[TRAMP_TAIL + k], tail[k]);
 	uint64_t a = (uintptr_t)p;
 	store_code(&code[TRAMP_PROBE_WORD], (uint32_t)(a >> 32));

@@ -4,7 +4,7 @@
  * what fbt.c and the fire path ask of it.
  *
  * A slot is TRAMP_SLOT_WORDS words: a copy of tramp_template (the
- * counting path, the way into C), whose three tail words at TRAMP_TAIL
+ * counting path, the way into C), whose four tail words at TRAMP_TAIL
  * hold the displaced instruction (and the `ba` back, or the return's
  * delay slot; check mode's mark), whose call at TRAMP_CALL_WORD is
  * re-aimed at sparc64_tramp_fire from the slot, and the probe's address
@@ -16,7 +16,7 @@
 
 #define TRAMP_SLOTS        512     /* enabled tramp probes at most */
 #define TRAMP_SLOT_WORDS   118     /* 472 bytes a slot, a multiple of 8 */
-#define TRAMP_TAIL         37      /* the words the slot runs last: 3 */
+#define TRAMP_TAIL         37      /* the words the slot runs last: 4 */
 #define TRAMP_PROBE_WORD   116     /* the probe's address, a doubleword */
 
 #define TRAMP_P_ADDR       0       /* offsetof(struct probe, addr) */
@@ -27,11 +27,13 @@
 #define TRAMP_P_WINDOW     33      /* offsetof(struct probe, site.window) */
 #define TRAMP_P_CHECKED    34      /* offsetof(struct probe, site.checked) */
 #define TRAMP_BRANCH_WORD  16      /* the counting path's test (tramp.c) */
-#define TRAMP_SLOW_WORD    40      /* the way into C */
-#define TRAMP_CALL_WORD    98      /* its call of sparc64_tramp_fire */
+#define TRAMP_SLOW_WORD    41      /* the way into C */
+#define TRAMP_CALL_WORD    99      /* its call of sparc64_tramp_fire */
 /* Ends a checked slot's displaced instruction (tramp_check.c): no probe's
  * index, nor ool.h's mark, nor an unwritten slot's. */
 #define TRAMP_CHECK_MARK   0x003ffffd
+/* ... and a return's delay slot word, run after the first mark. */
+#define TRAMP_CHECK_SLOT_MARK 0x003ffffc
 #define TRAMP_ACTION_NULL  1       /* TRACER_ACTION_NULL */
 #define TRAMP_ENABLED      2       /* PROBE_ENABLED */
 #define TRAMP_CPU_ID       8       /* offsetof(struct cpu, id) */
@@ -62,6 +64,9 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
 /* `ba,a` (annul 1) or `ba` (annul 0) from `from` to `to`; false if out
  * of the 22-bit displacement's reach (+-8 MiB). */
 bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
+/* Whether a checked return's delay slot word is checked too: one an
+ * out-of-line record can carry (ool_checkable: not a `restore`). */
+bool tramp_slot_checkable(const struct probe *p);
 /* Whether no thread but the caller holds a word pointing into slot i on
  * its stack (tramp.c: a slot is rewritten for another probe only then). */
 bool tramp_slot_quiet(unsigned i);

@@ -7,7 +7,7 @@
  * C (below). Then it puts %pstate back, `restore`s into the site's window
  * and runs its tail: for an entry `ba site + 4` with the displaced word in
  * its delay slot; for a return the ret/retl/return and its delay slot. The
- * third tail word is check mode's (tramp_check.c). The probe's address is
+ * last two tail words are check mode's (tramp_check.c). The probe's address is
  * the slot's last doubleword, read with `rd %pc`; the way into C is in
  * every slot, its call direct (re-aimed per slot): under TCG each indirect
  * jump is a block lookup, and a shared routine costs two per firing.
@@ -70,7 +70,7 @@ tramp_template:
 1:	wrpr	%l7, 0, %pstate
 	restore
 tramp_t_tail:
-	.word	0x003fffff, 0x003fffff, 0x003fffff      /* written per slot */
+	.word	0x003fffff, 0x003fffff, 0x003fffff, 0x003fffff  /* per slot */
 	/* The way into C, in the slot's window: %l0 the probe, %l7 PSTATE at
 	 * the site. It builds a struct trapframe of the state at the site
 	 * (trapframe.h: TPC the site, its %o, %g, %y, CCR and PSTATE in
@@ -146,7 +146,6 @@ tramp_t_call:
 	srlx	%l7, 8, %l7
 	and	%l7, 0xfff, %l7
 	ba,a	1b
-	.skip	(. - tramp_template) % 8     /* the probe word is 8-aligned */
 tramp_t_probe:
 	.xword	0
 tramp_template_end:
@@ -159,6 +158,9 @@ tramp_template_end:
 	.endif
 	.ifne	(tramp_t_call - tramp_template) - 4 * TRAMP_CALL_WORD
 	.error	"tramp.h: TRAMP_CALL_WORD is not the template's call"
+	.endif
+	.ifne	(tramp_t_probe - tramp_template) % 8
+	.error	"tramp_slots.S: the probe word must be 8-aligned"
 	.endif
 	.ifne	(tramp_t_probe - tramp_template) - 4 * TRAMP_PROBE_WORD
 	.error	"tramp.h: TRAMP_PROBE_WORD is not the template's probe word"
