@@ -23,17 +23,20 @@ from .wire import cdefs
 
 
 def _mechanisms(arch: str) -> dict:
-    """Arch's mechanisms, lossy and return_trampolines fields from the
-    arch's TARCH_MECHANISMS table: the names in order (the first is the
-    default), the lossy ones (MECHANISM_LOSSY) and those whose return
-    probes ride on their entry (MECHANISM_RETURN_TRAMPOLINE)."""
+    """Arch's mechanisms, lossy, return_trampolines and trap_free fields
+    from the arch's TARCH_MECHANISMS table: the names in order (the first
+    is the default), the lossy ones (MECHANISM_LOSSY), those whose return
+    probes ride on their entry (MECHANISM_RETURN_TRAMPOLINE) and those
+    whose entry and return sites take no trap (MECHANISM_NO_TRAP)."""
     h = cdefs.load(f"tracer/arch/{arch}/mechanisms.h")
     rows, lossy_bit = h.table("TARCH_MECHANISMS"), h.const("MECHANISM_LOSSY")
     ride_bit = h.const("MECHANISM_RETURN_TRAMPOLINE")
+    free_bit = h.const("MECHANISM_NO_TRAP")
     return {"mechanisms": tuple(r.meaning for r in rows),
             "lossy": frozenset(r.meaning for r in rows if r.value & lossy_bit),
             "return_trampolines": frozenset(r.meaning for r in rows
-                                            if r.value & ride_bit)}
+                                            if r.value & ride_bit),
+            "trap_free": frozenset(r.meaning for r in rows if r.value & free_bit)}
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class Arch:
     # Mechanisms whose return probes ride on their function's entry probe
     # (`probe ride`: a trampoline records the return, no trap).
     return_trampolines: frozenset = frozenset()
+    # Mechanisms whose entry and return sites branch to a trampoline and
+    # take no trap at all (MECHANISM_NO_TRAP).
+    trap_free: frozenset = frozenset()
     # The ELF's e_machine, and the binutils that disassemble it.
     elf_machine: str = ""
     objdump: str = ""

@@ -215,6 +215,10 @@ def _bench(s) -> None:
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
+    s.add_argument("--only", metavar="NAMES",
+                   help="only these experiments (a comma list of plan.py's names, "
+                   "e.g. firepath,fbt), in the boots that hold them: a figure "
+                   "measured again without the whole run")
 
 
 def _export(s) -> None:

@@ -22,7 +22,7 @@ THREADS, ITERS, DEPTH = 3, 40, 2
 
 
 def lossless(arch: str) -> list[str]:
-    """The arch's lossless mechanisms: i386 int3, ud, opt; sparc64 emulate."""
+    """The arch's lossless mechanisms: i386 int3, ud, opt; sparc64 emulate, tramp."""
     a = arches.get(arch)
     return [m for m in a.mechanisms if m not in a.lossy]
 

@@ -29,6 +29,9 @@ class CheckReport:
     mismatches: list[str] = field(default_factory=list)
     order: tuple[str, ...] = ()        # the arch's classes, in report order
     not_compared: list[str] = field(default_factory=list)   # unrecorded memory
+    # Records of a site's delay slot beside its own (sparc64's tramp):
+    # a firing has one record, and these.
+    delay_slots: int = 0
 
     def add(self, head: str, form: str, diffs: list[str]) -> None:
         """One checked record's diffs: none, a mismatch, or (every line an

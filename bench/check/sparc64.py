@@ -10,6 +10,9 @@ caller's %l/%i. verify() runs the site's ORIGINAL word in python3-unicorn's
 SPARC64 mode from the "before" state (bench/check/ref_sparc64.Reference: run()
 for the CTIs, run_window() for `save` and `return`) and compares unicorn's
 result ("expected") with the guest's "after" ("actual"), field by field.
+A return site's out-of-line-sized record is its delay slot's (sparc64's
+tramp checks the copy it runs after the CTI): the word after the site,
+run as an out-of-line word, counted in report.delay_slots.
 Field order and record size come from check.h through cdefs.
 
 Addresses. The model runs an instruction only at the last word of one of
@@ -58,6 +61,7 @@ U64 = (1 << 64) - 1
 CLASSES = ("CALL", "JMPL", "BICC", "BPCC", "BPR", "FBFCC", "FBPFCC",
            "SAVE", "RETURN")
 _WINDOW_CLASSES = {"SAVE", "RETURN"}
+_RETURN_CLASSES = {"JMPL", "RETURN"}
 _BRANCH_OP2 = {2: "BICC", 1: "BPCC", 3: "BPR", 6: "FBFCC", 5: "FBPFCC"}
 
 
@@ -152,6 +156,15 @@ def verify(checks, sites) -> CheckReport:
             head = f"probe {pid} at {site.addr:#x}"
             word = int.from_bytes(bytes(site.code[:4]), "big")
             cls = classify(word)
+            addr = site.addr
+            if cls in _RETURN_CLASSES and len(w) == ool.WORDS:
+                # A trampoline's return also checks its delay slot's
+                # word, run from a copy (tramp_check.c): a second record,
+                # the out-of-line one, for the word after the site.
+                word = int.from_bytes(bytes(site.code[4:8]), "big")
+                addr, cls = site.addr + 4, None
+                report.delay_slots += 1
+                head = f"probe {pid} at {addr:#x} (delay slot)"
             # A word no mechanism emulates ran out of line: its record
             # is the out-of-line one (check.h), of another length.
             size = ool.WORDS if cls is None else WORDS
@@ -163,13 +176,13 @@ def verify(checks, sites) -> CheckReport:
                 continue
             report.checked += 1
             report.by_form[cls] = report.by_form.get(cls, 0) + 1
-            if w[I_PC] != site.addr:
+            if w[I_PC] != addr:
                 report.mismatches.append(f"{head}: pc before: expected "
-                                         f"{site.addr:#x} vs actual {w[I_PC]:#x}")
+                                         f"{addr:#x} vs actual {w[I_PC]:#x}")
                 continue
             if cls == ool.FORM:
                 ool_model = ool_model or ool.Model()
-                diffs = ool_model.verify_one(word, site.addr, w)
+                diffs = ool_model.verify_one(word, addr, w)
             else:
                 before, caller = w[:NREGS], w[2 * NREGS:]
                 diffs = _diffs(cls, w, *model.expected(cls, word, site.addr, before, caller))

@@ -192,7 +192,8 @@ def _matrix(args, spawned) -> int:
 def cmd_bench(args) -> int:
     worst = EXIT_OK
     for name in arches.names(args.arch):
-        worst = max(worst, perf.run(name, reps=args.reps, small=args.small))
+        worst = max(worst, perf.run(name, reps=args.reps, small=args.small,
+                                    only=args.only.split(",") if args.only else None))
     return worst
 
 

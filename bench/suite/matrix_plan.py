@@ -59,7 +59,7 @@ KEYS = {
     "smp": "guest CPUs, 1 to the arch's maximum (default 1)",
     "kind": "trace | check | differential | lossless | toggle | fuzz | itrace | avoid "
             "| libfuzz | fuzz-guest | hosts (required)",
-    "mechanism": "the probe mechanism: i386 int3|ud|step, sparc64 emulate|shellgame "
+    "mechanism": "the probe mechanism: i386 int3|ud|step|opt, sparc64 emulate|shellgame|tramp "
                  "(default: the arch's first; not for differential)",
     "probes": "probe spec for trace/check (default fbt:*:entry,fbt:*:return)",
     "workload": "the run command's arguments for trace/check (default 'fib n=10') "

@@ -23,7 +23,7 @@ from .table import missed_targets, table
 
 
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
-        out=None) -> int:
+        out=None, only: list[str] | None = None) -> int:
     arch = arches.get(arch_name)
     t_image = time.monotonic()
     build.ensure_image(arch)
@@ -31,7 +31,7 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
     sizes = Sizes.small() if small else Sizes()
     on_line(f"bench {arch.name}: {reps} repetitions of every figure"
             + (" (small sizes)" if small else ""))
-    b = measure(arch, reps, sizes, on_line)
+    b = measure(arch, reps, sizes, on_line, only=only)
     b.timings.insert(0, {"boot": "", "experiment": "image",
                          "seconds": round(t0 - t_image, 1)})
     out = out or BUILD / "bench" / arch.name
@@ -51,7 +51,7 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
         "timings": b.timings,
         "config": {"arch": arch.name, "accel": "tcg", "qemu": qemu[0] if qemu else "",
                    "git_commit": commit, "boots": b.boots, "repetitions": reps,
-                   "sizes": sizes.__dict__, "small": small,
+                   "sizes": sizes.__dict__, "small": small, "only": only,
                    "seconds": round(time.monotonic() - t0, 1)},
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

@@ -30,6 +30,9 @@ TARGETS = {
     # calltree with every entry and return recorded, guest time, under a
     # mechanism with a return trampoline against -finstrument-functions.
     "trampoline_over_finstrument": ("≤ 1.3", lambda v: v <= 1.3),
+    # A null probe's whole firing at a site a trap-free mechanism takes
+    # (a branch to its trampoline) against the bare trap round trip.
+    "notrap_over_bare": ("≤ 0.3", lambda v: v <= 0.3),
     "baseline_over_emulated": ("≥ 3", lambda v: v >= 3),
     "scaling_2_over_1": ("≥ 1.8", lambda v: v >= 1.8),
     "scaling_over_bare": ("≥ 0.95", lambda v: v >= 0.95),

@@ -48,6 +48,14 @@ def dp_programs(arch: str) -> dict[str, asm.Program]:
     return {k: progs[k] for k in DP_PROGRAMS}
 
 
+def mechanism_mask(b: Bench) -> int:
+    """The workload's `mechanisms` bits: every mechanism but the
+    trap-free ones, which take the loop's branch sites with the arch's
+    emulation (their rows would repeat the emulating mechanism's)."""
+    return sum(1 << i for i, m in enumerate(b.arch.mechanisms)
+               if m not in b.arch.trap_free)
+
+
 def dprobes(b: Bench, g: Guest) -> None:
     """Experiments 1-5 in one workload run per repetition: the figures
     dpN_*, the bare trap, and the ratios between them."""
@@ -68,7 +76,7 @@ def _runs(b: Bench, g: Guest, progs: dict) -> tuple[dict, dict]:
         slots.append(f"{param}={slot}")
     for i in range(b.reps):
         r = g.command(f"run dprobes n={b.sizes.dp_n} base={b.sizes.dp_base} "
-                      + " ".join(slots))
+                      f"mechanisms={mechanism_mask(b)} " + " ".join(slots))
         got = {}
         for line in r.text:
             w = line.split()
@@ -170,7 +178,7 @@ def dprobes_log(b: Bench, g: Guest, channel: str) -> None:
     per: dict[str, list[float]] = {}
     for _ in range(b.reps):
         r = g.command(f"run dprobes n={b.sizes.dp_n} base={b.sizes.dp_base} "
-                      f"log={slot}")
+                      f"mechanisms={mechanism_mask(b)} log={slot}")
         got = {}
         for line in r.text:
             w = line.split()

@@ -50,7 +50,8 @@ def against_hooks(b: Bench, wl: str, tag: str = "") -> None:
     lossless mechanism's over -finstrument-functions'. The two come from
     two boots (the plain image and the instrumented one): a ratio of the
     repetitions in order, the figure's spread saying how much that moves
-    it. Judged for the mechanisms whose returns ride on their entry."""
+    it. Judged for the mechanisms whose returns ride on their entry and
+    those that take no trap at all."""
     hooks = b.figures.get(f"fbt_{wl}_finstrument{tag}")
     for m in b.arch.mechanisms:
         probed = b.figures.get(f"fbt_{wl}_{m}{tag}")
@@ -62,7 +63,7 @@ def against_hooks(b: Bench, wl: str, tag: str = "") -> None:
               "ratio", what=f"{wl}{tag}, every entry and return recorded: guest time "
               f"under {m} / -finstrument-functions (boots A and B)",
               **({"target": "trampoline_over_finstrument"}
-                 if m in b.arch.return_trampolines else {}))
+                 if m in b.arch.return_trampolines | b.arch.trap_free else {}))
 
 
 def probed_smp(b: Bench, g: Guest) -> None:

@@ -5,7 +5,8 @@ says where each ends) for the bare trap and every mechanism x site x
 action; the figures are each stage's median, a null probe's total
 against the bare trap's, i386's opt against int3 on the same prologue,
 a return trapped at its site against one riding on its entry (opt's
-return trampoline), and the out-of-line path (site `ool`) against emulation and against the
+return trampoline), a trap-free mechanism's firing against the bare
+trap (sparc64's tramp), and the out-of-line path (site `ool`) against emulation and against the
 lossy baselines' cost per firing that dprobes measured in this boot.
 """
 
@@ -71,6 +72,7 @@ def firepath(b: Bench, g: Guest) -> None:
               what="int3 / opt, null-probe cost per firing on the "
               "prologue site, stamps off")
     _returns(b, vals)
+    _trap_free(b, vals)
     _ool(b, vals)
     b.say("  stages: " + ", ".join(
         f"{n} {statistics.median(v['total']):,.0f}" for n, v in vals.items()
@@ -102,6 +104,25 @@ def _returns(b: Bench, vals: dict) -> None:
                   "ratio", target="int3_over_trampoline_return",
                   what=f"{trap} / {m}, a return's null-probe cost per firing "
                   "(trapped at its site / riding on the entry), stamps off")
+
+
+def _trap_free(b: Bench, vals: dict) -> None:
+    """A trap-free mechanism's null firing against the bare trap round
+    trip, stamps off, per repetition, at each stage site it takes with no
+    trap: those whose fire path took no emulate stamp (fewer than four;
+    its other sites take the trap and are emulated)."""
+    bare = vals["bare"]["plain"]
+    for m in sorted(b.arch.trap_free):
+        for name, stages in vals.items():
+            mech, site, action = (name.split(".") + ["", ""])[:3]
+            if mech != m or action != "null" or "plain" not in stages or \
+                    statistics.median(stages["stamps"]) >= 4:
+                continue
+            b.put(f"ratio_{m}_{site}_over_bare",
+                  [t / q if q else None for t, q in zip(stages["plain"], bare)],
+                  "ratio", target="notrap_over_bare",
+                  what=f"{m} / bare trap, null-probe cost per firing on the "
+                  f"{site} site (no trap), stamps off")
 
 
 def _ool(b: Bench, vals: dict) -> None:

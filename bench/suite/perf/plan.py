@@ -19,6 +19,7 @@ from functools import partial
 from typing import Callable
 
 from ... import arches
+from ...errors import UsageError
 from ...guest.qemu import Guest
 from ...wire import frames
 from .channels import drain, sustained
@@ -155,14 +156,24 @@ PLAN = (
 )
 
 
-def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
-    """Every boot of PLAN that the arch has, every experiment in it."""
+def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print,
+            only: list[str] | None = None) -> Bench:
+    """Every boot of PLAN that the arch has, every experiment in it; with
+    only, just the experiments so named (and the unnamed steps between
+    them), in the boots that hold one."""
+    known = {e.name for boot in PLAN for e in boot.experiments if e.name}
+    unknown = sorted(set(only or ()) - known)
+    if unknown:
+        raise UsageError(f"no experiment {', '.join(unknown)}: {', '.join(sorted(known))}")
     b = Bench(arch, reps, sizes, on_line)
     for boot in PLAN:
-        if not boot.when(arch):
+        if not boot.when(arch) or (only and not any(e.name in only
+                                                    for e in boot.experiments)):
             continue
         with b.boot(boot.label, smp=boot.smp(arch), instrumented=boot.instrumented) as g:
             for e in boot.experiments:
+                if only and e.name and e.name not in only:
+                    continue
                 if not e.when(g):
                     if e.otherwise:
                         b.notes.append(e.otherwise.format(arch=arch.name))

@@ -38,22 +38,27 @@ def plots(b: Bench, out) -> list[str]:
     def err(f):
         return [f["median"] - f["spread"][0], f["spread"][1] - f["median"]]
 
+    # Each plot's figures, where its experiments ran (`bench --only`).
     dp = sorted(k for k in F if k.startswith("dp"))
     e = list(zip(*[err(F[k]["ns"]) for k in dp]))
-    bars("dprobes.png", f"DProbes experiments, ns per loop iteration "
-         f"(median, min-max of {b.reps})", "ns / iteration (log)",
-         dp, [F[k]["ns"]["median"] for k in dp], e, log=True)
+    if dp:
+        bars("dprobes.png", f"DProbes experiments, ns per loop iteration "
+             f"(median, min-max of {b.reps})", "ns / iteration (log)",
+             dp, [F[k]["ns"]["median"] for k in dp], e, log=True)
     fbt = [k for k in F if k.startswith("fbt_")]
     e = list(zip(*[err(F[k]["guest_seconds"]) for k in fbt]))
-    bars("fbt.png", "function-boundary tracing: guest time per run", "ms (log)",
-         [k[4:] for k in fbt], [F[k]["guest_seconds"]["median"] * 1e3 for k in fbt],
-         [[x * 1e3 for x in side] for side in e], log=True)
+    if fbt:
+        bars("fbt.png", "function-boundary tracing: guest time per run", "ms (log)",
+             [k[4:] for k in fbt], [F[k]["guest_seconds"]["median"] * 1e3 for k in fbt],
+             [[x * 1e3 for x in side] for side in e], log=True)
     sc = [k for k in ("scaling_1_vcpu", "scaling_2_vcpu", "scaling_4_vcpu") if k in F]
     if sc:
         e = list(zip(*[err(F[k]) for k in sc]))
         bars("scaling.png", "aggregate firings/s by vCPUs (null action)", "firings/s",
              [k.split("_")[1] + " vCPU" for k in sc], [F[k]["median"] for k in sc], e)
     sr = ["serial_raw", "serial_payload"]
+    if not all(k in F for k in sr):
+        return made
     e = list(zip(*[err(F[k]) for k in sr]))
     bars("serial.png", "serial channel: raw vs drained payload", "bytes/s",
          ["raw channel", "drain payload"], [F[k]["median"] for k in sr], e)

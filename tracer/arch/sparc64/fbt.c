@@ -19,6 +19,11 @@
  *   shellgame  the lossy baseline of seed 001 (Btrace1): record, store the
  *              original word back and retry it natively, the ILLTRAP going
  *              back in when the next probe fires (shellgame.c).
+ *   tramp      no trap, as illumos' SPARC fbt: an entry or return site
+ *              becomes `ba,a` to the probe's trampoline, which records
+ *              and runs the displaced word (and a return's delay slot)
+ *              natively (tramp.c, tramp_slots.S, tramp_fire.c); other
+ *              sites take the ILLTRAP and are emulated as under emulate.
  *
  * Sites and kinds:
  *   branch  any emulated CTI (emulate.h): records pc, target, taken and
@@ -55,6 +60,7 @@
 #include "ool.h"
 #include "trap.h"
 #include "tracer.h"
+#include "tramp.h"
 #include "tracer_arch.h"
 #include "wire.h"
 
@@ -91,6 +97,14 @@ static bool is_save_to_sp(uint32_t w)
 	       ((w >> 25) & 0x1f) == REG_SP;
 }
 
+/* The word before addr as the code has it: under a probe there, its
+ * original (a tramp probe's ba,a is no CTI of the code's). */
+static uint32_t word_before(uintptr_t addr)
+{
+	const struct probe *q = tracer_lookup(addr - 4);
+	return q ? q->site.insn : ((const uint32_t *)addr)[-1];
+}
+
 int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 		 const char **why)
 {
@@ -102,7 +116,7 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	}
 	uint32_t w = code[0];
 	*site = (struct tarch_site){ .insn = w, .window = true };
-	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(code[-1])) {
+	if (addr >= (uintptr_t)__text_start + 4 && sparc_is_cti(word_before(addr))) {
 		*why = "in the delay slot of a control transfer";
 		return -1;
 	}
@@ -153,10 +167,17 @@ int tarch_decode(uintptr_t addr, unsigned kind, struct tarch_site *site,
 	return 0;
 }
 
+/* Whether p's site becomes a ba,a to its trampoline (tramp.c). */
+static bool jumps(const struct probe *p)
+{
+	return p->mechanism == MECHANISM_TRAMP && tramp_site(p);
+}
+
 bool tarch_can_arm(const struct probe *p, const char **why)
 {
-	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode &&
-	    p->mechanism == MECHANISM_EMULATE)
+	if (jumps(p))
+		return tramp_can_arm(p, why);
+	if (p->site.what == SPARC_SITE_OOL && tracer_check_mode && sparc64_emulates(p))
 		return ool_checkable(p->site.insn, why);
 	return true;
 }
@@ -179,16 +200,22 @@ static bool quick_site(const struct tarch_site *s)
 
 void tarch_arm(struct probe *p)
 {
+	if (jumps(p)) {
+		p->site.quick = 0;
+		tramp_arm(p);
+		return;
+	}
+	p->site.checked = 0;    /* (a tramp arming's, for any site: its slot's) */
 	if (p->site.what == SPARC_SITE_OOL) {
 		/* which slot (ool_check.c), written before the trap can send
 		 * anyone there */
-		p->site.checked = tracer_check_mode && p->mechanism == MECHANISM_EMULATE;
+		p->site.checked = tracer_check_mode && sparc64_emulates(p);
 		if (p->site.checked)
 			ool_check_prepare(p);
 		else
 			ool_prepare(p);
 	}
-	p->site.quick = p->mechanism == MECHANISM_EMULATE && !p->site.checked &&
+	p->site.quick = sparc64_emulates(p) && !p->site.checked &&
 			quick_site(&p->site);
 	sparc64_shellgame_forget(p);
 	sparc64_store_word(p, ILLTRAP(p->id));
@@ -196,6 +223,10 @@ void tarch_arm(struct probe *p)
 
 void tarch_disarm(struct probe *p)
 {
+	if (jumps(p)) {
+		tramp_disarm(p);
+		return;
+	}
 	sparc64_shellgame_forget(p);
 	sparc64_store_word(p, p->site.insn);
 }
@@ -221,6 +252,7 @@ void tarch_init(void)
 {
 	trap_hook_add(TT_ILLEGAL_INSTRUCTION, sparc64_probe_trap);
 	ool_check_init();       /* the checked slots' mark, after the probes' */
+	tramp_check_init();     /* and the checked trampolines' */
 	sparc64_watch_init();
 	sparc64_shellgame_init();
 }

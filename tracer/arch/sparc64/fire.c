@@ -294,7 +294,7 @@ static always_inline void fire_full(struct probe *p, struct trapframe *tf)
 	struct sparc_regs r;
 	struct sparc_outcome o = { 0 };
 	/* (An out-of-line site's check is its slot's: site.checked.) */
-	bool check = tracer_check_mode && p->mechanism == MECHANISM_EMULATE &&
+	bool check = tracer_check_mode && sparc64_emulates(p) &&
 		     p->site.what != SPARC_SITE_OOL;
 	load_state(p, tf, &r, check);
 	unsigned long chk[SPARC64_CHECK_WORDS];

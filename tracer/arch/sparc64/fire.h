@@ -19,8 +19,16 @@
 #include "mechanisms.h"
 #include "tracer.h"
 
-/* MECHANISM_EMULATE, MECHANISM_SHELLGAME: a probe's mechanism. */
+/* MECHANISM_EMULATE, MECHANISM_SHELLGAME, MECHANISM_TRAMP: a probe's
+ * mechanism. */
 enum { TARCH_MECHANISMS(MECHANISM_ENUM) };
+
+/* Whether p's illtrap is emulated (emulate; tramp's sites that take the
+ * illtrap, tramp.c), not the shell game's. */
+static inline bool sparc64_emulates(const struct probe *p)
+{
+	return p->mechanism != MECHANISM_SHELLGAME;
+}
 
 struct trapframe;
 

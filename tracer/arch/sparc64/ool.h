@@ -33,6 +33,13 @@ bool ool_checkable(uint32_t w, const char **why);
 void ool_check_prepare(const struct probe *p);
 struct trapframe;
 void ool_check_before(const struct probe *p, struct trapframe *tf);
+/* The record's memory part for the word insn (check.h's
+ * SPARC64_CHECK_OOL_*) into w: first, its effective address from r and
+ * the doublewords there before; else the same doublewords after (also
+ * tramp_check.c's, for an entry word its trampoline runs). */
+struct sparc_regs;
+void ool_check_memory(uint32_t insn, const struct sparc_regs *r, unsigned long *w,
+		      bool first);
 void ool_check_init(void);
 #endif
 

@@ -168,26 +168,35 @@ static void memory(unsigned long *w, unsigned at)
 			    ? ((const volatile uint64_t *)base)[i] : 0;
 }
 
-void ool_check_before(const struct probe *p, struct trapframe *tf)
+void ool_check_memory(uint32_t insn, const struct sparc_regs *r, unsigned long *w,
+		      bool first)
 {
-	struct sparc_regs r;
-	unsigned long *w = before.w;
-	uint32_t insn = p->site.insn;
-
-	if (!sparc64_load_regs(tf, &r, true))
-		panic("probe %u at 0x%lx: the trapped %%sp is not mapped (0x%lx)",
-		      p->id, (unsigned long)p->addr, (unsigned long)trapframe_sp(tf));
-	sparc64_check_state(tf, &r, w);
+	if (!first) {
+		memory(w, SPARC64_CHECK_OOL_MEM_AFTER);
+		return;
+	}
 	uint64_t ea = 0, state = 0;
 	if (insn >> 30 == 3) {
 		uint64_t b = (insn >> 13) & 1 ? (uint64_t)((int64_t)((uint64_t)insn << 51) >> 51)
-					      : r.r[insn & 0x1f];
-		ea = r.r[(insn >> 14) & 0x1f] + b;
+					      : r->r[insn & 0x1f];
+		ea = r->r[(insn >> 14) & 0x1f] + b;
 		state = mapped(ea & ~(uint64_t)7) ? 1 : 2;
 	}
 	w[SPARC64_CHECK_OOL_MEM] = ea;
 	w[SPARC64_CHECK_OOL_MEM_STATE] = state;
 	memory(w, SPARC64_CHECK_OOL_MEM_BEFORE);
+}
+
+void ool_check_before(const struct probe *p, struct trapframe *tf)
+{
+	struct sparc_regs r;
+	unsigned long *w = before.w;
+
+	if (!sparc64_load_regs(tf, &r, true))
+		panic("probe %u at 0x%lx: the trapped %%sp is not mapped (0x%lx)",
+		      p->id, (unsigned long)p->addr, (unsigned long)trapframe_sp(tf));
+	sparc64_check_state(tf, &r, w);
+	ool_check_memory(p->site.insn, &r, w, true);
 	before.tstate_ie = tf->tstate & TSTATE_IE;
 	before.probe = p;
 	tf->tstate &= ~TSTATE_IE;
@@ -224,7 +233,7 @@ static int ool_check_trap(struct trapframe *tf)
 		      p->id, (unsigned long)trapframe_sp(tf));
 	unsigned long *w = before.w;
 	sparc64_check_state(tf, &r, w + SPARC64_CHECK_NREGS);
-	memory(w, SPARC64_CHECK_OOL_MEM_AFTER);
+	ool_check_memory(p->site.insn, &r, w, false);
 	tracer_record(p, WIRE_EVENT_CHECK, w, SPARC64_CHECK_OOL_WORDS);
 	return TRAP_HANDLED;
 }

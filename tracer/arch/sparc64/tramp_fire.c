@@ -1,0 +1,40 @@
+/*
+ * tramp_fire.c — the C half of a tramp probe's firing (tramp.c): what a
+ * slot's way into C calls for a firing its counting path does not take
+ * (a record, a program, a probe no longer enabled, stamps asked for).
+ *
+ * tf is the state at the site as a trap there would have left it
+ * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so
+ * the record is made by the same sparc64_record_fire as an illtrap's, and
+ * a program reads the same context. The slot stored the site's %l/%i
+ * in its window's save area, as trap_entry does, which is where
+ * trapframe_reg_read looks (a stack walk flushes the rest). Nothing here
+ * changes tf but check mode, which clears IE in it (tramp_check.c):
+ * the slot runs the displaced instruction itself once this returns, so
+ * there is no emulate stage to stamp (as i386's opt).
+ */
+#include "arch/arch_sparc64.h"
+#include "arch/sparc64.h"
+#include "arch/trapframe.h"
+#include "context.h"
+#include "fire.h"
+#include "stamp.h"
+#include "tracer.h"
+#include "tramp.h"
+
+void sparc64_tramp_fire(struct trapframe *tf, struct probe *p)
+{
+	tracer_stamp(TRACER_STAMP_ENTRY);
+	tracer_stamp(TRACER_STAMP_LOOKUP);
+	struct sparc_regs r;
+	struct sparc_outcome o = { 0 };
+	bool window = p->site.checked ||
+		      (!tracer_counts_only(p) && (p->gated || p->site.window));
+	if (!sparc64_load_regs(tf, &r, window))
+		sparc64_fire_failed(p, "the %sp at the site is not mapped",
+				    trapframe_sp(tf));
+	sparc64_record_fire(p, tf, &r, &o);
+	tracer_stamp(TRACER_STAMP_FIRE);
+	if (p->site.checked)            /* the state before; IE off in tf */
+		tramp_check_before(p, tf, &r);
+}
