@@ -257,7 +257,8 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     on i386 the trace port is one of them, a <channel> with a virtio target
     (tests/test_libvirt.py runs a lossless trace through it); on sun4u too,
     the controller libvirt adds moved behind simba B by a <qemu:override>;
-    shm, which maps QEMU's RAM, is not for a domain: the port instead."""
+    shm, which maps QEMU's RAM, only for a domain on this host: a URI
+    naming a host takes the port instead."""
     from bench.guest.console import Port
     from bench.guest.libvirt import LibvirtGuest
     from bench.wire.frames import VIRTIO_PORT
@@ -278,7 +279,9 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     assert "<qemu:override>" not in domain_xml("d", g.arch, image=g.image, smp=1,
                                              memory_mb=128, ports=g.ports)
     shm = LibvirtGuest(arches.get("i386"), connect="qemu:///session", channel="shm")
-    assert shm.channel == "virtio" and shm._shm is None
+    assert shm.channel == "shm" and shm._shm is not None
+    far = LibvirtGuest(arches.get("i386"), connect="qemu+ssh://h/system", channel="shm")
+    assert far.channel == "virtio" and far._shm is None
 
 
 def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):

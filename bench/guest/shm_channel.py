@@ -58,6 +58,9 @@ class FileRam(wire_shm.BufferRam):
         if unlink:
             os.unlink(path)
 
+    def close(self) -> None:
+        self.buf.close()
+
 
 def memfd_of(pid: int, size: int) -> str | None:
     """/proc/PID/fd/N of a memfd of exactly size bytes that QEMU (pid)
@@ -74,9 +77,6 @@ def memfd_of(pid: int, size: int) -> str | None:
         except OSError:
             continue
     return None
-
-    def close(self) -> None:
-        self.buf.close()
 
 
 class ProcessRam:
