@@ -13,6 +13,7 @@ import types
 import pytest
 
 from bench import arches
+from bench.errors import UsageError
 from bench.suite import perf
 from bench.suite.perf import core, plan
 from bench.suite.perf.channels import sustained_reps
@@ -418,6 +419,49 @@ def test_plan_accounts_time_and_notes(monkeypatch):
         [("X", "boot"), ("X", "one")], b.timings
     assert b.notes == [f"nothing to skip on {arch.name}"], b.notes
     assert b.figures["one"]["median"] == 1.5
+
+
+def test_only_runs_the_experiments_it_names_with_their_boots_commands(monkeypatch):
+    """`bench --only`: a picked experiment runs after its boot's command
+    steps, as in the whole plan; an unpicked one does not run; a boot
+    holding none is not booted; BOOT:name picks one boot's; a name the
+    plan lacks is refused before anything boots."""
+    guests = []
+
+    @contextlib.contextmanager
+    def fake_open_guest(arch, **kw):
+        guests.append(_FakeGuest())
+        yield guests[-1]
+
+    def boom(b, g):
+        raise RuntimeError("an experiment that was not picked ran")
+
+    monkeypatch.setattr(core, "open_guest", fake_open_guest)
+    monkeypatch.setattr(plan, "PLAN", (
+        plan.Boot("X", (plan.commands("timer 1000"),
+                        plan.Experiment("one", lambda b, g: b.put("one", [1], "u")),
+                        plan.Experiment("two", boom))),
+        plan.Boot("Y", (plan.Experiment("two", boom),)),
+        plan.Boot("Z", (plan.Experiment("one", lambda b, g: b.put("z", [2], "u")),)),
+    ))
+    arch = arches.get(arches.available()[0])
+    b = plan.measure(arch, 1, core.Sizes.small(), on_line=[].append, only=("X:one",))
+    assert [g.commands for g in guests] == [["timer 1000", "exit 0"]], guests
+    assert sorted(b.figures) == ["one"] and b.only == ("X:one",)
+    guests.clear()
+    b = plan.measure(arch, 1, core.Sizes.small(), on_line=[].append, only=("one",))
+    assert len(guests) == 2 and sorted(b.figures) == ["one", "z"], b.figures
+    guests.clear()
+    with pytest.raises(UsageError, match="no bench experiment three, Y:one"):
+        plan.measure(arch, 1, core.Sizes.small(), on_line=[].append,
+                     only=("one", "three", "Y:one"))
+    assert guests == []
+    # A partial run's table leaves out the sections it did not measure;
+    # a whole run's missing figure is still an error.
+    assert table(b) == [] or all(len(r) == 3 for r in table(b))
+    b.only = ()
+    with pytest.raises(KeyError):
+        table(b)
 
 
 def test_sustained_runs_over_the_16550_repeat_less():
