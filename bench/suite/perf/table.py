@@ -51,7 +51,8 @@ def stage_rows(b: Bench) -> list:
     stages = [k for k in F if k.startswith("stages_") and "total" in F[k]]
     if not stages:
         return []
-    cols = ["entry", "lookup", "fire", "emulate", "exit", "total", "plain"]
+    cols = ["entry", "lookup", "fire", "emulate", "ride", "ride_fire", "exit", "total",
+            "plain"]
     rows = [(f"fire path by stage (guest cycles, median; call "
              f"{F['stages_call']['median']:,.0f} is in entry and exit; "
              "plain: the whole firing with no stamps taken)", " | ".join(cols), "")]

@@ -44,6 +44,7 @@
 #include "opt_return.h"
 #include "retaddr.h"
 #include "spinlock.h"
+#include "stamp.h"
 #include "thread.h"
 #include "tracer.h"
 #include "tracer_arch.h"
@@ -121,6 +122,7 @@ bool opt_return_trampolined(const struct probe *r, const struct trapframe *tf)
 
 void i386_opt_return(struct trapframe *tf)
 {
+	tracer_stamp(TRACER_STAMP_RIDE);
 	uint32_t slot = trapframe_sp(tf);
 	struct thread *me = this_cpu()->current;
 	struct ret_stack *s = opt_return_stack_of(me);
@@ -136,6 +138,7 @@ void i386_opt_return(struct trapframe *tf)
 			else
 				i386_record_fire(r, tf);
 			*(volatile uint32_t *)(uintptr_t)slot = f.real;
+			tracer_stamp(TRACER_STAMP_RIDE_FIRE);
 			return;
 		}
 		if (f.slot > slot) {    /* an outer call's: ours is not there */
