@@ -28,7 +28,14 @@
 #define OPT_FIRED_SHIFT    6       /* sizeof tracer_fired[0] == 1 << this */
 #define OPT_CPU_ID         4       /* %fs:OPT_CPU_ID is this_cpu()->id */
 
+/* The C a firing under opt runs (the detour's i386_opt_fire, the return
+ * trampoline and its i386_opt_return), together on a page of their own
+ * (kernel.ld): under TCG a direct call to another page is a block lookup,
+ * one to the same page a chained jump. */
+#define OPT_HOT_SECTION    ".text.opt_hot"
+
 #ifndef __ASSEMBLY__
+#define OPT_HOT __attribute__((section(OPT_HOT_SECTION)))
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -16,9 +16,13 @@
  *     ret                      to the real address, written into the slot
  *
  * It lives in the tracer's text and is never freed: a thread preempted
- * anywhere in it, or holding its address in a slot, finds it again.
+ * anywhere in it, or holding its address in a slot, finds it again. It
+ * shares opt's page (OPT_HOT_SECTION, opt.h) with i386_opt_return, so the
+ * call is a chained jump under TCG, not a block lookup.
  */
-	.section .text.notrace, "ax"
+#include "opt.h"
+
+	.section OPT_HOT_SECTION, "ax"
 	.global	opt_return_trampoline
 opt_return_trampoline:
 	pushl	$0

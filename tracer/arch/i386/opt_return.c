@@ -41,7 +41,9 @@
 #include "console.h"
 #include "cpu.h"
 #include "fire.h"
+#include "opt.h"
 #include "opt_return.h"
+#include "record.h"
 #include "retaddr.h"
 #include "spinlock.h"
 #include "stamp.h"
@@ -120,7 +122,9 @@ bool opt_return_trampolined(const struct probe *r, const struct trapframe *tf)
 	       (uint32_t)(uintptr_t)opt_return_trampoline;
 }
 
-void i386_opt_return(struct trapframe *tf)
+/* On opt's page (OPT_HOT) beside the trampoline that calls it, the record
+ * inline (record.h): its only call is tracer_fire's, for a record. */
+OPT_HOT void i386_opt_return(struct trapframe *tf)
 {
 	tracer_stamp(TRACER_STAMP_RIDE);
 	uint32_t slot = trapframe_sp(tf);
@@ -130,13 +134,9 @@ void i386_opt_return(struct trapframe *tf)
 		const struct ret_frame f = s->f[--s->depth];
 		if (f.slot == slot) {
 			const struct probe *r = f.ret;
-			if (r->state != PROBE_ENABLED || r->addr != f.ret_addr ||
-			    !opt_return_rides(r))
-				;               /* disarmed, or cleared: not recorded */
-			else if (tracer_counts_only(r))     /* inline: no call */
-				tracer_fire_count(r, this_cpu()->id);
-			else
-				i386_record_fire(r, tf);
+			if (r->state == PROBE_ENABLED && r->addr == f.ret_addr &&
+			    opt_return_rides(r))
+				i386_record(r, tf);  /* else disarmed, or cleared */
 			*(volatile uint32_t *)(uintptr_t)slot = f.real;
 			tracer_stamp(TRACER_STAMP_RIDE_FIRE);
 			return;

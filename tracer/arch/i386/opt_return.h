@@ -77,9 +77,11 @@ static inline struct ret_stack *opt_return_stack_of(const struct thread *t)
 
 /* Entry probe e fired with sp its stack pointer at the site ([sp] the
  * return address): trampoline this call, if e has a riding return probe
- * that is enabled. Interrupts masked. Inline in the fire path: under TCG
- * every return of a call is a block lookup, the most of a firing's cost. */
-static inline void opt_return_enter(const struct probe *e, uint32_t sp)
+ * that is enabled. Interrupts masked. Inline in the fire path (always:
+ * gcc made it a call, two users being too many): under TCG every return
+ * of a call is a block lookup, the most of a firing's cost. */
+static inline __attribute__((always_inline)) void
+opt_return_enter(const struct probe *e, uint32_t sp)
 {
 	if (!e->site.ride || e->kind != WIRE_EVENT_ENTRY)
 		return;
