@@ -51,6 +51,34 @@
 #include "tracer.h"
 #include "tracer_arch.h"
 
+_Static_assert(offsetof(struct probe, addr) == 0 &&
+	       offsetof(struct probe, kind) == OPT_PROBE_KIND &&
+	       offsetof(struct probe, state) == OPT_PROBE_STATE &&
+	       offsetof(struct probe, mechanism) == OPT_PROBE_MECHANISM &&
+	       offsetof(struct probe, site.ride) == OPT_PROBE_RIDE &&
+	       sizeof ((struct probe *)0)->site.ride == 2 &&
+	       PROBE_ENABLED == OPT_PROBE_ENABLED &&
+	       WIRE_EVENT_RETURN == OPT_EVENT_RETURN &&
+	       MECHANISM_OPT == OPT_MECHANISM_OPT &&
+	       offsetof(struct cpu, current) == OPT_CPU_CURRENT &&
+	       offsetof(struct thread, slot) == OPT_THREAD_SLOT &&
+	       sizeof ((struct thread *)0)->slot[0] == 4 &&
+	       sizeof(struct ret_stack) == OPT_RET_STACK &&
+	       offsetof(struct ret_stack, depth) == OPT_RET_DEPTH &&
+	       offsetof(struct ret_stack, f) == OPT_RET_FRAMES &&
+	       sizeof(struct ret_frame) == OPT_RET_FRAME &&
+	       offsetof(struct ret_frame, real) == 0 &&
+	       offsetof(struct ret_frame, slot) == OPT_FRAME_SLOT &&
+	       offsetof(struct ret_frame, ret) == OPT_FRAME_RET &&
+	       offsetof(struct ret_frame, ret_addr) == OPT_FRAME_RET_ADDR &&
+	       OPT_HITS_ROW == 4096 * 4 &&
+	       OPT_RETURN_DEPTH == OPT_RET_DEPTH_MAX &&
+	       offsetof(struct thread, stack) == OPT_THREAD_STACK &&
+	       offsetof(struct thread, stack_size) == OPT_THREAD_STACK_SIZE &&
+	       sizeof ((struct thread *)0)->stack_size == 4 &&
+	       sizeof opt_return_calls[0] == 4,
+	       "opt.h: the return trampoline's counting path's numbers are the C structures'");
+
 struct ret_stack ret_stacks[OPT_RETURN_STACKS];
 static spinlock_t claim_lock = SPINLOCK_INIT("opt-return-claim");
 unsigned ret_slot;              /* thread slot: shadow stack index + 1 */
