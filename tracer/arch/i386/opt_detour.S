@@ -72,9 +72,10 @@
  * the plain one above.
  *
  * An entry whose return rides on it (opt_return.c) must trampoline its
- * calls, so its slot's `jne slow` is a jmp to OPT_RIDE_OFFSET, where
- * opt_detour.c copies opt_ride_template (below) with the two probes'
- * addresses patched in: a null firing, no stamps, the return probe
+ * calls, so its slot's counting path begins with a jmp to
+ * OPT_RIDE_OFFSET (a record still goes to slow from the tests before
+ * it), where opt_detour.c copies opt_ride_template (below) with the two
+ * probes' addresses patched in: a null firing, no stamps, the return probe
  * enabled and riding, the thread on its own stack with a shadow stack
  * that has room — then the call is trampolined and the entry counted
  * there, as i386_opt_fire and opt_return_enter would, and the template

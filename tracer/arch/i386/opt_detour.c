@@ -106,15 +106,15 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	/* jne slow; a probe whose return rides on it always goes to its own
-	 * counting path (jmp ride), which trampolines the call. */
-	uintptr_t to = d + (p->site.ride ? OPT_RIDE_OFFSET : OPT_SLOW_OFFSET);
-	c += put(c, (const uint8_t[]){ p->site.ride ? 0xeb : 0x75,
-				       (uint8_t)(to - (c + 2)) }, 2);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	/* A probe whose return rides on it counts in its own counting path,
+	 * which trampolines the call (jmp ride, over this one's first two
+	 * bytes, below); a record goes straight to C, as any. */
+	uintptr_t count = c;
 	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
 	c += put(c, cpu_id, sizeof cpu_id);
 	c += put_disp(c, imul, 2, OPT_HITS_ROW, -1);                  /* imull $row,%eax,%eax */
@@ -127,6 +127,9 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	if (c != d + OPT_COPY_OFFSET)
 		panic("opt: the counting path is %u bytes, opt.h says %u",
 		      (unsigned)(c - d), OPT_COPY_OFFSET);
+	if (p->site.ride)
+		put(count, (const uint8_t[]){ 0xeb,
+			    (uint8_t)(d + OPT_RIDE_OFFSET - (count + 2)) }, 2);
 	c += put(c, s->bytes, s->len);                                /* the copy */
 	store(c, 0xe9);                                               /* jmp site + len */
 	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
