@@ -47,38 +47,38 @@ opt_return_trampoline:
 	pushl	%ecx
 	pushl	%edx               /* the slot is 20(%esp) */
 	cmpl	$0, tracer_stamp_cpu
-	jne	slow
+	jne	.Lto_c
 	movl	%fs:OPT_CPU_CURRENT, %ecx
 	movl	ret_slot, %edx
 	movl	OPT_THREAD_SLOT(%ecx,%edx,4), %edx  /* shadow stack index + 1 */
 	testl	%edx, %edx
-	jz	slow
+	jz	.Lto_c
 	imull	$OPT_RET_STACK, %edx, %edx
 	leal	ret_stacks - OPT_RET_STACK(%edx), %edx  /* its ret_stack */
 	movl	OPT_RET_DEPTH(%edx), %ecx
 	testl	%ecx, %ecx
-	jz	slow
+	jz	.Lto_c
 	shll	$4, %ecx           /* OPT_RET_FRAME */
 	leal	OPT_RET_FRAMES - OPT_RET_FRAME(%edx,%ecx), %ecx  /* innermost */
 	leal	20(%esp), %eax
 	cmpl	%eax, OPT_FRAME_SLOT(%ecx)
-	jne	slow               /* frames to drop, or none of ours: C */
+	jne	.Lto_c              /* frames to drop, or none of ours: C */
 	movl	OPT_FRAME_RET(%ecx), %eax           /* the return probe */
 	movl	OPT_FRAME_RET_ADDR(%ecx), %ebx
 	cmpl	%ebx, (%eax)
-	jne	slow               /* cleared and added again elsewhere */
+	jne	.Lto_c              /* cleared and added again elsewhere */
 	cmpb	$OPT_PROBE_ENABLED, OPT_PROBE_STATE(%eax)
-	jne	slow
+	jne	.Lto_c
 	cmpb	$0, OPT_PROBE_GATED(%eax)
-	jne	slow
+	jne	.Lto_c
 	cmpb	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
-	jne	slow
+	jne	.Lto_c
 	cmpb	$OPT_EVENT_RETURN, OPT_PROBE_KIND(%eax)
-	jne	slow
+	jne	.Lto_c
 	cmpb	$OPT_MECHANISM_OPT, OPT_PROBE_MECHANISM(%eax)
-	jne	slow
+	jne	.Lto_c
 	cmpw	$0, OPT_PROBE_RIDE(%eax)
-	je	slow
+	je	.Lto_c
 	decl	OPT_RET_DEPTH(%edx)                 /* popped */
 	movl	(%ecx), %ebx                        /* the real address */
 	movl	%ebx, 20(%esp)
@@ -96,7 +96,12 @@ opt_return_trampoline:
 	popl	%eax
 	popfl
 	ret
-slow:
+	/* Where the way into C falls moves the blocks after its call and its
+	 * popfl; QEMU's jump cache (4,096 entries, by address) had the one
+	 * after popfl and i386_opt_return's after tracer_fire in one entry,
+	 * so every recorded return missed it twice. */
+	.balign	16
+.Lto_c:
 	popl	%edx
 	popl	%ecx
 	popl	%ebx
