@@ -278,14 +278,33 @@ int i386_probe_trap(struct trapframe *tf)
  * instructions run natively after it returns. The record and the
  * trampolining of the call are inline: one call and one return a firing
  * (opt.h's OPT_HOT). */
-OPT_HOT void i386_opt_fire(struct trapframe *tf)
+static inline __attribute__((always_inline)) void
+opt_fire(struct trapframe *tf, bool stamping)
 {
-	tracer_stamp(TRACER_STAMP_ENTRY);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_ENTRY);
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
-	tracer_stamp(TRACER_STAMP_LOOKUP);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_LOOKUP);
 	i386_record(p, tf);             /* a riding return's entry counts here */
 	opt_return_enter(p, trapframe_sp(tf));
-	tracer_stamp(TRACER_STAMP_FIRE);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_FIRE);
+}
+
+static __attribute__((noinline)) void opt_fire_stamped(struct trapframe *tf)
+{
+	opt_fire(tf, true);
+}
+
+/* The stamps asked once, not at each stage: under TCG every conditional
+ * branch ends a block. */
+OPT_HOT void i386_opt_fire(struct trapframe *tf)
+{
+	if (__builtin_expect(tracer_stamp_cpu != 0, 0))
+		opt_fire_stamped(tf);
+	else
+		opt_fire(tf, false);
 }
 
 /* Check mode's detour: the same, then the state before the copies run

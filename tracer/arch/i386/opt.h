@@ -40,6 +40,11 @@
 #define OPT_PROBE_ENABLED  2       /* PROBE_ENABLED */
 #define OPT_EVENT_RETURN   2       /* WIRE_EVENT_RETURN */
 #define OPT_MECHANISM_OPT  3       /* MECHANISM_OPT */
+/* The word at OPT_PROBE_KIND, nargs masked off (& 0xffff00ff), of an
+ * enabled return probe under opt; and the word at OPT_PROBE_ACTION of a
+ * probe that counts only (the null action, not gated). */
+#define OPT_RIDING_RETURN  (OPT_EVENT_RETURN | OPT_PROBE_ENABLED << 16 | \
+			    OPT_MECHANISM_OPT << 24)
 #define OPT_CPU_CURRENT    0x10    /* %fs:OPT_CPU_CURRENT is this_cpu()->current */
 #define OPT_THREAD_SLOT    0x54    /* offsetof(struct thread, slot) */
 #define OPT_RET_STACK      1032    /* sizeof(struct ret_stack) */

@@ -115,24 +115,19 @@ opt_ride_template:
 	pushl	%edx
 	movl	$0, %edx
 opt_ride_entry:
+	/* Each test a branch, each branch the end of a block under TCG:
+	 * fields side by side are tested together (opt_return.S). The
+	 * slot tested gate, action and stamps before it jumped here. */
 	cmpb	$OPT_PROBE_ENABLED, OPT_PROBE_STATE(%edx)
 	jne	1f                 /* late: C says so */
-	cmpb	$0, OPT_PROBE_GATED(%edx)
-	jne	1f
-	cmpb	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%edx)
-	jne	1f
-	cmpl	$0, tracer_stamp_cpu
-	jne	1f
 	movl	$0, %eax
 opt_ride_return:
-	cmpb	$OPT_PROBE_ENABLED, OPT_PROBE_STATE(%eax)
-	jne	1f
-	cmpb	$OPT_EVENT_RETURN, OPT_PROBE_KIND(%eax)
-	jne	1f
-	cmpb	$OPT_MECHANISM_OPT, OPT_PROBE_MECHANISM(%eax)
-	jne	1f
+	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
+	andl	$0xffff00ff, %ebx
+	cmpl	$OPT_RIDING_RETURN, %ebx
+	jne	1f                 /* enabled, a return, under opt ... */
 	cmpw	$0, OPT_PROBE_RIDE(%eax)
-	je	1f
+	je	1f                 /* ... riding */
 	/* On the current thread's own stack (opt_return_own_stack: its
 	 * pages, or the boot thread's boot stack, mapped either way; a
 	 * secondary CPU's idle thread goes to C), with a shadow stack that

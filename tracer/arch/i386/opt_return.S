@@ -60,25 +60,24 @@ opt_return_trampoline:
 	jz	.Lto_c
 	shll	$4, %ecx           /* OPT_RET_FRAME */
 	leal	OPT_RET_FRAMES - OPT_RET_FRAME(%edx,%ecx), %ecx  /* innermost */
-	leal	20(%esp), %eax
-	cmpl	%eax, OPT_FRAME_SLOT(%ecx)
-	jne	.Lto_c              /* frames to drop, or none of ours: C */
 	movl	OPT_FRAME_RET(%ecx), %eax           /* the return probe */
+	/* Each test is a branch, and under TCG each branch ends a block:
+	 * fields side by side are tested together, and a record leaves
+	 * first. The null action and no gate: one word. */
+	cmpw	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
+	jne	.Lto_c
+	leal	20(%esp), %ebx
+	cmpl	%ebx, OPT_FRAME_SLOT(%ecx)
+	jne	.Lto_c              /* frames to drop, or none of ours: C */
 	movl	OPT_FRAME_RET_ADDR(%ecx), %ebx
 	cmpl	%ebx, (%eax)
 	jne	.Lto_c              /* cleared and added again elsewhere */
-	cmpb	$OPT_PROBE_ENABLED, OPT_PROBE_STATE(%eax)
-	jne	.Lto_c
-	cmpb	$0, OPT_PROBE_GATED(%eax)
-	jne	.Lto_c
-	cmpb	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
-	jne	.Lto_c
-	cmpb	$OPT_EVENT_RETURN, OPT_PROBE_KIND(%eax)
-	jne	.Lto_c
-	cmpb	$OPT_MECHANISM_OPT, OPT_PROBE_MECHANISM(%eax)
-	jne	.Lto_c
+	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
+	andl	$0xffff00ff, %ebx
+	cmpl	$OPT_RIDING_RETURN, %ebx
+	jne	.Lto_c              /* enabled, a return, under opt ... */
 	cmpw	$0, OPT_PROBE_RIDE(%eax)
-	je	.Lto_c
+	je	.Lto_c              /* ... riding */
 	decl	OPT_RET_DEPTH(%edx)                 /* popped */
 	movl	(%ecx), %ebx                        /* the real address */
 	movl	%ebx, 20(%esp)

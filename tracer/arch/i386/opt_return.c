@@ -55,6 +55,14 @@ _Static_assert(offsetof(struct probe, addr) == 0 &&
 	       offsetof(struct probe, kind) == OPT_PROBE_KIND &&
 	       offsetof(struct probe, state) == OPT_PROBE_STATE &&
 	       offsetof(struct probe, mechanism) == OPT_PROBE_MECHANISM &&
+	       OPT_PROBE_STATE == OPT_PROBE_KIND + 2 &&
+	       OPT_PROBE_MECHANISM == OPT_PROBE_KIND + 3 &&
+	       OPT_PROBE_GATED == OPT_PROBE_ACTION + 1 &&
+	       sizeof ((struct probe *)0)->kind == 1 &&
+	       sizeof ((struct probe *)0)->state == 1 &&
+	       sizeof ((struct probe *)0)->mechanism == 1 &&
+	       sizeof ((struct probe *)0)->action == 1 &&
+	       sizeof ((struct probe *)0)->gated == 1 &&
 	       offsetof(struct probe, site.ride) == OPT_PROBE_RIDE &&
 	       sizeof ((struct probe *)0)->site.ride == 2 &&
 	       PROBE_ENABLED == OPT_PROBE_ENABLED &&
@@ -162,9 +170,13 @@ OPT_HOT void i386_opt_return(struct trapframe *tf)
 		const struct ret_frame f = s->f[--s->depth];
 		if (f.slot == slot) {
 			const struct probe *r = f.ret;
-			if (r->state == PROBE_ENABLED && r->addr == f.ret_addr &&
-			    opt_return_rides(r))
-				i386_record(r, tf);  /* else disarmed, or cleared */
+			/* Enabled and riding (opt_return_rides) where it was,
+			 * one branch (opt_return_enter says why); else
+			 * disarmed, or cleared: not recorded. */
+			if ((r->state == PROBE_ENABLED) & (r->addr == f.ret_addr) &
+			    (r->kind == WIRE_EVENT_RETURN) & (r->site.ride != 0) &
+			    (r->mechanism == MECHANISM_OPT))
+				i386_record(r, tf);
 			*(volatile uint32_t *)(uintptr_t)slot = f.real;
 			tracer_stamp(TRACER_STAMP_RIDE_FIRE);
 			return;

@@ -32,8 +32,10 @@ i386_record(const struct probe *p, const struct trapframe *tf)
 	uint32_t sp = trapframe_sp(tf);
 	unsigned n;
 
-	if (tracer_counts_only(p)) {
-		tracer_fire_count(p, this_cpu()->id);
+	/* Tests joined with & (one branch, not one each) where they read
+	 * nothing the other guards: under TCG each branch ends a block. */
+	if ((p->gated == 0) & (p->action == TRACER_ACTION_NULL)) {
+		tracer_fire_count(p, this_cpu()->id);     /* tracer_counts_only */
 		return;
 	}
 	if (p->kind == WIRE_EVENT_INSN) {
@@ -44,15 +46,26 @@ i386_record(const struct probe *p, const struct trapframe *tf)
 		w[WIRE_ENTRY_PC] = p->addr;
 		w[WIRE_ENTRY_SP] = sp;
 		/* At the first instruction, [sp] is the return address and the
-		 * arguments follow (cdecl), as ctrace reads them. */
-		for (unsigned i = 0; i < p->nargs; i++) {
-			uint32_t a = sp + 4 + 4 * i;
-			unsigned long v = 0;
-			if (p->nargmap)         /* where -O2 put them (core/args.c) */
-				tracer_arg(&ctx, p, i, &v);
-			else
-				v = mapped(a) ? *(const uint32_t *)a : 0;
-			w[WIRE_ENTRY_ARG0 + i] = v;
+		 * arguments follow (cdecl), as ctrace reads them. The common
+		 * case, every argument word on mapped stack, copies all
+		 * TRACER_MAX_ARGS of them, unrolled, the record taking nargs:
+		 * under TCG each branch of a loop ends a block, three a word. */
+		const uint32_t *args = (const uint32_t *)(uintptr_t)(sp + 4);
+		_Static_assert(TRACER_MAX_ARGS <= 8, "record.h unrolls 8 at most");
+		if ((p->nargmap == 0) & mapped(sp + 4) & mapped(sp + 4 * TRACER_MAX_ARGS)) {
+#pragma GCC unroll 8
+			for (unsigned i = 0; i < TRACER_MAX_ARGS; i++)
+				w[WIRE_ENTRY_ARG0 + i] = args[i];
+		} else {
+			for (unsigned i = 0; i < p->nargs; i++) {
+				uint32_t a = sp + 4 + 4 * i;
+				unsigned long v = 0;
+				if (p->nargmap)  /* where -O2 put them (core/args.c) */
+					tracer_arg(&ctx, p, i, &v);
+				else
+					v = mapped(a) ? *(const uint32_t *)a : 0;
+				w[WIRE_ENTRY_ARG0 + i] = v;
+			}
 		}
 		n = WIRE_ENTRY_ARG0 + p->nargs;
 	} else {
