@@ -6,8 +6,12 @@
  *
  * The detour (opt_detour.S) builds a struct trapframe of a trap at the
  * site, records with interrupts masked through the fire path's own
- * record_fire (fire.c), restores every register and EFLAGS, runs the copy
- * of the displaced instructions and jumps back to site + len.
+ * record (record.h, from i386_opt_fire), restores every register and
+ * EFLAGS, runs the copy of the displaced instructions and jumps back to
+ * site + len. A plain slot of an entry whose return rides on it also
+ * holds a copy of opt_ride_template at OPT_RIDE_OFFSET, with the entry's
+ * and its return probe's addresses and its jumps patched in (write_ride),
+ * where a null firing trampolines the call without going to C.
  *
  * Check mode picks the detour when the slot is written: with `probe check
  * on`, a slot gets check mode's variant (opt_detour.S: a second call after
