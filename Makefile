@@ -5,6 +5,9 @@
 #   make bench [ARCH=a]          the seeds' experiments: table with targets,
 #                                JSON and plots in build/bench/<arch>/ (every
 #                                arch by default, one after the other)
+#   make bench ONLY=firepath,A:fbt  those experiments alone (plan.py's names,
+#                                BOOT:name for one boot's), with their boots;
+#                                results in build/bench/<arch>/only/
 #   make check [ARCH=a]          host tests (pytest) + guest self-tests
 #                                + the matrix's quick group + make lint
 #   make lint                    pyflakes, shellcheck, no arch named in neutral
@@ -75,7 +78,7 @@ boot-time:
 	$(BENCH) boot-time --arch $(or $(ARCH),$(error boot-time needs ARCH=i386 or ARCH=sparc64)) --smp $(SMP)
 
 bench: deps
-	$(BENCH) bench $(ARCH_OPT)
+	$(BENCH) bench $(ARCH_OPT) $(if $(ONLY),--only $(ONLY))
 
 run:
 	$(BENCH) run --arch $(NEED_ARCH) --smp $(SMP) --probes '$(PROBES)' \

@@ -215,10 +215,11 @@ def _bench(s) -> None:
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
-    s.add_argument("--only", metavar="NAMES",
-                   help="only these experiments (a comma list of plan.py's names, "
-                   "e.g. firepath,fbt), in the boots that hold them: a figure "
-                   "measured again without the whole run")
+    s.add_argument("--only", type=lambda v: tuple(x for x in v.split(",") if x),
+                   default=(), metavar="NAME[,NAME]",
+                   help="only these experiments (firepath, fbt, or BOOT:name "
+                   "such as A:fbt; bench/suite/perf/plan.py), with the boots "
+                   "that hold them")
 
 
 def _export(s) -> None:

@@ -129,3 +129,57 @@ def test_lossless_and_toggled_with_returns_riding(i386, kind):
                                    toggles=40, on_line=lambda l: None)
         assert res.result_ok and res.report.dropped == 0
         assert res.nesting_checked > 0 and not res.nesting_errors, res.nesting_errors[:3]
+
+
+def _hits(g) -> dict:
+    """probe id -> hits, from `probe list`."""
+    out = {}
+    for line in g.command("probe list").text:
+        m = re.match(r"probe (\d+) .*\bhits=(\d+)", line)
+        if m:
+            out[int(m.group(1))] = int(m.group(2))
+    return out
+
+
+def test_null_firings_ride_in_the_detour_and_trampoline_and_count_exactly(i386):
+    """calltree's entries and returns with the null action on preempted
+    threads on two CPUs: a riding entry trampolines its call in its slot
+    (opt_detour.S's opt_ride_template) and the trampoline counts the
+    return itself (opt_return.S), no C either way. Every entry's and
+    every return's hits equal the workload's calls, every probe's hits
+    equal the same run's with the record action (which goes to C both
+    ways), and every call was trampolined: a counting path that lost a
+    count, counted twice, or left a frame on the shadow stack shows."""
+    with Guest(i386, label="opt-return-null", smp=2) as g:
+        s = open_session(g)
+        assert g.command("timer 20000").ok
+        got = {}
+        for action in ("null", "record"):
+            s.must("trace reset")
+            s.must("probe clear")
+            s.setup(stress.LOSSLESS_FUNCS, "opt", strict=False)
+            s.must(f"probe action all {action}")
+            since = len(g.trace_frames)
+            before = _stats(s)
+            s.enable(True)
+            r = s.cmd("run calltree threads=4 iters=40 depth=4")
+            s.enable(False)
+            assert r.ok, r.message
+            after = _stats(s)
+            got[action] = (_hits(g), g.capture(since).expects,
+                           {k: after[k] - before[k] for k in after})
+        g.exit(0)
+    hits, expects, rides = got["null"]
+    by_addr = {(p.function, p.kind): p.id for p in s.probes}
+    calls = 0
+    for f in ("ct_root", "ct_rec", "ct_mid", "ct_add", "ct_mul"):
+        entry = by_addr[(f, "entry")]
+        assert hits[entry] == expects[f] > 0, (f, hits[entry], expects[f])
+        rets = sum(hits[p.id] for p in s.probes if p.function == f and p.kind == "return")
+        assert rets == expects[f], (f, rets, expects[f])
+        calls += expects[f]
+    assert rides["fallbacks"] == rides["abandoned"] == 0, rides
+    assert rides["trampolined"] >= calls, (rides, calls)
+    full = got["record"][0]
+    differ = {pid: (hits[pid], full[pid]) for pid in hits if hits[pid] != full[pid]}
+    assert not differ and set(hits) == set(full), differ

@@ -193,7 +193,7 @@ def cmd_bench(args) -> int:
     worst = EXIT_OK
     for name in arches.names(args.arch):
         worst = max(worst, perf.run(name, reps=args.reps, small=args.small,
-                                    only=args.only.split(",") if args.only else None))
+                                        only=args.only))
     return worst
 
 

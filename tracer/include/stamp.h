@@ -11,8 +11,13 @@
  * interval that ends at its stamp, in the order the stamps were taken
  * (sparc64 emulates a CTI before it records; i386 records first); EXIT,
  * ending at END, holds the hook's return, the frame move and the trap's
- * return. Stamps cost cycles of their own; the workload measures one and
- * takes it off each stage.
+ * return. A return that rides on its entry (a return trampoline, no trap)
+ * stamps RIDE as the trampoline's C is entered (so the stage holds the
+ * entry's way back, the call's body, the function's `ret` into the
+ * trampoline and its head) and RIDE_FIRE once the return is counted or
+ * recorded and its shadow frame popped; EXIT then holds the trampoline's
+ * tail and its `ret` to the caller. Stamps cost cycles of their own; the
+ * workload measures one and takes it off each stage.
  *
  * Off (the default), a stamp is one load and a branch not taken. On, only
  * the CPU named in tracer_stamp_cpu (id + 1) stamps, so that probes firing
@@ -30,6 +35,8 @@
 	X(LOOKUP,  "lookup")  \
 	X(FIRE,    "fire")    \
 	X(EMULATE, "emulate") \
+	X(RIDE,    "ride")    \
+	X(RIDE_FIRE, "ride_fire") \
 	X(END,     "exit")
 #define TRACER_STAMP_ENUM(name, text) TRACER_STAMP_##name,
 enum { TRACER_STAMPS(TRACER_STAMP_ENUM) TRACER_NSTAMPS };

@@ -11,8 +11,10 @@
  * `call` is what the unprobed call costs between the two stamps (the call,
  * the site instruction run natively, the return): entry and exit include
  * the call and the return; `total` is the median START..END less the
- * stamps the fire path took and less `call`: the firing's cost beyond
- * running the instruction itself, as the stamps did not see it. Medians, not
+ * stamps the fire path took and less the site's own unprobed call, timed
+ * just before the site is probed: the firing's cost beyond running the
+ * instruction itself, as the stamps did not see it. (The first site's
+ * call, taken for every site, could exceed an opt firing's whole cost.) Medians, not
  * means: a timer tick lands in a few calls, not in the figure.
  *
  * Lines: `stage NAME STAGE CYCLES`, NAME being `bare` or
@@ -21,7 +23,7 @@
  * median: 1 for the bare trap, every one of the four for a probe);
  * `stage call - CYCLES`, `stage stamp - CYCLES`; and `stage NAME plain
  * CYCLES`, the same n calls timed with the fire path's stamps off (the
- * median START..END less `call`): what a firing costs when nobody
+ * median START..END less the site's unprobed call): what a firing costs when nobody
  * watches, which is the figure for a path that takes no stamp at all
  * (opt's detour counts a null probe in assembly, opt_detour.S); a site a
  * mechanism cannot arm gives `stage NAME refused: REASON`. The drain is
@@ -43,14 +45,22 @@
 
 enum { FP_PROBE = 4095, FP_RET_PROBE = 4094, FP_MAX = 4000 };
 
-static unsigned long spans[TRACER_NSTAMPS][FP_MAX];
-static unsigned taken[FP_MAX];          /* stamps the fire path took, by call */
+/* Each timed call's stages, one record a call: time_call's bookkeeping
+ * between two calls writes one line of one page, not a page per stamp
+ * (spans[stamp][call] was one page per stamp), so it evicts none of the
+ * pages the next call's firing reads from QEMU's TLB. With a row per
+ * stamp, two more stamps (the riding return's) moved opt's null firing
+ * on the prologue (plain) from about 40 cycles to 130 with its blocks
+ * unchanged in QEMU's exec log; with a record per call, about 80. */
+static struct call_time {
+	unsigned long span[TRACER_NSTAMPS];
+	unsigned      taken;            /* stamps the fire path took */
+} calls[FP_MAX];
 static unsigned long scratch[FP_MAX];
 
-static unsigned long median(const unsigned long *v, unsigned n)
+/* The median of scratch[0..n), sorted in place. */
+static unsigned long sorted_median(unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
-		scratch[i] = v[i];
 	for (unsigned gap = n / 2; gap; gap /= 2)        /* shell sort */
 		for (unsigned i = gap; i < n; i++)
 			for (unsigned j = i; j >= gap && scratch[j - gap] > scratch[j]; j -= gap) {
@@ -61,7 +71,15 @@ static unsigned long median(const unsigned long *v, unsigned n)
 	return n ? scratch[n / 2] : 0;
 }
 
-/* One call of fn between START and END, its stages into spans[][i]:
+/* The median over n calls of stage k's span. */
+static unsigned long median(unsigned k, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		scratch[i] = calls[i].span[k];
+	return sorted_median(n);
+}
+
+/* One call of fn between START and END, its stages into calls[i]:
  * each stamp taken gets the interval since the one before it in time;
  * stamps not taken, 0. */
 static void time_call(void (*fn)(void), unsigned i)
@@ -75,7 +93,7 @@ static void time_call(void (*fn)(void), unsigned i)
 	unsigned long start = tracer_stamps[TRACER_STAMP_START];
 	bool done[TRACER_NSTAMPS] = { [TRACER_STAMP_START] = true };
 	unsigned long prev = start;
-	spans[TRACER_STAMP_START][i] = tracer_stamps[TRACER_STAMP_END] - start;
+	calls[i].span[TRACER_STAMP_START] = tracer_stamps[TRACER_STAMP_END] - start;
 	for (;;) {                              /* the taken stamps in time order */
 		unsigned next = TRACER_NSTAMPS;
 		for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++)
@@ -86,15 +104,15 @@ static void time_call(void (*fn)(void), unsigned i)
 		if (next == TRACER_NSTAMPS)
 			break;
 		done[next] = true;
-		spans[next][i] = tracer_stamps[next] - prev;
+		calls[i].span[next] = tracer_stamps[next] - prev;
 		prev = tracer_stamps[next];
 	}
-	taken[i] = 0;
+	calls[i].taken = 0;
 	for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++) {
 		if (!done[k])
-			spans[k][i] = 0;
+			calls[i].span[k] = 0;
 		else if (k != TRACER_STAMP_END)
-			taken[i]++;
+			calls[i].taken++;
 	}
 }
 
@@ -102,17 +120,17 @@ static void report(const char *name, unsigned n, unsigned long call,
 		   unsigned long stamp)
 {
 	for (unsigned k = TRACER_STAMP_ENTRY; k < TRACER_NSTAMPS; k++) {
-		unsigned long m = median(spans[k], n);
+		unsigned long m = median(k, n);
 		kprintf("stage %s %s %lu\n", name, tracer_stamp_names[k],
 			m > stamp ? m - stamp : 0);
 	}
 	for (unsigned i = 0; i < n; i++)        /* less the stamps themselves */
-		spans[TRACER_STAMP_START][i] -= taken[i] * stamp;
-	unsigned long t = median(spans[TRACER_STAMP_START], n);
+		calls[i].span[TRACER_STAMP_START] -= calls[i].taken * stamp;
+	unsigned long t = median(TRACER_STAMP_START, n);
 	kprintf("stage %s total %lu\n", name, t > call ? t - call : 0);
 	for (unsigned i = 0; i < n; i++)
-		scratch[i] = taken[i];
-	kprintf("stage %s stamps %lu\n", name, median(scratch, n));
+		scratch[i] = calls[i].taken;
+	kprintf("stage %s stamps %lu\n", name, sorted_median(n));
 }
 
 /* n calls of fn with the fire path's stamps off: `stage NAME plain`. */
@@ -124,7 +142,7 @@ static void report_plain(const char *name, void (*fn)(void), unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		time_call(fn, i);
 	tracer_stamp_cpu = stamping;
-	unsigned long t = median(spans[TRACER_STAMP_START], n);
+	unsigned long t = median(TRACER_STAMP_START, n);
 	kprintf("stage %s plain %lu\n", name, t > call ? t - call : 0);
 }
 
@@ -153,11 +171,11 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 		uint64_t t1 = arch_cycles();
 		scratch[i] = (unsigned long)(t1 - t0);
 	}
-	unsigned long stamp = median(scratch, n);
+	unsigned long stamp = sorted_median(n);
 	tracer_stamp_cpu = this_cpu()->id + 1;
 	for (unsigned i = 0; i < n; i++)
 		time_call(stage_sites[0].fn, i);
-	unsigned long call = median(spans[TRACER_STAMP_START], n);
+	unsigned long call = median(TRACER_STAMP_START, n);
 	kprintf("stage call - %lu\n", call > stamp ? call - stamp : 0);
 	kprintf("stage stamp - %lu\n", stamp);
 	for (unsigned i = 0; i < n; i++)
@@ -171,6 +189,16 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 			continue;
 		for (unsigned s = 0; s < stage_nsites; s++) {
 			const struct stage_site *site = &stage_sites[s];
+			/* This site's own unprobed call, just before it is
+			 * probed: a call costs what its blocks' places in
+			 * QEMU's caches make it cost, which differs from site
+			 * to site and image to image by more than an opt
+			 * firing (stage_nop's taken for every site read an
+			 * opt firing as 0 cycles in one image, 110 in
+			 * another, the firing unchanged). */
+			for (unsigned i = 0; i < n; i++)
+				time_call(site->fn, i);
+			unsigned long own = median(TRACER_STAMP_START, n);
 			if (tracer_probe_add(FP_PROBE, (uintptr_t)site->fn, site->kind, 0,
 					     why, sizeof why) != 0 ||
 			    (site->ret_offset && !add_return(site, m, why, sizeof why)) ||
@@ -190,8 +218,8 @@ static void run_firepath(const uint64_t *v, struct workload_result *res)
 					time_call(site->fn, i);
 				ksnprintf(name, sizeof name, "%s.%s.%s", mech, site->name,
 					  tracer_action_names[a]);
-				report(name, n, call, stamp);
-				report_plain(name, site->fn, n, call);
+				report(name, n, own, stamp);
+				report_plain(name, site->fn, n, own);
 				fired = tracer_fired_count() - fired;
 				tracer_drain_pause(false);
 				if (fired != (site->ret_offset ? 4 : 2) * (uint64_t)n)

@@ -17,26 +17,29 @@ from ... import arches
 from ...guest import build
 from ...paths import BUILD, REPO
 from .core import TARGETS, Sizes
-from .plan import measure
+from .plan import check_only, measure
 from .plots import plots
 from .table import missed_targets, table
 
 
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
-        out=None, only: list[str] | None = None) -> int:
+        out=None, only=()) -> int:
     arch = arches.get(arch_name)
+    check_only(only)
     t_image = time.monotonic()
     build.ensure_image(arch)
     t0 = time.monotonic()
     sizes = Sizes.small() if small else Sizes()
     on_line(f"bench {arch.name}: {reps} repetitions of every figure"
-            + (" (small sizes)" if small else ""))
+            + (" (small sizes)" if small else "")
+            + (f", only {', '.join(only)}" if only else ""))
     b = measure(arch, reps, sizes, on_line, only=only)
     b.timings.insert(0, {"boot": "", "experiment": "image",
                          "seconds": round(t0 - t_image, 1)})
-    out = out or BUILD / "bench" / arch.name
+    # A partial run (--only) never overwrites the whole bench's results.
+    out = out or BUILD / "bench" / arch.name / ("only" if only else "")
     out.mkdir(parents=True, exist_ok=True)
-    made = plots(b, out)
+    made = plots(b, out) if not only else []     # a partial run: no plots
     rows = table(b)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
@@ -51,7 +54,8 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
         "timings": b.timings,
         "config": {"arch": arch.name, "accel": "tcg", "qemu": qemu[0] if qemu else "",
                    "git_commit": commit, "boots": b.boots, "repetitions": reps,
-                   "sizes": sizes.__dict__, "small": small, "only": only,
+                   "sizes": sizes.__dict__, "small": small,
+                   "only": list(only),
                    "seconds": round(time.monotonic() - t0, 1)},
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

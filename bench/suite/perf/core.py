@@ -117,6 +117,7 @@ def figure(values, unit: str, **extra) -> dict:
 class Bench:
     def __init__(self, arch: arches.Arch, reps: int, sizes: Sizes, on_line=print):
         self.arch, self.reps, self.sizes, self.say = arch, reps, sizes, on_line
+        self.only: tuple = ()      # the experiments picked (plan.measure), or all
         self.figures: dict[str, dict] = {}
         self.boots: list[dict] = []
         self.notes: list[str] = []

@@ -5,7 +5,8 @@ says where each ends) for the bare trap and every mechanism x site x
 action; the figures are each stage's median, a null probe's total
 against the bare trap's, i386's opt against int3 on the same prologue,
 a return trapped at its site against one riding on its entry (opt's
-return trampoline), a trap-free mechanism's firing against the bare
+return trampoline, whose own stages `ride` and `ride_fire` are stamped
+where it takes them), a trap-free mechanism's firing against the bare
 trap (sparc64's tramp), and the out-of-line path (site `ool`) against emulation and against the
 lossy baselines' cost per firing that dprobes measured in this boot.
 """
@@ -17,6 +18,10 @@ import statistics
 from ...guest.qemu import Guest
 from ...trace.session import TraceError
 from .core import Bench, figure
+
+# The stages only a return riding on its entry stamps (stamp.h): the
+# trampoline's way into C, and its count or record with the shadow pop.
+RIDE_STAGES = ("ride", "ride_fire")
 
 
 def firepath(b: Bench, g: Guest) -> None:
@@ -44,6 +49,8 @@ def firepath(b: Bench, g: Guest) -> None:
                "what": "bare trap round trip" if name == "bare" else
                f"{name}: mechanism.site.action"}
         for stage, v in stages.items():
+            if stage in RIDE_STAGES and not any(v):
+                continue            # no return rode on this row's entry
             fig[stage] = figure(v, "firings" if stage == "stamps" else "guest cycles")
         b.figures[f"stages_{name.replace('.', '_')}"] = fig
     b.put("stages_call", vals["call"]["-"], "guest cycles",

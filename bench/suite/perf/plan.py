@@ -7,6 +7,12 @@ which boots an arch gets (A: one CPU, the image; B: -finstrument-functions;
 C and D: 4 CPUs, where the arch has them; E: the whole kernel probed) and
 what each measures; `measure` runs it and times every experiment.
 
+`only` picks experiments by name (`firepath`, or `A:fbt` for one boot's):
+the boots that hold none of them are not booted, and the untimed command
+steps of a booted one still run, so a picked experiment meets the state
+it meets in the whole plan. A name the plan does not hold is refused
+before anything boots.
+
 To add an experiment: write `def measure(b: Bench, g: Guest)` that puts
 its figures (b.put, or b.figures[name]) in a module of this package, add
 an `Experiment` to its boot below, and its rows to table.SECTIONS.
@@ -156,23 +162,43 @@ PLAN = (
 )
 
 
-def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print,
-            only: list[str] | None = None) -> Bench:
-    """Every boot of PLAN that the arch has, every experiment in it; with
-    only, just the experiments so named (and the unnamed steps between
-    them), in the boots that hold one."""
-    known = {e.name for boot in PLAN for e in boot.experiments if e.name}
-    unknown = sorted(set(only or ()) - known)
-    if unknown:
-        raise UsageError(f"no experiment {', '.join(unknown)}: {', '.join(sorted(known))}")
-    b = Bench(arch, reps, sizes, on_line)
+def names() -> list[str]:
+    """Every name `only` accepts: an experiment's, and BOOT:experiment."""
+    out = []
     for boot in PLAN:
-        if not boot.when(arch) or (only and not any(e.name in only
-                                                    for e in boot.experiments)):
+        for e in boot.experiments:
+            if e.name:
+                out += [e.name, f"{boot.label}:{e.name}"]
+    return list(dict.fromkeys(out))
+
+
+def check_only(only) -> None:
+    """Refuse names the plan does not hold, saying which it does."""
+    unknown = [n for n in only or () if n not in names()]
+    if unknown:
+        raise UsageError(f"no bench experiment {', '.join(unknown)}; the plan's: "
+                         + ", ".join(names()))
+
+
+def _picked(boot: Boot, e: Experiment, only) -> bool:
+    return not only or e.name in only or f"{boot.label}:{e.name}" in only
+
+
+def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print,
+            only=()) -> Bench:
+    """Every boot of PLAN that the arch has, every experiment in it (or
+    those `only` names, with their boots' command steps)."""
+    check_only(only)
+    b = Bench(arch, reps, sizes, on_line)
+    b.only = tuple(only)
+    for boot in PLAN:
+        if not boot.when(arch):
+            continue
+        if not any(e.name and _picked(boot, e, only) for e in boot.experiments):
             continue
         with b.boot(boot.label, smp=boot.smp(arch), instrumented=boot.instrumented) as g:
             for e in boot.experiments:
-                if only and e.name and e.name not in only:
+                if e.name and not _picked(boot, e, only):
                     continue
                 if not e.when(g):
                     if e.otherwise:

@@ -53,6 +53,7 @@
 #include "ool.h"
 #include "opt.h"
 #include "opt_return.h"
+#include "record.h"
 #include "registers.h"
 #include "stamp.h"
 #include "trap.h"
@@ -165,7 +166,7 @@ bool tarch_context_reg(const struct tarch_context *ctx, const struct probe *p,
 }
 
 /* At an entry site [esp] is the return address and the arguments follow
- * (cdecl), as record_fire reads them — but fault-safely. */
+ * (cdecl), as i386_record (record.h) reads them — but fault-safely. */
 bool tarch_context_arg(const struct tarch_context *ctx, const struct probe *p,
 		       unsigned n, unsigned long *value)
 {
@@ -190,49 +191,12 @@ bool tarch_context_retval(const struct tarch_context *ctx, const struct probe *p
 
 /* ---- the firing ---- */
 
-static void record_fire(const struct probe *p, const struct trapframe *tf)
+/* The trap hook's record (record.h), out of line: the hook's own frame
+ * stays the small one its inline entry forms need. */
+static __attribute__((noinline)) void record_fire(const struct probe *p,
+						  const struct trapframe *tf)
 {
-	const struct tarch_context ctx = { tf };
-	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
-	uint32_t sp = trapframe_sp(tf);
-	unsigned n;
-
-	if (tracer_counts_only(p)) {
-		tracer_fire_count(p, this_cpu()->id);
-		return;
-	}
-	if (p->kind == WIRE_EVENT_INSN) {
-		w[WIRE_INSN_PC] = p->addr;
-		w[WIRE_INSN_SP] = sp;
-		n = WIRE_INSN_SP + 1;
-	} else if (p->kind == WIRE_EVENT_ENTRY) {
-		w[WIRE_ENTRY_PC] = p->addr;
-		w[WIRE_ENTRY_SP] = sp;
-		/* At the first instruction, [sp] is the return address and the
-		 * arguments follow (cdecl), as ctrace reads them. */
-		for (unsigned i = 0; i < p->nargs; i++) {
-			uint32_t a = sp + 4 + 4 * i;
-			unsigned long v = 0;
-			if (p->nargmap)         /* where -O2 put them (core/args.c) */
-				tracer_arg(&ctx, p, i, &v);
-			else
-				v = mapped(a) ? *(const uint32_t *)a : 0;
-			w[WIRE_ENTRY_ARG0 + i] = v;
-		}
-		n = WIRE_ENTRY_ARG0 + p->nargs;
-	} else {
-		w[WIRE_RETURN_PC] = p->addr;
-		w[WIRE_RETURN_SP] = sp;
-		w[WIRE_RETURN_VALUE] = tf->eax;
-		w[WIRE_RETURN_VALUE_HIGH] = tf->edx;     /* a 64-bit value's high half */
-		n = p->nargs >= 2 ? WIRE_RETURN_VALUE_HIGH + 1 : WIRE_RETURN_VALUE + 1;
-	}
-	tracer_fire(p, p->kind, w, n, &ctx);
-}
-
-void i386_record_fire(const struct probe *p, const struct trapframe *tf)
-{
-	record_fire(p, tf);
+	i386_record(p, tf);
 }
 
 static _Noreturn void emulation_fault(const struct probe *p, uint32_t addr)
@@ -386,18 +350,36 @@ int i386_probe_trap(struct trapframe *tf)
 
 /* An opt probe's detour (opt_detour.S), interrupts masked: tf is a frame
  * of a trap at the site, the probe in its error slot. The displaced
- * instructions run natively after it returns. */
-void i386_opt_fire(struct trapframe *tf)
+ * instructions run natively after it returns. The record and the
+ * trampolining of the call are inline: one call and one return a firing
+ * (opt.h's OPT_HOT). */
+static inline __attribute__((always_inline)) void
+opt_fire(struct trapframe *tf, bool stamping)
 {
-	tracer_stamp(TRACER_STAMP_ENTRY);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_ENTRY);
 	const struct probe *p = (const struct probe *)(uintptr_t)tf->error;
-	tracer_stamp(TRACER_STAMP_LOOKUP);
-	if (tracer_counts_only(p))      /* a riding return's entry comes here */
-		tracer_fire_count(p, this_cpu()->id);
-	else
-		record_fire(p, tf);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_LOOKUP);
+	i386_record(p, tf);             /* a riding return's entry counts here */
 	opt_return_enter(p, trapframe_sp(tf));
-	tracer_stamp(TRACER_STAMP_FIRE);
+	if (stamping)
+		tracer_stamp(TRACER_STAMP_FIRE);
+}
+
+static __attribute__((noinline)) void opt_fire_stamped(struct trapframe *tf)
+{
+	opt_fire(tf, true);
+}
+
+/* The stamps asked once, not at each stage: under TCG every conditional
+ * branch ends a block. */
+OPT_HOT void i386_opt_fire(struct trapframe *tf)
+{
+	if (__builtin_expect(tracer_stamp_cpu != 0, 0))
+		opt_fire_stamped(tf);
+	else
+		opt_fire(tf, false);
 }
 
 /* Check mode's detour: the same, then the state before the copies run

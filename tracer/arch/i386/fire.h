@@ -97,8 +97,6 @@ void i386_check_indirect(const struct probe *p, const struct i386_regs *after,
 /* step.c: byte 0 of an int3 site, stored in order with the baseline's
  * own stores; a step probe's firing; its #DB hook. */
 void i386_step_store(const struct probe *p, uint8_t b);
-/* fire.c: record p's firing from the trapped (or detour's) state tf. */
-void i386_record_fire(const struct probe *p, const struct trapframe *tf);
 void i386_step_fire(const struct probe *p, struct trapframe *tf, uint32_t site);
 void i386_step_init(void);
 

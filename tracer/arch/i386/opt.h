@@ -7,12 +7,15 @@
 #define I386_OPT_H
 
 #define OPT_SLOTS          256     /* detours: enabled opt entry probes at most */
-#define OPT_DETOUR_BYTES   128
+#define OPT_DETOUR_BYTES   384
 /* The displaced instructions' copy in a slot: after the counting path in
  * a plain detour, after the head in check mode's (opt_detour.S). */
 #define OPT_COPY_OFFSET    73
 #define OPT_COPY_OFFSET_CHECKED 23
 #define OPT_SLOW_OFFSET    90      /* a plain detour's way into C */
+/* A plain detour of an entry whose return rides on it: its own counting
+ * path, opt_detour.S's opt_ride_template, after the way into C. */
+#define OPT_RIDE_OFFSET    128
 #define OPT_MAX_COPY       12      /* bytes displaced: >= 5, whole instructions */
 /* A detour written in check mode (opt_check.c) follows the copy with a
  * second call, OPT_AFTER_BYTES before the jmp back. */
@@ -28,7 +31,41 @@
 #define OPT_FIRED_SHIFT    6       /* sizeof tracer_fired[0] == 1 << this */
 #define OPT_CPU_ID         4       /* %fs:OPT_CPU_ID is this_cpu()->id */
 
+/* What the return trampoline's counting path (opt_return.S) reads, as
+ * numbers; opt_return.c asserts each against the C structures. */
+#define OPT_PROBE_KIND     8       /* offsetof(struct probe, kind) */
+#define OPT_PROBE_STATE    10      /* offsetof(struct probe, state) */
+#define OPT_PROBE_MECHANISM 11     /* offsetof(struct probe, mechanism) */
+#define OPT_PROBE_RIDE     0x38    /* offsetof(struct probe, site.ride) */
+#define OPT_PROBE_ENABLED  2       /* PROBE_ENABLED */
+#define OPT_EVENT_RETURN   2       /* WIRE_EVENT_RETURN */
+#define OPT_MECHANISM_OPT  3       /* MECHANISM_OPT */
+/* The word at OPT_PROBE_KIND, nargs masked off (& 0xffff00ff), of an
+ * enabled return probe under opt; and the word at OPT_PROBE_ACTION of a
+ * probe that counts only (the null action, not gated). */
+#define OPT_RIDING_RETURN  (OPT_EVENT_RETURN | OPT_PROBE_ENABLED << 16 | \
+			    OPT_MECHANISM_OPT << 24)
+#define OPT_CPU_CURRENT    0x10    /* %fs:OPT_CPU_CURRENT is this_cpu()->current */
+#define OPT_THREAD_SLOT    0x54    /* offsetof(struct thread, slot) */
+#define OPT_RET_STACK      1032    /* sizeof(struct ret_stack) */
+#define OPT_RET_DEPTH      4       /* offsetof(struct ret_stack, depth) */
+#define OPT_RET_FRAMES     8       /* offsetof(struct ret_stack, f) */
+#define OPT_RET_FRAME      16      /* sizeof(struct ret_frame): real, slot, */
+#define OPT_FRAME_SLOT     4       /* ret, ret_addr */
+#define OPT_FRAME_RET      8
+#define OPT_FRAME_RET_ADDR 12
+#define OPT_RET_DEPTH_MAX  64      /* OPT_RETURN_DEPTH (opt_return.h) */
+#define OPT_THREAD_STACK   44      /* offsetof(struct thread, stack) */
+#define OPT_THREAD_STACK_SIZE 48 /* offsetof(struct thread, stack_size) */
+
+/* The C a firing under opt runs (the detour's i386_opt_fire, the return
+ * trampoline and its i386_opt_return), together on a page of their own
+ * (kernel.ld): under TCG a direct call to another page is a block lookup,
+ * one to the same page a chained jump. */
+#define OPT_HOT_SECTION    ".text.opt_hot"
+
 #ifndef __ASSEMBLY__
+#define OPT_HOT __attribute__((section(OPT_HOT_SECTION)))
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -70,6 +70,20 @@
  *
  * Only such slots carry the second call: check mode off, the detour is
  * the plain one above.
+ *
+ * An entry whose return rides on it (opt_return.c) must trampoline its
+ * calls, so its slot's counting path begins with a jmp to
+ * OPT_RIDE_OFFSET (a record still goes to slow from the tests before
+ * it), where opt_detour.c copies opt_ride_template (below) with the two
+ * probes' addresses patched in: a null firing, no stamps, the return probe
+ * enabled and riding, the thread on its own stack with a shadow stack
+ * that has room — then the call is trampolined and the entry counted
+ * there, as i386_opt_fire and opt_return_enter would, and the template
+ * pops eflags and jumps back to the copy; anything else (a record, a
+ * first call that claims a stack, a full one, the boot thread) goes to
+ * slow, to C, which does it all. Under TCG that makes a riding null
+ * entry cost what a counting one does, plus some twenty instructions:
+ * no call, no return, no frame.
  */
 #include "opt.h"
 
@@ -81,6 +95,100 @@ opt_detours:
 	.fill	OPT_SLOTS * OPT_DETOUR_BYTES, 1, 0xcc
 opt_detours_end:
 	.balign	4096
+
+/*
+ * The riding entry's counting path, copied into a slot at OPT_RIDE_OFFSET
+ * (never run here). Entered with eflags pushed and interrupts masked;
+ * the stack pointer at the site is 4(%esp), 20(%esp) once the four
+ * registers are saved. The immediates ending at opt_ride_entry and
+ * opt_ride_return are the entry probe and its riding return probe; the
+ * rel32s ending at opt_ride_to_copy and opt_ride_to_slow, the slot's copy
+ * and its way into C.
+ */
+	.section .rodata
+	.global	opt_ride_template, opt_ride_template_end
+	.global	opt_ride_entry, opt_ride_return, opt_ride_to_copy, opt_ride_to_slow
+opt_ride_template:
+	pushl	%eax
+	pushl	%ebx
+	pushl	%ecx
+	pushl	%edx
+	movl	$0, %edx
+opt_ride_entry:
+	/* Each test a branch, each branch the end of a block under TCG:
+	 * fields side by side are tested together (opt_return.S). The
+	 * slot tested gate, action and stamps before it jumped here. */
+	cmpb	$OPT_PROBE_ENABLED, OPT_PROBE_STATE(%edx)
+	jne	1f                 /* late: C says so */
+	movl	$0, %eax
+opt_ride_return:
+	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
+	andl	$0xffff00ff, %ebx
+	cmpl	$OPT_RIDING_RETURN, %ebx
+	jne	1f                 /* enabled, a return, under opt ... */
+	cmpw	$0, OPT_PROBE_RIDE(%eax)
+	je	1f                 /* ... riding */
+	/* On the current thread's own stack (opt_return_own_stack: its
+	 * pages, or the boot thread's boot stack, mapped either way; a
+	 * secondary CPU's idle thread goes to C), with a shadow stack that
+	 * has room. */
+	movl	%fs:OPT_CPU_CURRENT, %ecx
+	leal	20(%esp), %ebx
+	cmpl	$0, OPT_THREAD_STACK(%ecx)
+	jne	3f
+	cmpl	$boot_stack, %ebx  /* the boot thread: the only one with none */
+	jb	1f
+	cmpl	$boot_stack_top, %ebx
+	jae	1f
+	jmp	4f
+3:	subl	OPT_THREAD_STACK(%ecx), %ebx
+	cmpl	OPT_THREAD_STACK_SIZE(%ecx), %ebx
+	jae	1f
+4:	movl	ret_slot, %ebx
+	movl	OPT_THREAD_SLOT(%ecx,%ebx,4), %ebx  /* shadow stack index + 1 */
+	testl	%ebx, %ebx
+	jz	1f                 /* none yet: C claims one */
+	imull	$OPT_RET_STACK, %ebx, %ebx
+	leal	ret_stacks - OPT_RET_STACK(%ebx), %ebx
+	movl	OPT_RET_DEPTH(%ebx), %ecx
+	cmpl	$OPT_RET_DEPTH_MAX, %ecx
+	jb	2f                 /* full: C falls back to the int3 */
+1:	popl	%edx               /* to C (here: every jump to it is short) */
+	popl	%ecx
+	popl	%ebx
+	popl	%eax
+	.byte	0xe9               /* jmp slow */
+	.long	0
+opt_ride_to_slow:
+2:	shll	$4, %ecx           /* OPT_RET_FRAME */
+	leal	OPT_RET_FRAMES(%ebx,%ecx), %ecx     /* the frame pushed */
+	movl	%eax, OPT_FRAME_RET(%ecx)
+	movl	(%eax), %eax
+	movl	%eax, OPT_FRAME_RET_ADDR(%ecx)
+	leal	20(%esp), %eax
+	movl	%eax, OPT_FRAME_SLOT(%ecx)
+	movl	20(%esp), %eax
+	movl	%eax, (%ecx)       /* the real return address */
+	incl	OPT_RET_DEPTH(%ebx)
+	movl	$opt_return_trampoline, 20(%esp)
+	movl	%fs:OPT_CPU_ID, %ecx
+	incl	opt_return_calls(,%ecx,4)
+	movl	%ecx, %eax
+	shll	$OPT_FIRED_SHIFT, %ecx
+	addl	$1, tracer_fired(%ecx)
+	adcl	$0, tracer_fired+4(%ecx)
+	shll	$12, %eax          /* OPT_HITS_ROW / 4: the CPU's row */
+	addl	OPT_PROBE_ID(%edx), %eax
+	incl	tracer_hits(,%eax,4)
+	popl	%edx
+	popl	%ecx
+	popl	%ebx
+	popl	%eax
+	popfl
+	.byte	0xe9               /* jmp copy */
+	.long	0
+opt_ride_to_copy:
+opt_ride_template_end:
 
 /* A trapframe below the slot's pushes, fn(frame), every register back. */
 .macro	opt_call fn
@@ -96,6 +204,7 @@ opt_detours_end:
 	ret
 .endm
 
+	.section .text.notrace.opt, "ax"
 opt_common_checked:
 	opt_call i386_opt_fire_checked
 

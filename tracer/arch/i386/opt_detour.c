@@ -6,8 +6,12 @@
  *
  * The detour (opt_detour.S) builds a struct trapframe of a trap at the
  * site, records with interrupts masked through the fire path's own
- * record_fire (fire.c), restores every register and EFLAGS, runs the copy
- * of the displaced instructions and jumps back to site + len.
+ * record (record.h, from i386_opt_fire), restores every register and
+ * EFLAGS, runs the copy of the displaced instructions and jumps back to
+ * site + len. A plain slot of an entry whose return rides on it also
+ * holds a copy of opt_ride_template at OPT_RIDE_OFFSET, with the entry's
+ * and its return probe's addresses and its jumps patched in (write_ride),
+ * where a null firing trampolines the call without going to C.
  *
  * Check mode picks the detour when the slot is written: with `probe check
  * on`, a slot gets check mode's variant (opt_detour.S: a second call after
@@ -40,7 +44,7 @@ _Static_assert(offsetof(struct probe, id) == OPT_PROBE_ID &&
 _Static_assert(OPT_COPY_OFFSET_CHECKED + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
 	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
 _Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + 5 <= OPT_SLOW_OFFSET &&
-	       OPT_SLOW_OFFSET + 37 <= OPT_DETOUR_BYTES,
+	       OPT_SLOW_OFFSET + 37 <= OPT_RIDE_OFFSET,
 	       "opt.h: a plain detour (counting path, copy, jmp, way into C) fits a slot");
 
 /* Bytes at d, in order; the number written. */
@@ -64,6 +68,33 @@ static unsigned put_disp(uintptr_t d, const uint8_t *op, unsigned n, uint32_t di
 	return k;
 }
 
+/* A template's rel32 or imm32 ending at label `end`, in the copy at d. */
+static void patch32(uintptr_t d, const char *end, uint32_t v)
+{
+	store32(d + (uintptr_t)(end - opt_ride_template) - 4, v);
+}
+
+/* A riding entry's counting path (opt_detour.S's opt_ride_template) at
+ * OPT_RIDE_OFFSET: e and its return probe patched in, its jumps to the
+ * slot's copy and way into C. */
+static void write_ride(uintptr_t d, const struct probe *e)
+{
+	size_t n = (size_t)(opt_ride_template_end - opt_ride_template);
+	uintptr_t t = d + OPT_RIDE_OFFSET;
+	if (n > OPT_DETOUR_BYTES - OPT_RIDE_OFFSET)
+		panic("opt: the riding entry's counting path is %u bytes, a slot "
+		      "has room for %u (opt.h)", (unsigned)n,
+		      OPT_DETOUR_BYTES - OPT_RIDE_OFFSET);
+	put(t, (const uint8_t *)opt_ride_template, (unsigned)n);
+	patch32(t, opt_ride_entry, (uint32_t)(uintptr_t)e);
+	patch32(t, opt_ride_return,
+		(uint32_t)(uintptr_t)&tracer_probes[e->site.ride - 1]);
+	uintptr_t copy_end = t + (uintptr_t)(opt_ride_to_copy - opt_ride_template);
+	patch32(t, opt_ride_to_copy, (uint32_t)(d + OPT_COPY_OFFSET - copy_end));
+	uintptr_t slow_end = t + (uintptr_t)(opt_ride_to_slow - opt_ride_template);
+	patch32(t, opt_ride_to_slow, (uint32_t)(d + OPT_SLOW_OFFSET - slow_end));
+}
+
 /* The plain detour (opt_detour.S): the counting path, the copy, the jmp
  * back, and the way into C. */
 static void write_plain(uintptr_t d, const struct opt_slot *s, const struct probe *p)
@@ -79,13 +110,15 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	/* jne slow; a probe whose return rides on it always goes (jmp). */
-	c += put(c, (const uint8_t[]){ p->site.ride ? 0xeb : 0x75,
-				       (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	/* A probe whose return rides on it counts in its own counting path,
+	 * which trampolines the call (jmp ride, over this one's first two
+	 * bytes, below); a record goes straight to C, as any. */
+	uintptr_t count = c;
 	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
 	c += put(c, cpu_id, sizeof cpu_id);
 	c += put_disp(c, imul, 2, OPT_HITS_ROW, -1);                  /* imull $row,%eax,%eax */
@@ -98,6 +131,9 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	if (c != d + OPT_COPY_OFFSET)
 		panic("opt: the counting path is %u bytes, opt.h says %u",
 		      (unsigned)(c - d), OPT_COPY_OFFSET);
+	if (p->site.ride)
+		put(count, (const uint8_t[]){ 0xeb,
+			    (uint8_t)(d + OPT_RIDE_OFFSET - (count + 2)) }, 2);
 	c += put(c, s->bytes, s->len);                                /* the copy */
 	store(c, 0xe9);                                               /* jmp site + len */
 	store32(c + 1, (uint32_t)(p->addr + s->len - (c + 5)));
@@ -128,8 +164,10 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	c += put(c, unframe, sizeof unframe);
 	store(c, 0xeb);                                               /* jmp copy */
 	store(c + 1, (uint8_t)(d + OPT_COPY_OFFSET - (c + 2)));
-	if (c + 2 > d + OPT_DETOUR_BYTES)
+	if (c + 2 > d + OPT_RIDE_OFFSET)
 		panic("opt: a plain detour's way into C overruns its slot");
+	if (p->site.ride)
+		write_ride(d, p);
 }
 
 /* Check mode's detour (opt_detour.S): no counting path; a second call
@@ -172,5 +210,5 @@ void opt_write_slot(unsigned i, const struct probe *p)
 	else
 		write_plain(d, s, p);
 	s->checked = checked;
-	s->rides = p->site.ride != 0;
+	s->ride = p->site.ride;
 }

@@ -6,6 +6,14 @@
  *     pushl $0                 the slot again: the real address goes here
  *     pushfl                   eflags as the function left them
  *     cli                      one CPU, one producer per CPU buffer
+ *   the counting path: a return probe that counts only (no program, no
+ *   pass or maximum, the null action), no stage stamps asked for, and
+ *   the innermost shadow frame is this slot's, for a probe still enabled
+ *   and riding at the address it had: as i386_opt_return would, pop the
+ *   frame, count the firing (tracer_fire_count: its CPU's hit row and
+ *   fired count), write the real address into the slot, and
+ *     popfl; ret               no call, no frame, four registers saved
+ *   anything else goes to C:
  *     pushl %cs; pushl $opt_return_trampoline; pushl $0; pushl $0
  *     pushal; push the segments   a struct trapframe (opt_detour.S's
  *     call  i386_opt_return    shape, the vector slot a 0 instead of a
@@ -15,15 +23,88 @@
  *     popal; leal 16(%esp), %esp; popfl
  *     ret                      to the real address, written into the slot
  *
+ * Under TCG the call and its return were two block lookups and the frame
+ * twenty stores and loads a firing: the counting path is what a return
+ * probe's null firing costs beyond the trampoline's own entry, popfl and
+ * ret. The numbers it reads are opt.h's, asserted against the C
+ * structures in opt_return.c.
+ *
  * It lives in the tracer's text and is never freed: a thread preempted
- * anywhere in it, or holding its address in a slot, finds it again.
+ * anywhere in it, or holding its address in a slot, finds it again. It
+ * shares opt's page (OPT_HOT_SECTION, opt.h) with i386_opt_return, so the
+ * call is a chained jump under TCG, not a block lookup.
  */
-	.section .text.notrace, "ax"
+#include "opt.h"
+
+	.section OPT_HOT_SECTION, "ax"
 	.global	opt_return_trampoline
 opt_return_trampoline:
 	pushl	$0
 	pushfl
 	cli
+	pushl	%eax
+	pushl	%ebx
+	pushl	%ecx
+	pushl	%edx               /* the slot is 20(%esp) */
+	cmpl	$0, tracer_stamp_cpu
+	jne	.Lto_c
+	movl	%fs:OPT_CPU_CURRENT, %ecx
+	movl	ret_slot, %edx
+	movl	OPT_THREAD_SLOT(%ecx,%edx,4), %edx  /* shadow stack index + 1 */
+	testl	%edx, %edx
+	jz	.Lto_c
+	imull	$OPT_RET_STACK, %edx, %edx
+	leal	ret_stacks - OPT_RET_STACK(%edx), %edx  /* its ret_stack */
+	movl	OPT_RET_DEPTH(%edx), %ecx
+	testl	%ecx, %ecx
+	jz	.Lto_c
+	shll	$4, %ecx           /* OPT_RET_FRAME */
+	leal	OPT_RET_FRAMES - OPT_RET_FRAME(%edx,%ecx), %ecx  /* innermost */
+	movl	OPT_FRAME_RET(%ecx), %eax           /* the return probe */
+	/* Each test is a branch, and under TCG each branch ends a block:
+	 * fields side by side are tested together, and a record leaves
+	 * first. The null action and no gate: one word. */
+	cmpw	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
+	jne	.Lto_c
+	leal	20(%esp), %ebx
+	cmpl	%ebx, OPT_FRAME_SLOT(%ecx)
+	jne	.Lto_c              /* frames to drop, or none of ours: C */
+	movl	OPT_FRAME_RET_ADDR(%ecx), %ebx
+	cmpl	%ebx, (%eax)
+	jne	.Lto_c              /* cleared and added again elsewhere */
+	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
+	andl	$0xffff00ff, %ebx
+	cmpl	$OPT_RIDING_RETURN, %ebx
+	jne	.Lto_c              /* enabled, a return, under opt ... */
+	cmpw	$0, OPT_PROBE_RIDE(%eax)
+	je	.Lto_c              /* ... riding */
+	decl	OPT_RET_DEPTH(%edx)                 /* popped */
+	movl	(%ecx), %ebx                        /* the real address */
+	movl	%ebx, 20(%esp)
+	movl	%fs:OPT_CPU_ID, %ecx
+	movl	%ecx, %edx
+	shll	$OPT_FIRED_SHIFT, %ecx
+	addl	$1, tracer_fired(%ecx)
+	adcl	$0, tracer_fired+4(%ecx)
+	shll	$12, %edx          /* OPT_HITS_ROW / 4: the CPU's row */
+	addl	OPT_PROBE_ID(%eax), %edx
+	incl	tracer_hits(,%edx,4)
+	popl	%edx
+	popl	%ecx
+	popl	%ebx
+	popl	%eax
+	popfl
+	ret
+	/* Where the way into C falls moves the blocks after its call and its
+	 * popfl; QEMU's jump cache (4,096 entries, by address) had the one
+	 * after popfl and i386_opt_return's after tracer_fire in one entry,
+	 * so every recorded return missed it twice. */
+	.balign	16
+.Lto_c:
+	popl	%edx
+	popl	%ecx
+	popl	%ebx
+	popl	%eax
 	pushl	%cs
 	pushl	$opt_return_trampoline
 	pushl	$0

@@ -41,12 +41,51 @@
 #include "console.h"
 #include "cpu.h"
 #include "fire.h"
+#include "opt.h"
 #include "opt_return.h"
+#include "record.h"
 #include "retaddr.h"
 #include "spinlock.h"
+#include "stamp.h"
 #include "thread.h"
 #include "tracer.h"
 #include "tracer_arch.h"
+
+_Static_assert(offsetof(struct probe, addr) == 0 &&
+	       offsetof(struct probe, kind) == OPT_PROBE_KIND &&
+	       offsetof(struct probe, state) == OPT_PROBE_STATE &&
+	       offsetof(struct probe, mechanism) == OPT_PROBE_MECHANISM &&
+	       OPT_PROBE_STATE == OPT_PROBE_KIND + 2 &&
+	       OPT_PROBE_MECHANISM == OPT_PROBE_KIND + 3 &&
+	       OPT_PROBE_GATED == OPT_PROBE_ACTION + 1 &&
+	       sizeof ((struct probe *)0)->kind == 1 &&
+	       sizeof ((struct probe *)0)->state == 1 &&
+	       sizeof ((struct probe *)0)->mechanism == 1 &&
+	       sizeof ((struct probe *)0)->action == 1 &&
+	       sizeof ((struct probe *)0)->gated == 1 &&
+	       offsetof(struct probe, site.ride) == OPT_PROBE_RIDE &&
+	       sizeof ((struct probe *)0)->site.ride == 2 &&
+	       PROBE_ENABLED == OPT_PROBE_ENABLED &&
+	       WIRE_EVENT_RETURN == OPT_EVENT_RETURN &&
+	       MECHANISM_OPT == OPT_MECHANISM_OPT &&
+	       offsetof(struct cpu, current) == OPT_CPU_CURRENT &&
+	       offsetof(struct thread, slot) == OPT_THREAD_SLOT &&
+	       sizeof ((struct thread *)0)->slot[0] == 4 &&
+	       sizeof(struct ret_stack) == OPT_RET_STACK &&
+	       offsetof(struct ret_stack, depth) == OPT_RET_DEPTH &&
+	       offsetof(struct ret_stack, f) == OPT_RET_FRAMES &&
+	       sizeof(struct ret_frame) == OPT_RET_FRAME &&
+	       offsetof(struct ret_frame, real) == 0 &&
+	       offsetof(struct ret_frame, slot) == OPT_FRAME_SLOT &&
+	       offsetof(struct ret_frame, ret) == OPT_FRAME_RET &&
+	       offsetof(struct ret_frame, ret_addr) == OPT_FRAME_RET_ADDR &&
+	       OPT_HITS_ROW == 4096 * 4 &&
+	       OPT_RETURN_DEPTH == OPT_RET_DEPTH_MAX &&
+	       offsetof(struct thread, stack) == OPT_THREAD_STACK &&
+	       offsetof(struct thread, stack_size) == OPT_THREAD_STACK_SIZE &&
+	       sizeof ((struct thread *)0)->stack_size == 4 &&
+	       sizeof opt_return_calls[0] == 4,
+	       "opt.h: the return trampoline's counting path's numbers are the C structures'");
 
 struct ret_stack ret_stacks[OPT_RETURN_STACKS];
 static spinlock_t claim_lock = SPINLOCK_INIT("opt-return-claim");
@@ -119,8 +158,11 @@ bool opt_return_trampolined(const struct probe *r, const struct trapframe *tf)
 	       (uint32_t)(uintptr_t)opt_return_trampoline;
 }
 
-void i386_opt_return(struct trapframe *tf)
+/* On opt's page (OPT_HOT) beside the trampoline that calls it, the record
+ * inline (record.h): its only call is tracer_fire's, for a record. */
+OPT_HOT void i386_opt_return(struct trapframe *tf)
 {
+	tracer_stamp(TRACER_STAMP_RIDE);
 	uint32_t slot = trapframe_sp(tf);
 	struct thread *me = this_cpu()->current;
 	struct ret_stack *s = opt_return_stack_of(me);
@@ -128,14 +170,15 @@ void i386_opt_return(struct trapframe *tf)
 		const struct ret_frame f = s->f[--s->depth];
 		if (f.slot == slot) {
 			const struct probe *r = f.ret;
-			if (r->state != PROBE_ENABLED || r->addr != f.ret_addr ||
-			    !opt_return_rides(r))
-				;               /* disarmed, or cleared: not recorded */
-			else if (tracer_counts_only(r))     /* inline: no call */
-				tracer_fire_count(r, this_cpu()->id);
-			else
-				i386_record_fire(r, tf);
+			/* Enabled and riding (opt_return_rides) where it was,
+			 * one branch (opt_return_enter says why); else
+			 * disarmed, or cleared: not recorded. */
+			if ((r->state == PROBE_ENABLED) & (r->addr == f.ret_addr) &
+			    (r->kind == WIRE_EVENT_RETURN) & (r->site.ride != 0) &
+			    (r->mechanism == MECHANISM_OPT))
+				i386_record(r, tf);
 			*(volatile uint32_t *)(uintptr_t)slot = f.real;
+			tracer_stamp(TRACER_STAMP_RIDE_FIRE);
 			return;
 		}
 		if (f.slot > slot) {    /* an outer call's: ours is not there */

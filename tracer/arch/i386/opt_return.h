@@ -77,23 +77,31 @@ static inline struct ret_stack *opt_return_stack_of(const struct thread *t)
 
 /* Entry probe e fired with sp its stack pointer at the site ([sp] the
  * return address): trampoline this call, if e has a riding return probe
- * that is enabled. Interrupts masked. Inline in the fire path: under TCG
- * every return of a call is a block lookup, the most of a firing's cost. */
-static inline void opt_return_enter(const struct probe *e, uint32_t sp)
+ * that is enabled. Interrupts masked. Inline in the fire path (always:
+ * gcc made it a call, two users being too many): under TCG every return
+ * of a call is a block lookup, the most of a firing's cost. */
+static inline __attribute__((always_inline)) void
+opt_return_enter(const struct probe *e, uint32_t sp)
 {
-	if (!e->site.ride || e->kind != WIRE_EVENT_ENTRY)
+	/* The tests are joined with & where they can be, not && (one branch,
+	 * not one each): under TCG every conditional branch ends a block. */
+	unsigned ride = e->site.ride;
+	if (!((ride != 0) & (e->kind == WIRE_EVENT_ENTRY)))
 		return;
-	const struct probe *r = &tracer_probes[e->site.ride - 1];
-	if (r->state != PROBE_ENABLED || !opt_return_rides(r))
-		return;
+	const struct probe *r = &tracer_probes[ride - 1];
+	if (!((r->state == PROBE_ENABLED) & (r->kind == WIRE_EVENT_RETURN) &
+	      (r->site.ride != 0) & (r->mechanism == MECHANISM_OPT)))
+		return;                 /* opt_return_rides(r), enabled */
 	struct thread *me = this_cpu()->current;
 	struct ret_stack *s = opt_return_stack_of(me);
 	if (__builtin_expect(!s, 0))
 		s = opt_return_claim(me);
 	/* Mid-switch (sp not on me's stack), no stack, a full one: the return
-	 * site's int3 records this call. */
-	if (__builtin_expect(!s || s->depth == OPT_RETURN_DEPTH || !mapped(sp) ||
-			     !opt_return_own_stack(me, sp), 0)) {
+	 * site's int3 records this call. A thread's own pages are the common
+	 * case; the boot thread's and idle threads' stacks are asked apart. */
+	bool own = (me->stack != 0) & (sp - (uintptr_t)me->stack < me->stack_size);
+	if (__builtin_expect(!s || !((s->depth < OPT_RETURN_DEPTH) & mapped(sp) &
+				     (own || opt_return_own_stack(me, sp))), 0)) {
 		opt_return_fall_back(e);
 		return;
 	}

@@ -18,6 +18,11 @@
 
 extern char opt_detours[], opt_detours_end[];
 extern char opt_common_checked[], opt_common_after[];
+/* opt_detour.S: the riding entry's counting path, and where its patched
+ * words end. */
+extern const char opt_ride_template[], opt_ride_template_end[];
+extern const char opt_ride_entry[], opt_ride_return[];
+extern const char opt_ride_to_copy[], opt_ride_to_slow[];
 
 /* Where a slot's site is in its change (opt_arm, opt_disarm, opt_stage). */
 enum opt_stage {
@@ -35,9 +40,10 @@ struct opt_slot {
 	uint8_t   stage;           /* enum opt_stage */
 	bool      want;            /* armed: the jmp is wanted, else the original */
 	bool      checked;         /* written as check mode's detour */
-	bool      rides;           /* ... for a probe with a riding return probe
-				    * (no counting path: the entry must reach C
-				    * to trampoline the call, opt_return.c) */
+	uint16_t  ride;            /* ... for a probe whose return probe (id + 1)
+				    * rides on it, 0: none (the riding counting
+				    * path has that probe's address in it, so a
+				    * new link rewrites the slot: opt_detour.S) */
 	bool      todo, held;      /* in this stage's scan: to change, and held */
 	unsigned  held_tid;        /* held: by which thread, which word, why */
 	uint32_t  held_word;
@@ -68,12 +74,12 @@ static inline bool written(const struct opt_slot *s)
 	return s->probe && s->site == s->probe->addr;
 }
 
-/* ... and in the variant check mode asks for now: else an arming
- * rewrites it. */
+/* ... and in the variant check mode asks for now, for the return probe
+ * that rides on it now: else an arming rewrites it. */
 static inline bool current(const struct opt_slot *s)
 {
 	return written(s) && s->checked == tracer_check_mode &&
-	       s->rides == (s->probe->site.ride != 0);
+	       s->ride == s->probe->site.ride;
 }
 
 /* Code goes in through the text alias (tracer.h): one byte, a word. */
