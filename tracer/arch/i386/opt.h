@@ -36,7 +36,7 @@
 #define OPT_PROBE_KIND     8       /* offsetof(struct probe, kind) */
 #define OPT_PROBE_STATE    10      /* offsetof(struct probe, state) */
 #define OPT_PROBE_MECHANISM 11     /* offsetof(struct probe, mechanism) */
-#define OPT_PROBE_RIDE     0x38    /* offsetof(struct probe, site.ride) */
+#define OPT_PROBE_RIDE     0x40    /* offsetof(struct probe, site.ride) */
 #define OPT_PROBE_ENABLED  2       /* PROBE_ENABLED */
 #define OPT_EVENT_RETURN   2       /* WIRE_EVENT_RETURN */
 #define OPT_MECHANISM_OPT  3       /* MECHANISM_OPT */
