@@ -39,9 +39,8 @@ def dprobes_rows(b: Bench) -> list:
         over = f.get("overhead")
         rows.append((f"  {name}", f"{f['median']:,.1f} cyc, {f['ns']['median']:,.1f} ns"
                      + (f", +{over['median']:,.0f}" if over else ""), ""))
-    if "bare_trap" in F:                # not measured when dprobes is left out
-        rows.append(("  bare trap round trip", f"{F['bare_trap']['median']:,.0f} cyc, "
-                     f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
+    rows.append(("  bare trap round trip", f"{F['bare_trap']['median']:,.0f} cyc, "
+                 f"{F['bare_trap']['ns']['median']:,.0f} ns", ""))
     for name in sorted(k for k in F if k.startswith("ratio_")):
         rows.append((f"  {F[name]['what']}", spread(F[name], ".2f"), judge(F[name])))
     return rows
