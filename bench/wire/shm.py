@@ -12,8 +12,12 @@ with a header of another number, a torn header, records that do not add
 up) raises ShmError and advances nothing. What poll() returns becomes
 EVENTS frames (events_frames), so records.py decodes them as any other.
 `ram` is the guest's RAM indexed by physical address: read(at, n),
-write(at, data) and size (BufferRam over an mmap of QEMU's RAM file or a
-bytearray in the tests; bench/guest/shm_channel.py's ProcessRam).
+read_into(at, buffer), write(at, data) and size (BufferRam over an mmap of
+QEMU's RAM file or a bytearray in the tests; bench/guest/shm_channel.py's
+ProcessRam). A sub-buffer's records are copied once, straight into the
+EVENTS frame that carries them (read_into a memoryview past the frame's
+head): at the channel's rate a second copy is what a host starved of CPU
+cannot afford.
 """
 
 from __future__ import annotations
@@ -58,6 +62,11 @@ class BufferRam:
     def read(self, at: int, n: int) -> bytes:
         return bytes(self.buf[at:at + n])
 
+    def read_into(self, at: int, dst: memoryview) -> None:
+        """dst's length of bytes from at: one copy, no bytes between."""
+        with memoryview(self.buf) as ram:
+            dst[:] = ram[at:at + len(dst)]
+
     def write(self, at: int, data: bytes) -> None:
         self.buf[at:at + len(data)] = data
 
@@ -69,8 +78,13 @@ class SubBuffer:
     first: int
     last: int
     discarded: int          # records the CPU discarded before it opened
-    records: bytes          # whole records, as an EVENTS frame's
+    payload: bytearray      # room for an EVENTS head, then the records
     count: int
+
+    @property
+    def records(self) -> memoryview:
+        """Whole records, as an EVENTS frame's."""
+        return memoryview(self.payload)[EVENTS_HEAD.size:]
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,6 +123,9 @@ class RingReader:
         self.rows = [table_phys + TABLE.size + c * CPU.size for c in range(self.ncpus)]
         self.subbuffers = 0     # read so far
         self.bytes = 0
+        # The most sub-buffers a poll found waiting in one ring, and that
+        # ring's slots: how close the host came to making its writer discard.
+        self.fullest, self.fullest_of = 0, 0
 
     def _unpack(self, s, at: int) -> dict:
         """struct s at physical at, as a dict (its Struct compiled once)."""
@@ -141,6 +158,9 @@ class RingReader:
         if ctl["nsub"] == 0 or ctl["subbuf_bytes"] <= SUBBUF.size:
             raise ShmError(f"cpu{cpu}: a ring of {ctl['nsub']} sub-buffers of "
                            f"{ctl['subbuf_bytes']} bytes")
+        waiting = (write - n) % _NEXT
+        if waiting < 1 << 31 and waiting > self.fullest:
+            self.fullest, self.fullest_of = waiting, ctl["nsub"]
         while _before(n, write) or (self.read_current and n == write):
             # read_current: the broken reader takes what is there now.
             slot = ctl["ring"] + (n % ctl["nsub"]) * ctl["subbuf_bytes"]
@@ -152,12 +172,14 @@ class RingReader:
                 h["content"], h["records"], h["last_record"] = self._scan(
                     slot + SUBBUF.size, ctl["subbuf_bytes"] - SUBBUF.size)
             self._check(cpu, n, h, ctl["subbuf_bytes"])
-            body = self.ram.read(slot + SUBBUF.size, h["content"])
-            count = self._check_records(cpu, n, body, h)
+            payload = bytearray(EVENTS_HEAD.size + h["content"])
+            with memoryview(payload) as dst:
+                self.ram.read_into(slot + SUBBUF.size, dst[EVENTS_HEAD.size:])
+                count = self._check_records(cpu, n, dst[EVENTS_HEAD.size:], h)
             out.append(SubBuffer(cpu, n, h["first"], h["last"], h["discarded"],
-                                 body, count))
+                                 payload, count))
             self.subbuffers += 1
-            self.bytes += len(body)
+            self.bytes += h["content"]
             n = (n + 1) % _NEXT
             self.ram.write(row + _CONSUMED, struct.pack(self.order + "I", n))
             if current:
@@ -236,18 +258,21 @@ def events_frames(subs, order: str, word_bytes: int, seq0: int = 0) -> list[fram
     count's width), numbered from seq0: what records.decode reads."""
     out = []
     for sb in subs:
-        if sb.count <= 0xffff:
-            out.append(_frame(sb.cpu, sb.count, sb.records, order, seq0 + len(out)))
+        if sb.count <= 0xffff:      # the payload as read, its head filled in
+            sb.payload[:EVENTS_HEAD.size] = EVENTS_HEAD.pack(order, cpu=sb.cpu,
+                                                             count=sb.count)
+            out.append(frames.Frame(frames.T_EVENTS, seq0 + len(out), sb.payload, -1))
             continue
         start, count = 0, 0
         for off, _kind, _size in records_in(sb.records, order, word_bytes):
             if count == 0xffff:
-                out.append(_frame(sb.cpu, count, sb.records[start:off], order,
+                out.append(_frame(sb.cpu, count, bytes(sb.records[start:off]), order,
                                   seq0 + len(out)))
                 start, count = off, 0
             count += 1
         if count:
-            out.append(_frame(sb.cpu, count, sb.records[start:], order, seq0 + len(out)))
+            out.append(_frame(sb.cpu, count, bytes(sb.records[start:]), order,
+                              seq0 + len(out)))
     return out
 
 
