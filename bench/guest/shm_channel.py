@@ -90,6 +90,12 @@ class ProcessRam:
     def read(self, at: int, n: int) -> bytes:
         return os.pread(self.fd, n, self.base + at)
 
+    def read_into(self, at: int, dst: memoryview) -> None:
+        got = os.preadv(self.fd, [dst], self.base + at)
+        if got != len(dst):
+            raise wire_shm.ShmError(f"{len(dst)} bytes at physical {at:#x}: QEMU's "
+                                    f"memory gave {got}")
+
     def write(self, at: int, data: bytes) -> None:
         os.pwrite(self.fd, data, self.base + at)
 
@@ -111,6 +117,13 @@ class ShmChannel:
         self._thread: threading.Thread | None = None
         self._paused = threading.Event()
         self._deliver = None
+        # What the consumer thread saw (stats()): polls, and of those that
+        # found sub-buffers waiting, the longest time since the one before
+        # and the longest it had slept past its wake-up (the host's
+        # scheduler, or another thread holding the GIL).
+        self.polls = 0
+        self.longest_gap = 0.0
+        self.oversleep = 0.0
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -163,12 +176,27 @@ class ShmChannel:
             pass
         return self.reader.bytes - before
 
+    def stats(self) -> str:
+        """The consumer's account of itself, for the run's report."""
+        r = self.reader
+        if r is None:
+            return "shm consumer: not started"
+        return (f"shm consumer: {self.polls} polls, {r.subbuffers} sub-buffers, "
+                f"{r.bytes} bytes; longest gap between polls "
+                f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
+                f"{self.oversleep * 1e3:.1f} ms); fullest ring {r.fullest} of "
+                f"{r.fullest_of} sub-buffers waiting")
+
     def _run(self) -> None:
         idle = POLL_IDLE_S
+        last, late = None, 0.0
         while not self._stop.is_set():
             if self._paused.is_set():
                 time.sleep(0.01)
+                last = None
                 continue
+            now = time.monotonic()
+            self.polls += 1
             try:
                 n = self.drain()
             except wire_shm.ShmError:
@@ -176,10 +204,16 @@ class ShmChannel:
             except (ValueError, OSError):
                 return          # the RAM was closed under us
             if n:
-                idle = POLL_IDLE_S
+                if last is not None:
+                    self.longest_gap = max(self.longest_gap, now - last)
+                    self.oversleep = max(self.oversleep, late)
+                idle, late = POLL_IDLE_S, 0.0
             else:
+                t = time.monotonic()
                 time.sleep(idle)
+                late = time.monotonic() - t - idle
                 idle = min(2 * idle, POLL_IDLE_MAX_S)
+            last = now
 
     def close(self) -> None:
         self._stop.set()
