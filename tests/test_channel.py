@@ -45,11 +45,13 @@ def test_qemu_gets_the_port_the_guest_looks_for():
     assert g.channel_socket and f"path={g.channel_socket}" in _args(g)
     g.close()
     assert "virtio-serial" not in _args(Guest("i386", channel="serial"))
-    # The default: the arch's (the virtio port, on sun4u behind simba B);
-    # shm asked for by name keeps the port beside it (test_channel_shm.py).
+    # The default: shm, with the port beside it (on sun4u behind simba B),
+    # where the harness starts QEMU (test_channel_shm.py); the arch's own
+    # default, the virtio port, is libvirt's (below).
     for arch in ("i386", "sparc64"):
         default = Guest(arch)
-        assert default.channel == arches.get(arch).default_channel == "virtio", arch
+        assert default.channel == "shm", arch
+        assert arches.get(arch).default_channel == "virtio", arch
         assert "virtio-serial-pci" in _args(default), arch
         default.close()
     sparc = Guest("sparc64")
@@ -279,6 +281,10 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
                                              memory_mb=128, ports=g.ports)
     shm = LibvirtGuest(arches.get("i386"), connect="qemu:///session", channel="shm")
     assert shm.channel == "virtio" and shm._shm is None
+    assert "asked for" in shm._shm_note and "virtio" in shm._shm_note
+    assert "default" in g._shm_note and "virtio" in g._shm_note
+    assert LibvirtGuest(arches.get("i386"), connect="qemu:///session",
+                        channel="serial")._shm_note == ""
 
 
 def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):

@@ -218,10 +218,16 @@ class LibvirtGuest(Guest):
         a = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         # The shm channel maps QEMU's RAM into this process: a libvirt
         # host's (remote, or its own daemon's) is not ours to map, so the
-        # trace keeps the port; said in the log once it is open.
-        self._shm_refused = kw.get("channel") == "shm"
-        if kw.get("channel") in (None, "shm"):
+        # trace keeps the port, asked for shm or left to the default (shm
+        # where the harness starts QEMU); said in the log once it is open.
+        asked = kw.get("channel")
+        if asked in (None, "shm"):
             kw["channel"] = a.default_channel
+            self._shm_note = (f"# {'shm channel asked for' if asked else 'the default channel is shm'}"
+                              f" where the harness starts QEMU; a libvirt domain's RAM is "
+                              f"not mapped here, so the trace goes over {kw['channel']}")
+        else:
+            self._shm_note = ""
         self._channel_ports: tuple = ()
         super().__init__(a, **kw)
         self.uri = connect
@@ -257,9 +263,8 @@ class LibvirtGuest(Guest):
                 and not self._host_lost)
 
     def _launch_process(self) -> None:
-        if self._shm_refused:
-            self._note(f"# shm channel asked for: a libvirt domain's RAM is not "
-                       f"mapped here, so the trace goes over {self.channel}")
+        if self._shm_note:
+            self._note(self._shm_note)
         libvirt = libvirtd.import_libvirt()
         if not self.uri:
             raise LaunchError("the libvirt backend needs a connection URI "

@@ -145,7 +145,8 @@ class Guest(Conversation):
 
     def _plan_shm(self) -> None:
         """QEMU's RAM in a file this process maps too (shm_channel.py)."""
-        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend)
+        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend,
+                               log_path=LOG_DIR / f"{self.name}.shm")
         self.args += self._shm.qemu_args()
 
     def _start_shm(self) -> None:

@@ -16,6 +16,10 @@ sub-buffer and hands its records on as EVENTS frames, so the trace is read
 as it is from the other channels. Nothing runs in the guest for it. Every
 REPLY is followed by one more poll (drain()), so a reply never overtakes
 its records: a `trace flush` has committed every ring before it replies.
+The frames it delivered are written to the guest's log (NAME.shm: each
+EVENTS payload after its length, 4 bytes little-endian) when the channel
+closes, not while it reads: a file write per sub-buffer would cost the
+consumer as much as its copy. bench/export/logs.py reads them back.
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ class ProcessRam:
 
 
 class ShmChannel:
-    def __init__(self, memory_mb: int, ram_backend: bool):
+    def __init__(self, memory_mb: int, ram_backend: bool, log_path=None):
         self.size = memory_mb << 20
         # A name QEMU creates the file under (none is made before it runs).
         self.path = (f"/dev/shm/trapbench-ram-{os.getpid()}-{next(_names)}-"
@@ -117,6 +121,8 @@ class ShmChannel:
         self._thread: threading.Thread | None = None
         self._paused = threading.Event()
         self._deliver = None
+        self.log_path = log_path
+        self.delivered: list = []   # the frames, for the log at close
         # What the consumer thread saw (stats()): polls, and of those that
         # found sub-buffers waiting, the longest time since the one before
         # and the longest it had slept past its wake-up (the host's
@@ -165,7 +171,10 @@ class ShmChannel:
                 self.error = e
                 raise
             if subs:
-                self._deliver(wire_shm.events_frames(subs, self._order, self._word))
+                out = wire_shm.events_frames(subs, self._order, self._word,
+                                             len(self.delivered))
+                self.delivered += out
+                self._deliver(out)
         return len(subs)
 
     def drain_all(self) -> int:
@@ -223,6 +232,9 @@ class ShmChannel:
             if self._ram is not None:
                 self._ram.close()
                 self._ram = None
+            if self.log_path and self.delivered:
+                wire_shm.write_log(self.log_path, self.delivered)
+                self.delivered = []
         if self.path:
             try:
                 os.unlink(self.path)
