@@ -215,6 +215,10 @@ def _bench(s) -> None:
     s.add_argument("--reps", type=int, default=5)
     s.add_argument("--small", action="store_true",
                    help="few iterations per figure (the machinery, not the numbers)")
+    s.add_argument("--only", action="append", default=[], metavar="EXPERIMENT",
+                   help="only this experiment (repeatable; e.g. 'drain virtio' "
+                   "and 'shm raw' for the channels' raw rates), written to "
+                   "build/bench/ARCH/only/")
 
 
 def _export(s) -> None:

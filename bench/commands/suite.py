@@ -163,7 +163,8 @@ def cmd_matrix(args) -> int:
 def cmd_bench(args) -> int:
     worst = EXIT_OK
     for name in arches.names(args.arch):
-        worst = max(worst, perf.run(name, reps=args.reps, small=args.small))
+        worst = max(worst, perf.run(name, reps=args.reps, small=args.small,
+                                    only=tuple(args.only)))
     return worst
 
 

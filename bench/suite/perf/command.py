@@ -14,27 +14,35 @@ import subprocess
 import time
 
 from ... import arches
+from ...errors import UsageError
 from ...guest import build
 from ...paths import BUILD, REPO
 from .core import TARGETS, Sizes
-from .plan import measure
+from .plan import experiment_names, measure
 from .plots import plots
 from .table import missed_targets, table
 
 
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
-        out=None) -> int:
+        out=None, only: tuple[str, ...] = ()) -> int:
     arch = arches.get(arch_name)
+    unknown = [n for n in only if n not in experiment_names()]
+    if unknown:
+        raise UsageError(f"no experiment {', '.join(map(repr, unknown))}: one of "
+                         f"{', '.join(map(repr, experiment_names()))}")
     t_image = time.monotonic()
     build.ensure_image(arch)
     t0 = time.monotonic()
     sizes = Sizes.small() if small else Sizes()
     on_line(f"bench {arch.name}: {reps} repetitions of every figure"
             + (" (small sizes)" if small else ""))
-    b = measure(arch, reps, sizes, on_line)
+    if only:
+        on_line(f"bench {arch.name}: only {', '.join(only)}")
+    b = measure(arch, reps, sizes, on_line, only=only)
     b.timings.insert(0, {"boot": "", "experiment": "image",
                          "seconds": round(t0 - t_image, 1)})
-    out = out or BUILD / "bench" / arch.name
+    # A partial run does not overwrite the whole bench's results.
+    out = out or BUILD / "bench" / arch.name / ("only" if only else "")
     out.mkdir(parents=True, exist_ok=True)
     made = plots(b, out)
     rows = table(b)
@@ -51,7 +59,7 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
         "timings": b.timings,
         "config": {"arch": arch.name, "accel": "tcg", "qemu": qemu[0] if qemu else "",
                    "git_commit": commit, "boots": b.boots, "repetitions": reps,
-                   "sizes": sizes.__dict__, "small": small,
+                   "sizes": sizes.__dict__, "small": small, "only": list(only),
                    "seconds": round(time.monotonic() - t0, 1)},
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

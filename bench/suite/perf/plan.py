@@ -125,8 +125,9 @@ PLAN = (
         Experiment("fbt virtio", probed_virtio, when=_shm_and_virtio),
         Experiment("stackwalk", stackwalk),
         Experiment("profile", profile),
-        # Seed 003's methods write the byte ring by physical address, which
-        # the shm channel's sub-buffers are not: the port's channel.
+        # Seed 003's methods over the byte ring and its drain, as their
+        # figures have always been taken (the sub-buffers are written by
+        # physical address too: tests/test_avoid.py runs them over shm).
         Experiment("", _byte_ring_channel),
         Experiment("avoid", avoid),
     )),
@@ -155,14 +156,27 @@ PLAN = (
 )
 
 
-def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print) -> Bench:
-    """Every boot of PLAN that the arch has, every experiment in it."""
+def experiment_names() -> list[str]:
+    """Every named experiment of PLAN, once each, in order."""
+    names = [e.name for boot in PLAN for e in boot.experiments if e.name]
+    return list(dict.fromkeys(names))
+
+
+def measure(arch: arches.Arch, reps: int, sizes: Sizes, on_line=print,
+            only: tuple[str, ...] = ()) -> Bench:
+    """Every boot of PLAN that the arch has, every experiment in it; with
+    `only`, just the experiments so named (and the unnamed commands of
+    their boots), in boots that hold one."""
     b = Bench(arch, reps, sizes, on_line)
     for boot in PLAN:
         if not boot.when(arch):
             continue
+        if only and not any(e.name in only for e in boot.experiments):
+            continue
         with b.boot(boot.label, smp=boot.smp(arch), instrumented=boot.instrumented) as g:
             for e in boot.experiments:
+                if only and e.name and e.name not in only:
+                    continue
                 if not e.when(g):
                     if e.otherwise:
                         b.notes.append(e.otherwise.format(arch=arch.name))
