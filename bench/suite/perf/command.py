@@ -20,7 +20,7 @@ from ...paths import BUILD, REPO
 from .core import TARGETS, Sizes
 from .plan import experiment_names, measure
 from .plots import plots
-from .table import missed_targets, table
+from .table import figure_rows, missed_targets, table
 
 
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
@@ -44,8 +44,8 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
     # A partial run does not overwrite the whole bench's results.
     out = out or BUILD / "bench" / arch.name / ("only" if only else "")
     out.mkdir(parents=True, exist_ok=True)
-    made = plots(b, out)
-    rows = table(b)
+    made = [] if only else plots(b, out)      # the plots want every figure
+    rows = figure_rows(b) if only else table(b)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     qemu = subprocess.run([arch.qemu, "--version"], capture_output=True,
