@@ -83,7 +83,8 @@ _vm_readv = _process_vm_readv()
 
 
 class ProcessRam:
-    """QEMU's RAM in its own address space, through /proc/PID/mem."""
+    """QEMU's RAM in its own address space: /proc/PID/mem for the table
+    and headers, process_vm_readv for the records (read_into)."""
 
     def __init__(self, pid: int, size: int, table_phys: int):
         self.size, self.pid = size, pid
@@ -124,7 +125,6 @@ class ProcessRam:
             local = _Iovec(ctypes.addressof(ctypes.c_char.from_buffer(dst)), n)
             remote = _Iovec(self.base + at, n)
             got = _vm_readv(self.pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
-            del local
         if got != n:
             got = os.preadv(self.fd, [dst], self.base + at)
         if got != n:
