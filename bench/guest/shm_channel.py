@@ -161,6 +161,7 @@ class ShmChannel:
         self.polls = 0
         self.longest_gap = 0.0
         self.oversleep = 0.0
+        self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -224,7 +225,8 @@ class ShmChannel:
         return (f"shm consumer: {self.polls} polls, {r.subbuffers} sub-buffers, "
                 f"{r.bytes} bytes; longest gap between polls "
                 f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
-                f"{self.oversleep * 1e3:.1f} ms); fullest ring {r.fullest} of "
+                f"{self.oversleep * 1e3:.1f} ms, longest poll "
+                f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
                 f"{r.fullest_of} sub-buffers waiting")
 
     def _run(self) -> None:
@@ -243,6 +245,7 @@ class ShmChannel:
                 return          # kept in self.error; the next REPLY raises it
             except (ValueError, OSError):
                 return          # the RAM was closed under us
+            self.longest_poll = max(self.longest_poll, time.monotonic() - now)
             if n:
                 if last is not None:
                     self.longest_gap = max(self.longest_gap, now - last)
