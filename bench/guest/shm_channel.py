@@ -245,8 +245,10 @@ class ShmChannel:
                 return          # kept in self.error; the next REPLY raises it
             except (ValueError, OSError):
                 return          # the RAM was closed under us
-            self.longest_poll = max(self.longest_poll, time.monotonic() - now)
             if n:
+                # Only polls that found records: an idle poll while the
+                # main thread decodes waits on the GIL, harmlessly.
+                self.longest_poll = max(self.longest_poll, time.monotonic() - now)
                 if last is not None:
                     self.longest_gap = max(self.longest_gap, now - last)
                     self.oversleep = max(self.oversleep, late)
