@@ -13,6 +13,7 @@ import types
 import pytest
 
 from bench import arches
+from bench.errors import UsageError
 from bench.suite import perf
 from bench.suite.perf import core, plan
 from bench.suite.perf.channels import sustained_reps
@@ -418,6 +419,36 @@ def test_plan_accounts_time_and_notes(monkeypatch):
         [("X", "boot"), ("X", "one")], b.timings
     assert b.notes == [f"nothing to skip on {arch.name}"], b.notes
     assert b.figures["one"]["median"] == 1.5
+
+
+def test_only_runs_the_named_experiments_in_the_boots_that_hold_them(monkeypatch):
+    """`bench --only NAME`: the named experiment and its boot's commands,
+    no other experiment, no boot without one; a name the plan lacks is
+    refused before anything boots."""
+    guests = []
+
+    @contextlib.contextmanager
+    def fake_open_guest(arch, **kw):
+        guests.append(_FakeGuest())
+        yield guests[-1]
+
+    def boom(b, g):
+        raise RuntimeError("an experiment not asked for ran")
+
+    monkeypatch.setattr(core, "open_guest", fake_open_guest)
+    monkeypatch.setattr(plan, "PLAN", (
+        plan.Boot("X", (plan.commands("channel {channel}"),
+                        plan.Experiment("one", lambda b, g: b.put("one", [1, 2], "u")),
+                        plan.Experiment("two", boom))),
+        plan.Boot("Y", (plan.Experiment("three", boom),)),
+    ))
+    arch = arches.get(arches.available()[0])
+    b = plan.measure(arch, 2, core.Sizes.small(), on_line=[].append, only=("one",))
+    assert list(b.figures) == ["one"]
+    assert len(guests) == 1 and guests[0].commands == ["channel serial", "exit 0"]
+    with pytest.raises(UsageError, match="no experiment 'nope': one of 'one', 'two', 'three'"):
+        perf.run(arch.name, reps=1, only=("nope",))
+    assert len(guests) == 1
 
 
 def test_sustained_runs_over_the_16550_repeat_less():
