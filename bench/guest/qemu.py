@@ -49,8 +49,9 @@ CHANNELS = tuple(wire.CHANNEL_IDS)
 # records at 256 KiB per CPU, load 5-18): with QEMU at nice 0, 3 runs of
 # 12 lost records (53,686, 20,917 and 520; 8 of 8 sub-buffers waiting), a
 # consumer that found records had slept up to 50 ms past its wake-up; at
-# nice 5, 0 of 6 lost, up to 26 ms late, at most 5 of 8 waiting. Only our
-# own QEMU is lowered, and only under shm.
+# nice 5, 0 of 9 lost, up to 26 ms late, at most 5 of 8 waiting. Only our
+# own QEMU is lowered, and only under shm. Against other users' load it
+# does nothing (docs/channel.md's Limits: nice 10 lost more, not less).
 SHM_QEMU_NICE = 5
 
 
