@@ -291,6 +291,9 @@ def _debug(s) -> None:
                    "'fib n=8' (default: the file's workload, or fib n=8)")
     s.add_argument("--batch", help="run gdb -batch with this script instead of "
                    "interactively")
+    s.add_argument("--channel", choices=CHANNELS, default=None,
+                   help="the trace channel (default shm: `tb buffer` then shows "
+                   "the rings as sub-buffers; virtio or serial: the byte ring)")
 
 
 def _matrix(s) -> None:

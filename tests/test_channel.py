@@ -45,11 +45,13 @@ def test_qemu_gets_the_port_the_guest_looks_for():
     assert g.channel_socket and f"path={g.channel_socket}" in _args(g)
     g.close()
     assert "virtio-serial" not in _args(Guest("i386", channel="serial"))
-    # The default: the arch's (the virtio port, on sun4u behind simba B);
-    # shm asked for by name keeps the port beside it (test_channel_shm.py).
+    # The default: shm, with the port beside it (on sun4u behind simba B),
+    # where the harness starts QEMU (test_channel_shm.py); the arch's own
+    # default, the virtio port, is libvirt's (below).
     for arch in ("i386", "sparc64"):
         default = Guest(arch)
-        assert default.channel == arches.get(arch).default_channel == "virtio", arch
+        assert default.channel == "shm", arch
+        assert arches.get(arch).default_channel == "virtio", arch
         assert "virtio-serial-pci" in _args(default), arch
         default.close()
     sparc = Guest("sparc64")
@@ -262,7 +264,7 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     from bench.guest.console import Port
     from bench.guest.libvirt import LibvirtGuest
     from bench.wire.frames import VIRTIO_PORT
-    g = LibvirtGuest(arches.get("i386"), connect="qemu:///session")
+    g = LibvirtGuest(arches.get("i386"), connect="qemu:///session", channel="virtio")
     assert g.channel == "virtio"
     assert g.ports[-1] == Port("channel", VIRTIO_PORT), g.ports
     assert g._open_channel() is False       # no stream before launch
@@ -270,7 +272,7 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     assert LibvirtGuest(arches.get("i386"), connect="qemu:///session",
                         channel="serial").ports == (g.ports[0],)
     from bench.guest.libvirt import domain_xml
-    s = LibvirtGuest(arches.get("sparc64"), connect="qemu:///session")
+    s = LibvirtGuest(arches.get("sparc64"), connect="qemu:///session", channel="virtio")
     assert s.channel == "virtio" and s.ports[-1] == Port("channel", VIRTIO_PORT)
     xml = domain_xml("d", s.arch, image=s.image, smp=1, memory_mb=128, ports=s.ports)
     assert ("<qemu:device alias='virtio-serial0'><qemu:frontend>"
@@ -282,6 +284,10 @@ def test_libvirt_carries_the_trace_over_its_channel_stream():
     assert shm.channel == "shm" and shm._shm is not None
     far = LibvirtGuest(arches.get("i386"), connect="qemu+ssh://h/system", channel="shm")
     assert far.channel == "virtio" and far._shm is None
+    # Left to the default (shm where the harness starts QEMU): the same.
+    assert LibvirtGuest(arches.get("i386"), connect="qemu:///session").channel == "shm"
+    assert LibvirtGuest(arches.get("i386"), connect="qemu+tcp://h/session").channel \
+        == "virtio"
 
 
 def test_a_ring_past_half_full_wakes_its_drain_before_the_tick(arch, built):

@@ -5,7 +5,8 @@ ignores memory-backend= in QEMU 7.2, read through /proc/PID/mem); fib
 traced over it on both arches with every call counted and no record on
 the 16550; a host that stops reading leaves the guest answering, and every
 record it lost is counted, in the STATS, the DROPS records and the
-table's live count alike. The protocol's own cases are tests/test_shm.py.
+table's live count alike; shm is the default channel, its QEMU niced
+below its consumer. The protocol's own cases are tests/test_shm.py.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ def test_qemu_gets_ram_the_host_can_read():
     assert not arches.get("sparc64").ram_backend
     assert "memory-backend" not in _args(sparc)     # read from QEMU's own memory
     sparc.close()
+
+
+def test_shm_is_the_default_and_its_qemu_runs_below_its_consumer():
+    """The default channel where the harness starts QEMU is shm, and that
+    QEMU runs niced (its vCPUs must not starve the consumer thread that
+    keeps the rings from filling); virtio's QEMU does not."""
+    from bench.guest import qemu
+    g = Guest("i386")
+    assert g.channel == "shm"
+    assert g.cmdline.startswith(f"nice -n {qemu.SHM_QEMU_NICE} "), g.cmdline
+    g.close()
+    v = Guest("i386", channel="virtio")
+    assert not v.cmdline.startswith("nice"), v.cmdline
+    v.close()
 
 
 def _events_bytes(path):

@@ -1,8 +1,10 @@
 """`make debug` unattended: gdb-multiarch in batch mode against a paused
 guest (bench/debug/debugger.py), on every arch. The harness arms fib's probes and
-runs fib over serial while gdb breaks in the probe fire path three times,
-reads the trap frame, and runs the tb extension's commands; their output
-is checked against what the guest must hold at that moment."""
+runs fib while gdb breaks in the probe fire path three times, reads the
+trap frame, and runs the tb extension's commands; their output is checked
+against what the guest must hold at that moment. The trace channel shm
+(the default) has `tb buffer` read the rings as sub-buffers, virtio as
+the byte ring the drain empties: both must show the same records."""
 
 import re
 import shutil
@@ -35,14 +37,15 @@ detach
 """
 
 
-def test_gdb_batch_in_fire_path(arch, built, tmp_path):
+@pytest.mark.parametrize("channel", ["shm", "virtio"])
+def test_gdb_batch_in_fire_path(arch, channel, built, tmp_path):
     built(arch)
     a = arches.get(arch)
     script = tmp_path / "session.gdb"
     script.write_text(SCRIPT.format(fire=a.fire_path))
     lines = []
     with debug.Debugger(a, probes="fbt:fib:entry,fbt:fib:return", run="fib n=6",
-                        echo=lines.append) as d:
+                        echo=lines.append, channel=channel) as d:
         res = d.run_batch(script, timeout=300)
         assert d.wait_driver(120), "the harness's run did not finish after detach"
     out = res.stdout
@@ -91,6 +94,14 @@ def test_gdb_batch_in_fire_path(arch, built, tmp_path):
     # records: docs/whole-kernel.md).
     m = re.search(r"cpu0: ring (\d+) bytes .* fired=(\d+) recorded=(\d+) dropped=0", out)
     assert m and m.group(2) == "2" and int(m.group(3)) >= 2, out
+    # Under shm the one sub-buffer open holds them all; under virtio the
+    # byte ring's head and tail.
+    if channel == "shm":
+        assert re.search(r"cpu0: ring \d+ bytes at 0x[0-9a-f]+ as \d+ sub-buffers .*\(shm\), "
+                         r"write=0 consumed=0 discarded=0", out), out
+        assert f"sub-buffer 0 (slot 0): open (being written), {m.group(3)} records" in out, out
+    else:
+        assert re.search(r"cpu0: ring \d+ bytes at 0x[0-9a-f]+, head=", out), out
     recs = re.findall(r"^  0x[0-9a-f]+ (pending|sent   ) t\d+ probe (\d+) entry "
                       r"cycles=\d+ -> fib\(n=(\d+)\)", out, re.M)
     assert [(int(p), int(n)) for _, p, n in recs] == [(fib.id, 6), (fib.id, 5)], out

@@ -64,8 +64,8 @@ def test_bad_probe_patterns_are_refused(image, spec, message):
         plan(spec, image, "int3")
 
 
-def _traced_fib(i386, mode, n=12, smp=1):
-    with Guest(i386, label=f"trace-fib-{mode}", smp=smp) as g:
+def _traced_fib(i386, mode, n=12, smp=1, channel=None):
+    with Guest(i386, label=f"trace-fib-{mode}", smp=smp, channel=channel) as g:
         s = open_session(g)
         s.setup("fbt:fib:entry,fbt:fib:return", mode)
         s.enable(True, strict=True)
@@ -169,7 +169,9 @@ def test_toggling_probes_while_threads_run(i386):
 
 
 def test_a_damaged_events_frame_is_reported(i386):
-    s, r, cap, g = _traced_fib(i386, "int3", n=6)
+    # A frame damaged on a byte stream: the virtio port's (shm's frames
+    # never travel as bytes, and outgrow a stream frame's 2 KiB).
+    s, r, cap, g = _traced_fib(i386, "int3", n=6, channel="virtio")
     got = list(g.trace_frames)
     ev = next(f for f in got if f.type == frames.T_EVENTS)
     raw = bytearray(frames.encode(ev.type, ev.seq, ev.payload))

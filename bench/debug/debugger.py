@@ -89,7 +89,8 @@ class Debugger:
 
     def __init__(self, arch: str | arches.Arch, *, smp: int = 1,
                  workload: str | None = None, probes: str | None = None,
-                 mechanism: str | None = None, run: str | None = None, echo=None):
+                 mechanism: str | None = None, run: str | None = None, echo=None,
+                 channel: str | None = None):
         self.arch = arch if isinstance(arch, arches.Arch) else arches.get(arch)
         self.mechanism = self.arch.check_mechanism(mechanism or
                                                    self.arch.default_mechanism)
@@ -102,6 +103,7 @@ class Debugger:
             build.ensure_image(self.arch)
             self.image, self.elf = self.arch.image(), self.arch.elf()
         self.probes, self.run_line, self.smp = probes, run, smp
+        self.channel = channel
         self.echo = echo or (lambda line: print(line, flush=True))
         self.outcome = Outcome()
         self.guest: Guest | None = None
@@ -114,6 +116,7 @@ class Debugger:
     def __enter__(self) -> "Debugger":
         self.guest = Guest(self.arch, label="debug", smp=self.smp,
                            image=self.image, elf=self.elf, gdbstub=True, paused=True,
+                           channel=self.channel,
                            boot_timeout=PATIENCE, command_timeout=PATIENCE)
         self.guest.__enter__()
         self.socket = self.guest.wait_gdb_socket()
@@ -180,7 +183,8 @@ def cmd_debug(args) -> int:
     if args.workload and not run_line:
         run_line = build.workload_name(args.workload)
     with Debugger(arch, smp=args.smp, workload=args.workload, probes=args.probes,
-                  mechanism=args.mechanism, run=run_line or "fib n=8") as d:
+                  mechanism=args.mechanism, run=run_line or "fib n=8",
+                  channel=args.channel) as d:
         print(f"[bench] {arch.name} guest paused at reset under QEMU's GDB stub "
               f"({d.socket}); log {d.guest.log_path}", flush=True)
         if args.batch:

@@ -27,7 +27,13 @@ EVENTS frames).
 A ring holds records between tail (drained up to) and head (written up
 to); those are `pending`. Records before tail were already sent, but the
 bytes stay until overwritten: while the ring has not wrapped (head <= size)
-they are walked from offset 0 and shown as `sent`.
+they are walked from offset 0 and shown as `sent`. Under the shm channel
+(the ring's writer `sb` is on: tracer/core/ring.h, include/shm.h) the same
+memory is sub-buffers: each slot's header says its number and whether it
+is committed, the table row how far the host has read (`consumed`), and
+the writer how far the open one is written; records in the open one and
+in committed ones the host has not read are `pending`, those in slots it
+has read are `sent` (their bytes stay until the slot is reused).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import arches  # noqa: E402
 from bench.trace.image import load_image  # noqa: E402
+from bench.wire.shm import SUBBUF, SUBBUF_MAGIC, records_in  # noqa: E402
 from bench.wire.records import (BRANCH, BRANCH_BITS, DROPS, ENTRY, EVENT,  # noqa: E402
                                 K_BRANCH, K_DROPS, K_ENTRY, K_PAD, K_RETURN,
                                 KIND_NAMES, RETURN, Event)
@@ -227,6 +234,54 @@ def ring_records(t: gdb.Value) -> tuple[list[tuple[int, bool, Event]], str]:
     return out, note
 
 
+def _events(body: bytes, order: str, wb: int) -> list[tuple[int, Event]]:
+    """(offset, Event) of the whole records at the start of body."""
+    wfmt = {4: "I", 8: "Q"}[wb]
+    out = []
+    for off, _kind, size in records_in(body, order, wb):
+        if off + size > len(body):
+            break
+        e = EVENT.unpack(body[off:off + EVENT.size], order)
+        words = struct.unpack_from(f"{order}{e['nwords']}{wfmt}", body, off + EVENT.size)
+        out.append((off, Event(-1, e["thread"], e["probe"], e["kind"], e["cycles"], words)))
+    return out
+
+
+def subbuf_records(t: gdb.Value) -> tuple[list[tuple[int, bool, Event]], list[str]]:
+    """Under shm: (offset in the ring, pending, Event) of every record the
+    sub-buffers still hold, oldest sub-buffer first, and a line per
+    sub-buffer (its number, slot, state and records)."""
+    sb = t["sb"]
+    order, wb = byte_order(), word_bytes()
+    data, subbuf, nsub = int(t["data"]), int(sb["subbuf"]), int(sb["nsub"])
+    w, is_open = int(sb["w"]), bool(sb["open"])
+    consumed = int(_fetched(sb["ctl"].dereference())["consumed"])
+    slots = []
+    for i in range(nsub):
+        raw = read_guest(data + i * subbuf, subbuf)
+        h = SUBBUF.unpack(raw[:SUBBUF.size], order)
+        n = h["seq"]
+        if h["magic"] != SUBBUF_MAGIC or (w - n) & 0xFFFFFFFF >= 1 << 31:
+            continue                    # never opened, or a stale number
+        if n == w and is_open:
+            state, content = "open (being written)", int(sb["off"]) - SUBBUF.size
+        elif h["commit"] == (n + 1) & 0xFFFFFFFF:
+            state, content = ("committed, read by the host"
+                              if (consumed - n - 1) & 0xFFFFFFFF < 1 << 31
+                              else "committed, not read yet"), h["content"]
+        else:
+            continue                    # opened and left empty
+        slots.append((n, i, state, raw[SUBBUF.size:SUBBUF.size + content]))
+    out, lines = [], []
+    for n, i, state, body in sorted(slots, key=lambda x: (w - x[0]) & 0xFFFFFFFF,
+                                    reverse=True):
+        evs = _events(body, order, wb)
+        pending = not state.endswith("read by the host")
+        lines.append(f"  sub-buffer {n} (slot {i}): {state}, {len(evs)} records")
+        out += [(i * subbuf + SUBBUF.size + off, pending, ev) for off, ev in evs]
+    return out, lines
+
+
 # ---- commands ----
 
 _physical_depth = 0
@@ -346,13 +401,26 @@ Usage: tb buffer [CPU]     (default: every CPU with a ring)"""
         names = {p["id"]: where(p["addr"]).split("+")[0] for p in probe_table()}
         image = _image()
         for cpu, t in all_rings:
-            head, tail, size = int(t["head"]), int(t["tail"]), int(t["size"])
-            print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x}, "
-                  f"head={head:#x} tail={tail:#x} pending={(head - tail) & 0xFFFFFFFF} "
-                  f"bytes; fired={int(_sym('tracer_fired')[cpu]['n'])} "
-                  f"recorded={int(t['recorded'])} "
-                  f"dropped={int(t['dropped'])} sent={int(t['sent'])}")
-            records, note = ring_records(t)
+            counters = (f"fired={int(_sym('tracer_fired')[cpu]['n'])} "
+                        f"recorded={int(t['recorded'])} "
+                        f"dropped={int(t['dropped'])} sent={int(t['sent'])}")
+            size = int(t["size"])
+            if bool(t["sb"]["on"]):
+                sb = t["sb"]
+                ctl = _fetched(sb["ctl"].dereference())
+                print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x} as "
+                      f"{int(sb['nsub'])} sub-buffers of {int(sb['subbuf'])} bytes "
+                      f"(shm), write={int(sb['w'])} consumed={int(ctl['consumed'])} "
+                      f"discarded={int(ctl['discarded'])}; {counters}")
+                records, lines = subbuf_records(t)
+                print("\n".join(lines))
+                note = ""
+            else:
+                head, tail = int(t["head"]), int(t["tail"])
+                print(f"cpu{cpu}: ring {size} bytes at {int(t['data']):#x}, "
+                      f"head={head:#x} tail={tail:#x} pending="
+                      f"{(head - tail) & 0xFFFFFFFF} bytes; {counters}")
+                records, note = ring_records(t)
             for off, pending, ev in records:
                 print(f"  {off:#08x} {'pending' if pending else 'sent   '} "
                       + _format_record(ev, names, image))

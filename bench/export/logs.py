@@ -4,7 +4,9 @@ line) and NAME.log (the transcript) into what the exporters need.
 The serial bytes are deframed again (HELLO, the trace frames), and so is
 NAME.virtio, the trace channel's stream, when the run had one (its own
 deframer and seq, as live; its frames follow the serial line's, each
-stream in its own order, which is all a run on one channel needs); the
+stream in its own order, which is all a run on one channel needs), and
+NAME.shm, the EVENTS frames read out of guest RAM under the shm channel
+(bench/guest/shm_channel.py writes it when the channel closes); the
 transcript gives the ELF (`# elf: PATH`, written when the guest started)
 and the probes: every `>> probe add ID ADDR KIND [NARGS]` that the guest
 answered OK, forgotten again at an OK `probe clear`, with its function
@@ -24,6 +26,7 @@ from ..trace.image import Image, load_image
 from ..trace.sites import Probe
 from ..wire import frames as wire
 from ..wire import records
+from ..wire.shm import ShmError, read_log
 
 _CMD = re.compile(r"^>> (.*)$")
 _REPLY = re.compile(r"^<< (\w+) #(\d+): ?(.*)$")
@@ -60,6 +63,13 @@ def load(log) -> SavedRun:
         on_channel = wire.Deframer(stream="virtio", next_seq=0)
         items += on_channel.feed(channel.read_bytes()) + on_channel.finish()
         errors += on_channel.errors
+    shm_log = serial.with_suffix(".shm")
+    if shm_log.is_file():
+        try:
+            payloads = read_log(shm_log.read_bytes())
+        except ShmError as e:
+            raise UsageError(f"{shm_log}: {e}") from None
+        items += [wire.Frame(wire.T_EVENTS, n, p, -1) for n, p in enumerate(payloads)]
     got = [i for i in items if isinstance(i, wire.Frame)]
     hellos = [f for f in got if f.type == wire.T_HELLO]
     if not hellos:

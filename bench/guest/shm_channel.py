@@ -18,10 +18,16 @@ sub-buffer and hands its records on as EVENTS frames, so the trace is read
 as it is from the other channels. Nothing runs in the guest for it. Every
 REPLY is followed by one more poll (drain()), so a reply never overtakes
 its records: a `trace flush` has committed every ring before it replies.
+The frames it delivered are written to the guest's log (NAME.shm: each
+EVENTS payload after its length, 4 bytes little-endian) when the channel
+closes, not while it reads: a file write per sub-buffer would cost the
+consumer as much as its copy. bench/export/logs.py reads them back.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
 import mmap
 import os
@@ -79,11 +85,30 @@ def memfd_of(pid: int, size: int) -> str | None:
     return None
 
 
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _process_vm_readv():
+    try:
+        f = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).process_vm_readv
+    except (OSError, AttributeError):
+        return None
+    f.restype = ctypes.c_ssize_t
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                  ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    return f
+
+
+_vm_readv = _process_vm_readv()
+
+
 class ProcessRam:
-    """QEMU's RAM in its own address space, through /proc/PID/mem."""
+    """QEMU's RAM in its own address space: /proc/PID/mem for the table
+    and headers, process_vm_readv for the records (read_into)."""
 
     def __init__(self, pid: int, size: int, table_phys: int):
-        self.size = size
+        self.size, self.pid = size, pid
         self.fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
         magics = {struct.pack(o + "I", wire_shm.TABLE_MAGIC) for o in "<>"}
         self.base = next((b for b in self._candidates(pid)
@@ -111,6 +136,22 @@ class ProcessRam:
     def read(self, at: int, n: int) -> bytes:
         return os.pread(self.fd, n, self.base + at)
 
+    def read_into(self, at: int, dst: memoryview) -> None:
+        """A sub-buffer's records: process_vm_readv copies them once, from
+        QEMU's pages into dst; /proc/PID/mem goes through a kernel page
+        per 4 KiB (two copies), and is the fallback."""
+        n = len(dst)
+        got = -1
+        if _vm_readv is not None:
+            local = _Iovec(ctypes.addressof(ctypes.c_char.from_buffer(dst)), n)
+            remote = _Iovec(self.base + at, n)
+            got = _vm_readv(self.pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if got != n:
+            got = os.preadv(self.fd, [dst], self.base + at)
+        if got != n:
+            raise wire_shm.ShmError(f"{n} bytes at physical {at:#x}: QEMU's "
+                                    f"memory gave {got}")
+
     def write(self, at: int, data: bytes) -> None:
         os.pwrite(self.fd, data, self.base + at)
 
@@ -119,7 +160,8 @@ class ProcessRam:
 
 
 class ShmChannel:
-    def __init__(self, memory_mb: int, ram_backend: bool, path: str | None = None):
+    def __init__(self, memory_mb: int, ram_backend: bool, path: str | None = None,
+                 log_path=None):
         self.size = memory_mb << 20
         # A name QEMU creates the file under (none is made before it runs);
         # path="": QEMU's RAM is someone else's to place (libvirt's), found
@@ -136,6 +178,16 @@ class ShmChannel:
         self._paused = threading.Event()
         self._deliver = None
         self.how = ""           # where the RAM was mapped from, once it is
+        self.log_path = log_path
+        self.delivered: list = []   # the frames, for the log at close
+        # What the consumer thread saw (stats()): polls, and of those that
+        # found sub-buffers waiting, the longest time since the one before
+        # and the longest it had slept past its wake-up (the host's
+        # scheduler, or another thread holding the GIL).
+        self.polls = 0
+        self.longest_gap = 0.0
+        self.oversleep = 0.0
+        self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -182,7 +234,10 @@ class ShmChannel:
                 self.error = e
                 raise
             if subs:
-                self._deliver(wire_shm.events_frames(subs, self._order, self._word))
+                out = wire_shm.events_frames(subs, self._order, self._word,
+                                             len(self.delivered))
+                self.delivered += out
+                self._deliver(out)
         return len(subs)
 
     def drain_all(self) -> int:
@@ -193,12 +248,28 @@ class ShmChannel:
             pass
         return self.reader.bytes - before
 
+    def stats(self) -> str:
+        """The consumer's account of itself, for the run's report."""
+        r = self.reader
+        if r is None:
+            return "shm consumer: not started"
+        return (f"shm consumer: {self.polls} polls, {r.subbuffers} sub-buffers, "
+                f"{r.bytes} bytes; longest gap between polls "
+                f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
+                f"{self.oversleep * 1e3:.1f} ms, longest poll "
+                f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
+                f"{r.fullest_of} sub-buffers waiting")
+
     def _run(self) -> None:
         idle = POLL_IDLE_S
+        last, late = None, 0.0
         while not self._stop.is_set():
             if self._paused.is_set():
                 time.sleep(0.01)
+                last = None
                 continue
+            now = time.monotonic()
+            self.polls += 1
             try:
                 n = self.drain()
             except wire_shm.ShmError:
@@ -206,10 +277,19 @@ class ShmChannel:
             except (ValueError, OSError):
                 return          # the RAM was closed under us
             if n:
-                idle = POLL_IDLE_S
+                # Only polls that found records: an idle poll while the
+                # main thread decodes waits on the GIL, harmlessly.
+                self.longest_poll = max(self.longest_poll, time.monotonic() - now)
+                if last is not None:
+                    self.longest_gap = max(self.longest_gap, now - last)
+                    self.oversleep = max(self.oversleep, late)
+                idle, late = POLL_IDLE_S, 0.0
             else:
+                t = time.monotonic()
                 time.sleep(idle)
+                late = time.monotonic() - t - idle
                 idle = min(2 * idle, POLL_IDLE_MAX_S)
+            last = now
 
     def close(self) -> None:
         self._stop.set()
@@ -219,6 +299,9 @@ class ShmChannel:
             if self._ram is not None:
                 self._ram.close()
                 self._ram = None
+            if self.log_path and self.delivered:
+                wire_shm.write_log(self.log_path, self.delivered)
+                self.delivered = []
         if self.path:
             try:
                 os.unlink(self.path)

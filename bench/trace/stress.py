@@ -96,6 +96,8 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         rep = verify(cap, s.probes, g.link_errors,
                      allow_missing=mechanism in arch.lossy, refused=s.refused)
         channel = g.channel_used
+        if channel == "shm":
+            on_line(f"  {g.shm_stats()}")
         g.exit(0)
     if not rep.entries_probed | rep.returns_probed:
         raise TraceError("no calltree function could be probed")

@@ -36,8 +36,8 @@
  * switches its CPU's ring between the two forms once the ring is empty
  * (so no record is in both or neither) and commits the open sub-buffer
  * when a flush asks. Losses are counted the same way (dropped, DROPS).
- * Sub-buffers are written through the ring's mapping: `trace physical`
- * (below) applies to the byte ring only.
+ * `trace physical` (below) applies to both forms: the sub-buffers are
+ * then written by physical address too (ring.h's `phys`).
  *
  * The drain threads, the EVENTS and STATS frames and the switch between
  * the two forms of a ring are drain.c's; what both files share of a CPU's
@@ -306,6 +306,7 @@ static const char *apply_physical(void)
 		if (physical_wanted && !pa)
 			why = "a ring is not physically contiguous";
 		t->phys = pa;
+		t->sb.phys = pa;    /* the same memory as sub-buffers */
 	}
 	return why;
 }

@@ -238,9 +238,7 @@ void buffer_send_stats(void)
 			.own_itlb = m.itlb, .own_dtlb = m.dtlb,
 			.own_dtlb_buffer = m.dtlb_data, .own_faults = m.faults,
 			.all_itlb = m.itlb_all, .all_dtlb = m.dtlb_all,
-			/* Sub-buffers are written through the mapping
-			 * (buffer.c): physical stores in effect only without. */
-			.physical = t->phys && !t->sb.on, .own_window = m.window,
+			.physical = t->phys != 0, .own_window = m.window,
 			.missed = tracer_fired[c].missed, .switches = t->scheds,
 		};
 		link_send(WIRE_FRAME_STATS, &s, sizeof s, 0, 0);

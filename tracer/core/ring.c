@@ -11,7 +11,11 @@
  * and both arches keep stores in order (x86; SPARC TSO), so a host that
  * sees commit == n + 1 sees the whole sub-buffer. `write` moves on only
  * after that, and a slot is reused only once `consumed` passed it.
+ * Written by physical address (s->phys), a header is built in the
+ * writer's copy and stored whole at open, and at commit everything before
+ * `commit` and then `commit` itself, in that order (TSO keeps it).
  */
+#include <stddef.h>
 #include "ring.h"
 #include "console.h"
 #include "cpu.h"
@@ -40,14 +44,37 @@ void subbuf_table_init(void)
 		link_shm_announce(pa);
 }
 
+/* The header's bytes [from, to) stored by physical address. */
+static void header_store_phys(const struct subbuf_writer *s, const struct shm_subbuf *h,
+			      uint32_t from, uint32_t to)
+{
+	uintptr_t pa = s->phys + (uintptr_t)((uint8_t *)s->cur - s->base);
+	tarch_phys_store(pa + from, (const uint8_t *)h + from, to - from);
+}
+
 void subbuf_commit(struct subbuf_writer *s, volatile uint64_t *sent)
 {
-	struct shm_subbuf *h = s->cur;
+	struct shm_subbuf *h = s->cur, copy;
+	if (s->phys) {
+		copy = (struct shm_subbuf){
+			.magic = SHM_SUBBUF_MAGIC, .version = SHM_VERSION, .cpu = s->cpu,
+			.seq = s->w, .discarded = s->discarded, .commit = s->w + 1,
+		};
+		h = &copy;
+	}
 	h->content = s->off - sizeof *h;
+	h->first = s->first;
 	h->last = s->last;
 	h->records = s->count;
 	h->last_record = s->last_off - sizeof *h;
-	__atomic_store_n(&h->commit, s->w + 1, __ATOMIC_RELEASE);
+	if (s->phys) {
+		compiler_barrier();
+		header_store_phys(s, h, 0, offsetof(struct shm_subbuf, commit));
+		compiler_barrier();    /* the commit is the last store */
+		header_store_phys(s, h, offsetof(struct shm_subbuf, commit), sizeof *h);
+	} else {
+		__atomic_store_n(&h->commit, s->w + 1, __ATOMIC_RELEASE);
+	}
 	*sent += s->count;
 	s->open = false;
 	s->w++;
@@ -61,6 +88,20 @@ bool subbuf_open(struct subbuf_writer *s, uint64_t discarded)
 		return false;
 	compiler_barrier();    /* the slot is free before it is written */
 	struct shm_subbuf *h = (struct shm_subbuf *)(s->base + (s->w % s->nsub) * s->subbuf);
+	s->cur = h;
+	s->off = sizeof *h;
+	s->count = 0;
+	s->open = true;
+	s->discarded = discarded;
+	if (s->phys) {
+		/* commit stays 0 (not n + 1) until the commit's own store. */
+		struct shm_subbuf copy = {
+			.magic = SHM_SUBBUF_MAGIC, .version = SHM_VERSION, .cpu = s->cpu,
+			.seq = s->w, .discarded = discarded,
+		};
+		header_store_phys(s, &copy, 0, sizeof copy);
+		return true;
+	}
 	h->magic = SHM_SUBBUF_MAGIC;
 	h->version = SHM_VERSION;
 	h->cpu = s->cpu;
@@ -69,10 +110,6 @@ bool subbuf_open(struct subbuf_writer *s, uint64_t discarded)
 	h->first = h->last = 0;
 	h->records = h->last_record = 0;
 	h->discarded = discarded;
-	s->cur = h;
-	s->off = sizeof *h;
-	s->count = 0;
-	s->open = true;
 	return true;
 }
 

@@ -19,7 +19,7 @@ from ...paths import BUILD, REPO
 from .core import TARGETS, Sizes
 from .plan import check_only, measure
 from .plots import plots
-from .table import missed_targets, table
+from .table import figure_rows, missed_targets, table
 
 
 def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
@@ -40,7 +40,9 @@ def run(arch_name: str, reps: int = 5, small: bool = False, on_line=print,
     out = out or BUILD / "bench" / arch.name / ("only" if only else "")
     out.mkdir(parents=True, exist_ok=True)
     made = plots(b, out) if not only else []     # a partial run: no plots
-    rows = table(b)
+    # A partial run: the sections it measured whole, then every figure it
+    # took, one row each (a section that lacks a figure is left out).
+    rows = table(b) + (figure_rows(b) if only else [])
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
                             text=True).stdout.strip()
     qemu = subprocess.run([arch.qemu, "--version"], capture_output=True,

@@ -259,6 +259,14 @@ def table(b: Bench) -> list[tuple[str, str, str]]:
     return rows
 
 
+def figure_rows(b: Bench) -> list[tuple[str, str, str]]:
+    """Every figure as it stands, one row each: the table of a partial run
+    (`bench --only`), whose sections would miss the figures they join."""
+    return [(name, f"{spread(f, ',.4g')} {f.get('unit', '')}", judge(f))
+            for name, f in b.figures.items()
+            if isinstance(f, dict) and f.get("median") is not None]
+
+
 def missed_targets(b: Bench) -> list[str]:
     return [f"{name}.{k}" if k else name for name, fig in b.figures.items()
             for k, f in [("", fig), *fig.items()]
