@@ -6,9 +6,11 @@ broken on purpose are caught — a validator that lets a program fall off
 its end (the walker in `validate`, ASan's poisoned tail in `run`), one
 that lets a thread-local index past WIRE_PROGRAM_TLS (the walker's
 operand bounds: in program_tls.c's table it would land, unseen by ASan, in
-the next thread's words) and a
+the next thread's words), a
 `probe enable` that keeps what it armed before a refusal (`command`, on
-its kept regression input)."""
+its kept regression input) and a sum aggregation added to as a signed
+64-bit word, past INT64_MAX (`run`, on its kept input: UBSan's signed
+overflow)."""
 
 import os
 
@@ -37,6 +39,8 @@ def test_regression_replays_clean(exes, target, path):
 
 def test_regressions_kept():
     assert libfuzz.regressions("command"), "the enable-partial input is gone"
+    assert any(p.name == "sum-overflow" for p in libfuzz.regressions("run")), \
+        "the sum-overflow input is gone"
 
 
 @pytest.mark.parametrize("target", list(libfuzz.TARGETS))
@@ -63,6 +67,19 @@ def test_partial_enable_is_caught():
         "while (i--)\n", "while (0 && i--)\n")
     [(_, ok, tail)] = libfuzz.replay("command", libfuzz.regressions("command"), exe)
     assert not ok and "refused line changed" in tail
+
+
+SIGNED_SUM = ("e->sum = (int64_t)((uint64_t)e->sum + (uint64_t)v);", "e->sum += v;")
+
+
+def test_signed_sum_overflow_is_caught():
+    """regressions/run/sum-overflow sums a word past INT64_MAX: the fixed
+    aggregate.c wraps it (the replay above passes), the old signed += is
+    caught on the same input."""
+    [kept] = [p for p in libfuzz.regressions("run") if p.name == "sum-overflow"]
+    exe = libfuzz.build_broken("run", "tracer/core/aggregate.c", *SIGNED_SUM)
+    [(_, ok, tail)] = libfuzz.replay("run", [kept], exe)
+    assert not ok and "signed integer overflow" in tail, tail
 
 
 NO_TLS_CHECK = ("if (i->b < WIRE_PROGRAM_TLS)", "if (i->b < 256)")
