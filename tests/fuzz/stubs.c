@@ -11,7 +11,9 @@
  * arms by storing FAKE_TRAP over it; stub_check_text() proves that every
  * enabled probe's word holds the trap and every other word its original.
  * Frames the guest sends (link.c through serial_write) are kept in
- * stub_out for the target to deframe. Nothing here names a real arch.
+ * stub_out for the target to deframe. A store to a page dirty.c tracks
+ * faults first, and goes on once dirty.c has marked it. Nothing here
+ * names a real arch.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "stubs.h"
+#include "dirty.h"
 #include "arch.h"
 #include "console.h"
 #include "cpu.h"
@@ -93,6 +96,8 @@ static struct sigaction old_segv, old_bus;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
+	if (sig == SIGSEGV && dirty_fault(si->si_addr))
+		return;         /* a first store to a tracked page: it goes on */
 	if (trying) {
 		sigjmp_buf *j = trying;
 		trying = 0;
