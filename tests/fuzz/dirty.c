@@ -22,12 +22,17 @@
 #define PAGE 4096ul
 #define MAX_REGIONS 8
 #define OPEN 2
+/* A line that has written this many pages of a region writes all of it
+ * (`trace reset` zeroes every gate): the rest is opened at once, one
+ * mprotect rather than a fault a page. */
+#define FAULTS_TO_OPEN 8
 
 struct region {
 	uintptr_t lo, hi;       /* the tracked bytes */
 	uintptr_t plo, phi;     /* the pages they lie on */
 	uint8_t *copy;          /* copy[i] is lo[i] */
 	uint8_t *mark;          /* a byte per page: 1 written, OPEN shared */
+	unsigned faults;        /* since the last look */
 	bool touched;
 };
 
@@ -91,7 +96,10 @@ bool dirty_fault(const void *addr)
 			return false;   /* open: not a fault of ours */
 		*m = 1;
 		r->touched = true;
-		protect(pg, pg + PAGE, PROT_READ | PROT_WRITE);
+		if (++r->faults >= FAULTS_TO_OPEN)
+			dirty_open((const void *)r->lo);
+		else
+			protect(pg, pg + PAGE, PROT_READ | PROT_WRITE);
 		return true;
 	}
 	return false;
@@ -123,6 +131,7 @@ const void *dirty_look(bool take)
 	for (unsigned i = 0; i < nregions; i++) {
 		struct region *r = &regions[i];
 		size_t pages = (r->phi - r->plo) / PAGE;
+		r->faults = 0;
 		for (size_t p = 0; p < pages; ) {
 			if (r->mark[p] == OPEN) {
 				if ((d = look(r, p, p + 1, take)) && !differs)

@@ -193,16 +193,33 @@ void reentry_probe_point(void) { abort(); }
 /* One thread on the host: program_tls.c's slot is 0. */
 unsigned thread_slot_claim(void) { return 0; }
 
-/* ---- pages ---- */
+/* ---- pages ----
+ * From mmap, zero as the guest's allocator gives them, and lazily: a
+ * `trace buffer` of megabytes costs nothing until it is written (zeroed
+ * by memset, each resize faulted in every page, most of an `args`
+ * execution). ASan does not watch mmap'd memory, so a PROT_NONE page on
+ * each side stands in for its redzones: an allocation is whole pages, so
+ * a store one byte past either end faults. */
 
 void *pages_alloc(size_t npages)
 {
-	void *p = aligned_alloc(4096, npages * 4096);
-	if (p)
-		memset(p, 0, npages * 4096);
-	return p;
+	if (!npages || npages > (1ul << 40) / 4096)
+		return 0;
+	uint8_t *p = mmap(0, (npages + 2) * 4096, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if (mprotect(p + 4096, npages * 4096, PROT_READ | PROT_WRITE) != 0) {
+		munmap(p, (npages + 2) * 4096);
+		return 0;
+	}
+	return p + 4096;
 }
-void pages_free(void *p, size_t npages) { (void)npages; free(p); }
+void pages_free(void *p, size_t npages)
+{
+	if (p && munmap((uint8_t *)p - 4096, (npages + 2) * 4096) != 0)
+		abort();
+}
 void *mm_alias_writable(const void *va) { return (void *)va; }
 uintptr_t mm_virt_to_phys(const void *va) { return (uintptr_t)va; }
 bool mm_tlb_lock_data(const void *va) { (void)va; return false; }
