@@ -251,8 +251,9 @@ def _libfuzz(s) -> None:
     s.add_argument("--target", action="append", metavar="NAME",
                    help="only this target (repeatable): command, args, validate, "
                    "run, frame (default: every one)")
-    s.add_argument("--seconds", type=int, default=60,
-                   help="each target's campaign (default 60)")
+    s.add_argument("--seconds", type=int, default=None,
+                   help="each target's campaign (default 60; with --execs, a "
+                   "time cap: whichever comes first)")
     s.add_argument("--execs", type=int, default=0,
                    help="stop each target after this many executions instead")
     s.add_argument("--replay", action="store_true",

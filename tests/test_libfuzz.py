@@ -10,7 +10,9 @@ the next thread's words), one that lets `strword` past
 WIRE_PROGRAM_STRING_BYTES (its word would be read past the interpreter's
 string buffer) and a
 `probe enable` that keeps what it armed before a refusal (`command`, on
-its kept regression input)."""
+its kept regression input) and a sum aggregation added to as a signed
+64-bit word, past INT64_MAX (`run`, on its kept input: UBSan's signed
+overflow)."""
 
 import os
 
@@ -39,6 +41,8 @@ def test_regression_replays_clean(exes, target, path):
 
 def test_regressions_kept():
     assert libfuzz.regressions("command"), "the enable-partial input is gone"
+    assert any(p.name == "sum-overflow" for p in libfuzz.regressions("run")), \
+        "the sum-overflow input is gone"
 
 
 @pytest.mark.parametrize("target", list(libfuzz.TARGETS))
@@ -65,6 +69,19 @@ def test_partial_enable_is_caught():
         "while (i--)\n", "while (0 && i--)\n")
     [(_, ok, tail)] = libfuzz.replay("command", libfuzz.regressions("command"), exe)
     assert not ok and "refused line changed" in tail
+
+
+SIGNED_SUM = ("e->sum = (int64_t)((uint64_t)e->sum + (uint64_t)v);", "e->sum += v;")
+
+
+def test_signed_sum_overflow_is_caught():
+    """regressions/run/sum-overflow sums a word past INT64_MAX: the fixed
+    aggregate.c wraps it (the replay above passes), the old signed += is
+    caught on the same input."""
+    [kept] = [p for p in libfuzz.regressions("run") if p.name == "sum-overflow"]
+    exe = libfuzz.build_broken("run", "tracer/core/aggregate.c", *SIGNED_SUM)
+    [(_, ok, tail)] = libfuzz.replay("run", [kept], exe)
+    assert not ok and "signed integer overflow" in tail, tail
 
 
 NO_TLS_CHECK = ("if (i->b < WIRE_PROGRAM_TLS)", "if (i->b < 256)")

@@ -198,6 +198,10 @@ def cmd_bench(args) -> int:
 
 
 def cmd_libfuzz(args) -> int:
+    if args.seconds is not None and args.seconds < 1 or args.execs < 0:
+        raise UsageError("--seconds must be at least 1 and --execs at least 0")
+    # With --execs, --seconds caps the time: libFuzzer stops at either.
+    seconds = args.seconds if args.seconds is not None else 0 if args.execs else 60
     names = args.target or list(libfuzz.TARGETS)
     unknown = [n for n in names if n not in libfuzz.TARGETS]
     if unknown:
@@ -214,8 +218,7 @@ def cmd_libfuzz(args) -> int:
     if args.replay:
         return EXIT_FAILED if failed else EXIT_OK
     for n in names:
-        c = libfuzz.run(n, seconds=0 if args.execs else args.seconds, runs=args.execs,
-                        exe=exes[n])
+        c = libfuzz.run(n, seconds=seconds, runs=args.execs, exe=exes[n])
         print(f"libfuzz {n}: {c.execs} executions in {c.seconds:.0f} s "
               f"({c.rate:.0f}/s), cov {c.cov} ft {c.ft}, corpus {c.corpus}, "
               f"{len(c.crashes)} crashes", flush=True)

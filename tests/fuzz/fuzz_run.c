@@ -15,7 +15,8 @@
  * stubs.c's trap_try. Properties besides: the run ends in one of
  * program_end's three ways, a LOG record is no longer than
  * WIRE_PROGRAM_LOG_BYTES, only a program with a global store changes a
- * global, and walker.h agrees with the validator's promises.
+ * global, and walker.h agrees with the validator's promises. Each input
+ * starts from slot 0 empty, the globals 0 and no thread-local words.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ASAN_UNPOISON_MEMORY_REGION(slot->insn, sizeof slot->insn);
 	if (program_clear(0, why, sizeof why) != 0)
 		abort();
+	/* Nor globals nor thread-local words left by the input before: an
+	 * input's run is its own, and a crash it finds replays alone (the
+	 * first sum overflow was found on a word an earlier input had left). */
+	memset((void *)program_globals, 0, sizeof program_globals);
+	program_tls_clear();
 	memcpy(&was, slot, sizeof was);
 	for (size_t i = 0; i < n; i++) {
 		hex[2 * i] = hexd[prog[i] >> 4];

@@ -11,7 +11,9 @@
  * arms by storing FAKE_TRAP over it; stub_check_text() proves that every
  * enabled probe's word holds the trap and every other word its original.
  * Frames the guest sends (link.c through serial_write) are kept in
- * stub_out for the target to deframe. Nothing here names a real arch.
+ * stub_out for the target to deframe. A store to a page dirty.c tracks
+ * faults first, and goes on once dirty.c has marked it. Nothing here
+ * names a real arch.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "stubs.h"
+#include "dirty.h"
 #include "arch.h"
 #include "console.h"
 #include "cpu.h"
@@ -93,6 +96,8 @@ static struct sigaction old_segv, old_bus;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
+	if (sig == SIGSEGV && dirty_fault(si->si_addr))
+		return;         /* a first store to a tracked page: it goes on */
 	if (trying) {
 		sigjmp_buf *j = trying;
 		trying = 0;
@@ -188,16 +193,33 @@ void reentry_probe_point(void) { abort(); }
 /* One thread on the host: program_tls.c's slot is 0. */
 unsigned thread_slot_claim(void) { return 0; }
 
-/* ---- pages ---- */
+/* ---- pages ----
+ * From mmap, zero as the guest's allocator gives them, and lazily: a
+ * `trace buffer` of megabytes costs nothing until it is written (zeroed
+ * by memset, each resize faulted in every page, most of an `args`
+ * execution). ASan does not watch mmap'd memory, so a PROT_NONE page on
+ * each side stands in for its redzones: an allocation is whole pages, so
+ * a store one byte past either end faults. */
 
 void *pages_alloc(size_t npages)
 {
-	void *p = aligned_alloc(4096, npages * 4096);
-	if (p)
-		memset(p, 0, npages * 4096);
-	return p;
+	if (!npages || npages > (1ul << 40) / 4096)
+		return 0;
+	uint8_t *p = mmap(0, (npages + 2) * 4096, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if (mprotect(p + 4096, npages * 4096, PROT_READ | PROT_WRITE) != 0) {
+		munmap(p, (npages + 2) * 4096);
+		return 0;
+	}
+	return p + 4096;
 }
-void pages_free(void *p, size_t npages) { (void)npages; free(p); }
+void pages_free(void *p, size_t npages)
+{
+	if (p && munmap((uint8_t *)p - 4096, (npages + 2) * 4096) != 0)
+		abort();
+}
 void *mm_alias_writable(const void *va) { return (void *)va; }
 uintptr_t mm_virt_to_phys(const void *va) { return (uintptr_t)va; }
 bool mm_tlb_lock_data(const void *va) { (void)va; return false; }

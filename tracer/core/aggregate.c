@@ -216,7 +216,10 @@ void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
 			e->min = v;
 		if (!e->count || v > e->max)
 			e->max = v;
-		e->sum += v;
+		/* Wraps as two's complement, as DTrace's sum does: a signed
+		 * += past INT64_MAX is undefined in C (the run target's
+		 * regressions/run/sum-overflow). */
+		e->sum = (int64_t)((uint64_t)e->sum + (uint64_t)v);
 	}
 	e->count++;
 	return;
