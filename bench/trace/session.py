@@ -41,6 +41,9 @@ class TraceError(BenchError):
     """Probes could not be set up as asked."""
 
 
+CHECK_SHM_BUFFER = 1 << 20
+
+
 @dataclass
 class Session:
     guest: Guest
@@ -88,6 +91,13 @@ class Session:
         self.refused = []
         self.must(f"probe mechanism {mechanism}")
         self.must(f"probe check {'on' if check else 'off'}")
+        # Check mode writes a CHECK record beside each firing, several times
+        # a firing's bytes, in bursts of milliseconds; under shm no drain
+        # holds the guest back, so a 256 KiB ring outruns a host consumer
+        # woken late on a loaded machine (docs/channel.md, Limits): such a
+        # run gets CHECK_SHM_BUFFER a CPU unless a size is asked for.
+        if not buffer_bytes and check and getattr(self.guest, "channel_used", None) == "shm":
+            buffer_bytes = CHECK_SHM_BUFFER
         if buffer_bytes:
             self.must(f"trace buffer {buffer_bytes}", timeout=60)
         self.must("trace reset")
