@@ -137,9 +137,9 @@ def _checked(s, g, spec, line):
 def test_check_mode_reruns_every_trampoline_and_catches_a_broken_one(sparc64):
     with Guest(sparc64, label="tramp-check", gdbstub=True) as g:
         s = open_session(g)
-        runs = [_checked(s, g, FORMS, "forms n=20"),
+        runs = [_checked(s, g, FORMS, "forms n=6"),
                 _checked(s, g, "fbt:ct_*:entry,fbt:ct_*:return",
-                         "calltree threads=4 iters=10")]
+                         "calltree threads=2 iters=3")]
         with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
             stub.halt()
             stub.write_identity(s.image.symbols["tramp_check_broken"],
