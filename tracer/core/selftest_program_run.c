@@ -281,12 +281,14 @@ static const union {
 	       0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10,
 	       0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78 } };
 
-/* load size at addr: PROGRAM_EXIT and *value, or how it ended. */
-static enum program_end load(uintptr_t addr, unsigned size, unsigned long *value)
+/* One op on a pushed address (load, strword), its word logged: PROGRAM_EXIT
+ * and *value, or how it ended. */
+static enum program_end address_op(struct wire_rpn_insn op, uintptr_t addr,
+				   unsigned long *value)
 {
 	struct wire_rpn_insn insn[5];
 	push_word(insn, addr);
-	insn[2] = INSN(LOAD, size, 0, 0);
+	insn[2] = op;
 	insn[3] = INSN(LOG, 1, WORD, 0);
 	insn[4] = INSN(EXIT, 0, 0, 0);
 	if (!tp_program(&prog, 0, insn, 5, 0, 0))
@@ -295,6 +297,12 @@ static enum program_end load(uintptr_t addr, unsigned size, unsigned long *value
 	if (end == PROGRAM_EXIT)
 		memcpy(value, tp_data(&log), WORD);
 	return end;
+}
+
+/* load size at addr. */
+static enum program_end load(uintptr_t addr, unsigned size, unsigned long *value)
+{
+	return address_op(INSN(LOAD, size, 0, 0), addr, value);
 }
 
 static void test_load(void)
@@ -442,20 +450,10 @@ static void test_log_memory(void)
 		mm_alias_release(alias);
 }
 
-/* strword k at addr: PROGRAM_EXIT and *value, or how it ended. */
+/* strword k at addr. */
 static enum program_end string_word(uintptr_t addr, unsigned k, unsigned long *value)
 {
-	struct wire_rpn_insn insn[5];
-	push_word(insn, addr);
-	insn[2] = INSN(STRWORD, k, 0, 0);
-	insn[3] = INSN(LOG, 1, WORD, 0);
-	insn[4] = INSN(EXIT, 0, 0, 0);
-	if (!tp_program(&prog, 0, insn, 5, 0, 0))
-		return PROGRAM_ABORT;
-	enum program_end end = tp_run(&prog, &log);
-	if (end == PROGRAM_EXIT)
-		memcpy(value, tp_data(&log), WORD);
-	return end;
+	return address_op(INSN(STRWORD, k, 0, 0), addr, value);
 }
 
 /* A word of a string as a compare needs it: the bytes in memory order, 0
