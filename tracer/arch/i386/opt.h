@@ -64,6 +64,22 @@
  * one to the same page a chained jump. */
 #define OPT_HOT_SECTION    ".text.opt_hot"
 
+#ifdef __ASSEMBLY__
+/* A null firing counted as tracer_fire_count does (tracer.h), interrupts
+ * masked: this CPU's tracer_fired (64-bit) and its row of tracer_hits for
+ * the probe at \probe. \cpu holds this CPU's id (%fs:OPT_CPU_ID) and is
+ * spent; \row is scratch. */
+.macro OPT_COUNT_FIRING probe, cpu, row
+	movl	\cpu, \row
+	shll	$OPT_FIRED_SHIFT, \cpu
+	addl	$1, tracer_fired(\cpu)
+	adcl	$0, tracer_fired+4(\cpu)
+	shll	$12, \row          /* OPT_HITS_ROW / 4: the CPU's row */
+	addl	OPT_PROBE_ID(\probe), \row
+	incl	tracer_hits(,\row,4)
+.endm
+#endif
+
 #ifndef __ASSEMBLY__
 #define OPT_HOT __attribute__((section(OPT_HOT_SECTION)))
 #include <stdbool.h>

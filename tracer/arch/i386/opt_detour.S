@@ -173,13 +173,7 @@ opt_ride_to_slow:
 	movl	$opt_return_trampoline, 20(%esp)
 	movl	%fs:OPT_CPU_ID, %ecx
 	incl	opt_return_calls(,%ecx,4)
-	movl	%ecx, %eax
-	shll	$OPT_FIRED_SHIFT, %ecx
-	addl	$1, tracer_fired(%ecx)
-	adcl	$0, tracer_fired+4(%ecx)
-	shll	$12, %eax          /* OPT_HITS_ROW / 4: the CPU's row */
-	addl	OPT_PROBE_ID(%edx), %eax
-	incl	tracer_hits(,%eax,4)
+	OPT_COUNT_FIRING %edx, %ecx, %eax
 	popl	%edx
 	popl	%ecx
 	popl	%ebx

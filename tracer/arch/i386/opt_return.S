@@ -82,13 +82,7 @@ opt_return_trampoline:
 	movl	(%ecx), %ebx                        /* the real address */
 	movl	%ebx, 20(%esp)
 	movl	%fs:OPT_CPU_ID, %ecx
-	movl	%ecx, %edx
-	shll	$OPT_FIRED_SHIFT, %ecx
-	addl	$1, tracer_fired(%ecx)
-	adcl	$0, tracer_fired+4(%ecx)
-	shll	$12, %edx          /* OPT_HITS_ROW / 4: the CPU's row */
-	addl	OPT_PROBE_ID(%eax), %edx
-	incl	tracer_hits(,%edx,4)
+	OPT_COUNT_FIRING %eax, %ecx, %edx
 	popl	%edx
 	popl	%ecx
 	popl	%ebx
