@@ -389,7 +389,9 @@ class _FakeGuest:
         self.commands.append(f"exit {code}")
 
 
-def test_plan_runs_its_commands_and_skips_boots_the_arch_lacks(monkeypatch):
+def _fake_plan(monkeypatch, boots) -> list:
+    """PLAN replaced by boots, each booted as a _FakeGuest: the list they
+    are appended to as they boot."""
     guests = []
 
     @contextlib.contextmanager
@@ -397,11 +399,16 @@ def test_plan_runs_its_commands_and_skips_boots_the_arch_lacks(monkeypatch):
         guests.append(_FakeGuest())
         yield guests[-1]
 
+    monkeypatch.setattr(core, "open_guest", fake_open_guest)
+    monkeypatch.setattr(plan, "PLAN", boots)
+    return guests
+
+
+def test_plan_runs_its_commands_and_skips_boots_the_arch_lacks(monkeypatch):
     def boom(b, g):
         raise RuntimeError("experiment failed")
 
-    monkeypatch.setattr(core, "open_guest", fake_open_guest)
-    monkeypatch.setattr(plan, "PLAN", (
+    guests = _fake_plan(monkeypatch, (
         plan.Boot("X", (plan.commands("channel {channel}"),
                         plan.Experiment("one", lambda b, g: b.put("one", [1, 2], "u")),
                         plan.Experiment("skipped", boom, when=lambda g: False,
@@ -418,12 +425,7 @@ def test_plan_runs_its_commands_and_skips_boots_the_arch_lacks(monkeypatch):
 
 
 def test_plan_accounts_time_and_notes(monkeypatch):
-    @contextlib.contextmanager
-    def fake_open_guest(arch, **kw):
-        yield _FakeGuest()
-
-    monkeypatch.setattr(core, "open_guest", fake_open_guest)
-    monkeypatch.setattr(plan, "PLAN", (
+    _fake_plan(monkeypatch, (
         plan.Boot("X", (plan.Experiment("one", lambda b, g: b.put("one", [1, 2], "u")),
                         plan.Experiment("skipped", None, when=lambda g: False,
                                         otherwise="nothing to skip on {arch}"))),
@@ -441,18 +443,10 @@ def test_only_runs_the_experiments_it_names_with_their_boots_commands(monkeypatc
     steps, as in the whole plan; an unpicked one does not run; a boot
     holding none is not booted; BOOT:name picks one boot's; a name the
     plan lacks is refused before anything boots."""
-    guests = []
-
-    @contextlib.contextmanager
-    def fake_open_guest(arch, **kw):
-        guests.append(_FakeGuest())
-        yield guests[-1]
-
     def boom(b, g):
         raise RuntimeError("an experiment that was not picked ran")
 
-    monkeypatch.setattr(core, "open_guest", fake_open_guest)
-    monkeypatch.setattr(plan, "PLAN", (
+    guests = _fake_plan(monkeypatch, (
         plan.Boot("X", (plan.commands("timer 1000"),
                         plan.Experiment("one", lambda b, g: b.put("one", [1], "u")),
                         plan.Experiment("two", boom))),

@@ -89,18 +89,24 @@ def _traced(arch, spec, line, mode="emulate", timer=None):
     return s, r, cap, g
 
 
-def test_fib_traced_completely(sparc64):
-    s, r, cap, g = _traced(sparc64, "fbt:fib:entry,fbt:fib:return", "fib n=12")
-    rep = verify(cap, s.probes, g.link_errors)
+def check_fib12(cap, probes, link_errors) -> None:
+    """fib(12) traced entry and return: every call, nested, with its
+    argument and each return's value, through both `return` (n < 2) and
+    `ret; restore` paths."""
+    rep = verify(cap, probes, link_errors)
     calls = 2 * 233 - 1
     assert rep.entries["fib"] == rep.returns["fib"] == rep.expected["fib"] == calls
     assert rep.ok and rep.nesting_checked == calls, rep.problems
-    lines = list(format_trace(cap, s.probes))
+    lines = list(format_trace(cap, probes))
     assert lines[0] == "cpu0 t0 -> fib(12)", lines[:3]
     assert lines[-1] == "cpu0 t0 <- fib = 144", lines[-3:]
-    # fib returns through both `return` (n < 2) and `ret; restore` paths.
     text = "\n".join(lines)
     assert "<- fib = 0" in text and "<- fib = 1" in text and "<- fib = 89" in text
+
+
+def test_fib_traced_completely(sparc64):
+    s, r, cap, g = _traced(sparc64, "fbt:fib:entry,fbt:fib:return", "fib n=12")
+    check_fib12(cap, s.probes, g.link_errors)
 
 
 def test_every_cti_of_calltree_on_preemptive_threads(sparc64, image):

@@ -26,10 +26,10 @@ from bench.check import sparc64 as C
 from bench.debug import rsp
 from bench.guest.qemu import Guest
 from bench.trace import stress
-from bench.trace.format import format_trace
 from bench.trace.session import open_session
 from bench.trace.sites import sites_of
 from bench.trace.verify import verify
+from test_trace_sparc64 import check_fib12
 
 ARCH = "sparc64"
 
@@ -72,15 +72,7 @@ def test_fib_traced_with_a_branch_at_every_site(sparc64):
     for addr, word in armed.items():
         assert _is_ba_a(word) and lo <= _target(addr, word) < hi, (hex(addr), hex(word))
     assert all(code == s.image.code(a, 4) for a, code in disarmed.items()), disarmed
-    rep = verify(cap, s.probes, g.link_errors)
-    calls = 2 * 233 - 1
-    assert rep.entries["fib"] == rep.returns["fib"] == rep.expected["fib"] == calls
-    assert rep.ok and rep.nesting_checked == calls, rep.problems
-    lines = list(format_trace(cap, s.probes))
-    assert lines[0] == "cpu0 t0 -> fib(12)", lines[:3]
-    assert lines[-1] == "cpu0 t0 <- fib = 144", lines[-3:]
-    text = "\n".join(lines)
-    assert "<- fib = 0" in text and "<- fib = 1" in text and "<- fib = 89" in text
+    check_fib12(cap, s.probes, g.link_errors)
 
 
 def test_calltree_on_preempted_threads_loses_nothing(sparc64):
