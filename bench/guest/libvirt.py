@@ -231,8 +231,7 @@ class LibvirtGuest(Guest):
         want = kw.get("channel") or Guest.DEFAULT_CHANNEL or a.default_channel
         self._shm_refused = want == "shm" and (not connect or is_remote(connect))
         if self._shm_refused:
-            kw["channel"] = "virtio" if a.default_channel in ("virtio", "shm") \
-                else a.default_channel
+            kw["channel"] = a.default_channel     # the port (arches.py)
         self._channel_ports: tuple = ()
         super().__init__(a, **kw)
         self.uri = connect
