@@ -11,17 +11,14 @@ qemu+ssh:// URIs take the same path. Everything above the serial line
 class's; this module only changes how QEMU starts, how bytes move and how
 its end is observed.
 
-Domain. domain_xml() fills in images/domain.xml from the arch table's
-QEMU arguments and libvirt_arch (bench/arches.py), as a transient domain (createXML, so
-nothing stays defined after it stops): `-M X` → <type machine='X'>,
-`-kernel F` → <kernel>, `-bios F` → <loader type='rom'>, memory and vCPUs
-→ <memory> and <vcpu>, domain type 'qemu' → TCG. The image is uploaded to
-the host's pool first and the domain names that volume (volumes.py). What
-the domain XML cannot express is passed verbatim through
-<qemu:commandline>: the exit devices (isa-debug-exit on i386; the testdev
-chardev on sparc64's COM2 — libvirt puts its own serial first, so COM1
-stays the console) and the caller's extra_args (e.g. `-gdb unix:PATH,...`,
-which only a daemon on this host can serve).
+Domain. domain_xml() (bench/guest/domain_xml.py) writes the transient
+domain (createXML, so nothing stays defined after it stops). The image is
+uploaded to the host's pool first and the domain names that volume
+(volumes.py). What the domain XML cannot express is passed verbatim
+through <qemu:commandline>: the exit devices (isa-debug-exit on i386; the
+testdev chardev on sparc64's COM2 — libvirt puts its own serial first, so
+COM1 stays the console) and the caller's extra_args (e.g. `-gdb
+unix:PATH,...`, which only a daemon on this host can serve).
 
 Ports. The guest's ports (COM1 first, then any channel — the virtio
 trace port is one, on i386) are streams over the connection (console.py), opened while the domain is still paused and
@@ -49,9 +46,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from string import Template
 from urllib.parse import urlsplit
-from xml.sax.saxutils import escape
 
 from ..errors import (GuestExited, GuestTimeout, HostLost, LaunchError,
                       ProtocolError, UsageError)
@@ -61,6 +56,7 @@ from .. import arches
 from ..wire import frames as wire
 from .console import COM1, ConsoleStream, Port
 from .conversation import _EOF, ExitInfo
+from .domain_xml import domain_xml
 from .qemu import Guest
 from .shm_channel import ShmChannel
 
@@ -69,10 +65,6 @@ STOPPED_DETAIL = {0: "shutdown", 1: "destroyed", 2: "crashed", 3: "migrated",
                   4: "saved", 5: "failed", 6: "from-snapshot"}
 ENDED_BY_ITSELF = ("failed", "shutdown")
 SERIAL_DIR = REPO / "build" / "libvirt" / "serial"
-TEMPLATE = REPO / "images" / "domain.xml"
-# The alias libvirt gives the virtio-serial controller it adds for the
-# first <channel> with a virtio target.
-VIRTIO_SERIAL_ALIAS = "virtio-serial0"
 DOMAIN_PREFIX = "trapbench-"
 
 _loop_lock = threading.Lock()
@@ -93,83 +85,6 @@ def _event_loop(libvirt) -> None:
                 libvirt.virEventRunDefaultImpl()
         threading.Thread(target=run, name="libvirt-events", daemon=True).start()
         _loop_started = True
-
-
-def _attr(value) -> str:
-    return escape(str(value), {"'": "&apos;", '"': "&quot;"})
-
-
-def port_xml(ports, logs=()) -> str:
-    """The domain's devices for the guest's ports, in order: serials are
-    ptys (COM1 first), channels virtio ports on unix sockets libvirt names;
-    logs[i], if given, is the file QEMU copies port i's output to."""
-    out, n = [], 0
-    for i, p in enumerate(ports):
-        log = (f"<log file='{_attr(logs[i])}' append='off'/>"
-               if i < len(logs) else "")
-        if p.kind == "serial":
-            out.append(f"<serial type='pty'>{log}<target port='{n}'/></serial>")
-            n += 1
-        else:
-            out.append(f"<channel type='unix'><source mode='bind'/>{log}"
-                       f"<target type='virtio' name='{_attr(p.name)}'/></channel>")
-    return "\n    ".join(out)
-
-
-def device_override_xml(arch, ports) -> str:
-    """Where the machine needs the virtio-serial controller somewhere
-    libvirt would not put it (arches.py's virtio_serial_bus: sun4u's
-    behind simba B), a <qemu:override> of the controller libvirt adds for
-    the trace <channel>, with those properties: libvirt still owns the
-    channel, so it streams over the connection like any other."""
-    if not arch.virtio_serial_bus or not any(p.kind == "channel" for p in ports):
-        return ""
-    props = "".join(
-        f"<qemu:property name='{_attr(k)}' type='string' value='{_attr(v)}'/>"
-        for k, _, v in (kv.partition("=") for kv in arch.virtio_serial_bus.split(",")))
-    return (f"<qemu:override><qemu:device alias='{VIRTIO_SERIAL_ALIAS}'>"
-            f"<qemu:frontend>{props}</qemu:frontend></qemu:device></qemu:override>")
-
-
-# RAM the harness on this host can map as QEMU does (the shm channel).
-SHARED_MEMFD = ("<memoryBacking><source type='memfd'/><access mode='shared'/>"
-                "</memoryBacking>")
-
-
-def domain_xml(name: str, arch, *, image: Path, smp: int, memory_mb: int,
-               ports=(COM1,), logs=(), extra_args=(), shared_ram=False) -> str:
-    """A transient domain running what Guest's QEMU command line runs
-    (images/domain.xml filled in); image is its path on the daemon's host;
-    shared_ram: its RAM in a shared memfd, where the machine takes one."""
-    if not arch.libvirt_arch:
-        raise LaunchError(f"{arch.name}: no libvirt architecture for {arch.qemu}")
-    machine = None
-    boot = []
-    passthrough = []
-    args = list(arch.machine) + [a.replace("{image}", str(image))
-                                 for a in arch.boot_args]
-    it = iter(args)
-    for a in it:
-        if a in ("-M", "-machine"):
-            machine = next(it)
-        elif a == "-kernel":
-            boot.append(f"<kernel>{escape(next(it))}</kernel>")
-        elif a == "-bios":
-            boot.append(f"<loader type='rom'>{escape(next(it))}</loader>")
-        else:
-            passthrough.append(a)
-    if machine is None or "," in machine:
-        raise LaunchError(f"{arch.name}: cannot express machine {arch.machine} "
-                          "in a domain")
-    passthrough += [*arch.exit_device, *extra_args]
-    return Template(TEMPLATE.read_text()).substitute(
-        name=escape(name), memory_mb=int(memory_mb), smp=int(smp),
-        memory_backing=SHARED_MEMFD if shared_ram and arch.ram_backend else "",
-        arch=arch.libvirt_arch, machine=_attr(machine),
-        boot="\n    ".join(boot), ports=port_xml(ports, logs),
-        overrides=device_override_xml(arch, ports),
-        qemu_args="\n".join(f"    <qemu:arg value='{_attr(a)}'/>"
-                            for a in passthrough))
 
 
 TRANSPORTS = ("", "unix", "tcp", "tls", "ssh", "libssh", "libssh2")
