@@ -14,6 +14,7 @@ twin's directory must be gone (the guest's own .log, .serial and
 a run that ends well.
 """
 
+import os
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -99,7 +100,10 @@ def _listing():
 
 
 def _left_behind(before, after):
-    new_logs = after[0] - before[0]
+    # Only this process's guests: a test run in parallel writes its own
+    # logs into the same directory (qemu.py names each by its pid).
+    mine = f"-{os.getpid()}-"
+    new_logs = {p for p in after[0] - before[0] if mine in p.name}
     kept = {p for p in new_logs if p.name.endswith(tuple(f"-execcount.{x}" for x in GUEST_LOGS))}
     return sorted(map(str, new_logs - kept)) + sorted(map(str, after[1] - before[1]))
 

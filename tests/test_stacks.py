@@ -114,7 +114,10 @@ def test_a_stack_from_an_interrupt_hops_to_the_code_it_stopped(arch, built):
                 program=prog)
         assert g.command("timer 2000").ok
         s.enable(True)
-        assert s.cmd("run calltree threads=2 iters=2000 depth=2 ref=0").ok
+        # Long enough for hundreds of ticks inside calltree even when the
+        # host runs other guests beside this one (at 2,000 iterations a
+        # loaded host saw 5 distinct stacks).
+        assert s.cmd("run calltree threads=2 iters=10000 depth=2 ref=0").ok
         s.enable(False)
         cap = s.finish()
         g.exit(0)

@@ -13,6 +13,8 @@ methods. Each returns an exit status from bench/errors.py.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shlex
 import shutil
 import statistics
@@ -34,14 +36,33 @@ def cmd_check(args) -> int:
     junit_dir = BUILD / "junit"
     junit_dir.mkdir(parents=True, exist_ok=True)
     host_xml = junit_dir / "host.xml"
+    host_log = junit_dir / "host.log"
     host_xml.unlink(missing_ok=True)
     for name in names:
         build.ensure_image(arches.get(name))
 
-    print(f"== host tests (pytest) for {', '.join(names)}", flush=True)
-    pytest = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
-         f"--junitxml={host_xml}", f"--arch={','.join(names)}"], cwd=BUILD.parent)
+    # The host tests run beside the guest self-tests (each side is mostly
+    # one QEMU or one Python at a time, so together they fill the cores
+    # the suite alone left half idle); pytest's output is kept in a file
+    # and shown once the self-tests are done.
+    workers = _pytest_workers()
+    print(f"== host tests (pytest) for {', '.join(names)}"
+          f"{f', {workers[1]} workers' if workers else ''}, beside the self-tests",
+          flush=True)
+    with open(host_log, "w") as out:
+        pytest = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
+             *workers, f"--junitxml={host_xml}", f"--arch={','.join(names)}"],
+            cwd=BUILD.parent, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            self_rows = _check_selftests(names)
+        except BaseException:
+            pytest.kill()
+            raise
+        finally:
+            pytest.wait()
+    print(f"== host tests (pytest): {host_log}", flush=True)
+    print(host_log.read_text(), end="", flush=True)
     rows = []
     if host_xml.exists():
         rows.append(("host tests", *junit.counts(host_xml)))
@@ -50,20 +71,7 @@ def cmd_check(args) -> int:
     if pytest.returncode not in (0, 1):
         print(f"pytest itself failed (exit {pytest.returncode})")
         rows.append(("pytest run", 0, 1, 0))
-
-    for name in names:
-        for smp in arches.get(name).check_smp:
-            label = f"{name} -smp {smp} self-tests"
-            print(f"== {label}", flush=True)
-            try:
-                res = selftest.run(name, echo=lambda l: print(l, flush=True), smp=smp)
-                for p in res.problems:
-                    print(f"PROBLEM: {p}")
-                rows.append((label, len(res.passed),
-                             len(res.failed) + len(res.problems), 0))
-            except BenchError as e:
-                print(f"ERROR: {e}")
-                rows.append((label, 0, 1, 0))
+    rows += self_rows
 
     rows.append(_check_matrix_quick(names, junit_dir))
     rows.append(lint.row())
@@ -77,6 +85,36 @@ def cmd_check(args) -> int:
     print(f"JUnit XML: {junit_dir}/")
     print(f"check: {passed} passed, {failed} failed, {skipped} skipped")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _pytest_workers() -> list[str]:
+    """pytest-xdist's options (Debian's python3-pytest-xdist): a worker a
+    core, up to 4, each test file whole on one worker so that a module's
+    booted guest serves all its tests; none where xdist is missing."""
+    n = min(os.cpu_count() or 1, 4)
+    if n < 2 or importlib.util.find_spec("xdist") is None:
+        return []
+    return ["-n", str(n), "--dist", "loadfile"]
+
+
+def _check_selftests(names: list[str]) -> list[tuple]:
+    """Every arch's guest self-tests at each -smp it is checked at: a
+    summary row each."""
+    rows = []
+    for name in names:
+        for smp in arches.get(name).check_smp:
+            label = f"{name} -smp {smp} self-tests"
+            print(f"== {label}", flush=True)
+            try:
+                res = selftest.run(name, echo=lambda l: print(l, flush=True), smp=smp)
+                for p in res.problems:
+                    print(f"PROBLEM: {p}")
+                rows.append((label, len(res.passed),
+                             len(res.failed) + len(res.problems), 0))
+            except BenchError as e:
+                print(f"ERROR: {e}")
+                rows.append((label, 0, 1, 0))
+    return rows
 
 
 def _check_matrix_quick(names: list[str], junit_dir) -> tuple:
