@@ -190,3 +190,49 @@ def test_a_lossless_run_over_tcp_loses_nothing(built, hosts, monkeypatch):
     assert res.result_ok and rep.ok, rep.problems
     assert res.missed == 0 and rep.dropped == 0 and not rep.link_errors
     assert rep.traced > 1000 and res.channel == "virtio", (rep.traced, res.channel)
+
+
+
+class _Busy:
+    """A pool whose refresh libvirt refuses `busy` times as it does while
+    another guest's volume is being built in it, then any other error."""
+
+    def __init__(self, busy: int, then: str | None = None):
+        import libvirt
+
+        class Error(libvirt.libvirtError):
+            def __init__(self, msg):
+                Exception.__init__(self, msg)
+                self.msg = msg
+
+            def get_error_message(self):
+                return self.msg
+        self.Error, self.busy, self.then, self.calls = Error, busy, then, 0
+
+    def refresh(self, flags):
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise self.Error("internal error: pool 'trapbench' has asynchronous "
+                             "jobs running.")
+        if self.then:
+            raise self.Error(self.then)
+
+
+def test_a_refresh_waits_out_another_guests_volume_being_built():
+    """libvirt refuses a pool's refresh while a volume is being built in
+    it; cells on one host stage images and read logs beside each other, so
+    fetch's refresh waits that out (the hosts matrix lost two cells to it:
+    'pool trapbench has asynchronous jobs running'), and only that."""
+    import libvirt
+    busy = _Busy(3)
+    volumes.refresh(volumes.Pool(busy, "/nowhere"))
+    assert busy.calls == 4
+    busy = _Busy(1000)
+    t0 = time.monotonic()
+    with pytest.raises(libvirt.libvirtError, match="asynchronous jobs"):
+        volumes.refresh(volumes.Pool(busy, "/nowhere"), wait_s=0.3)
+    assert 0.3 <= time.monotonic() - t0 < 2 and busy.calls > 2
+    other = _Busy(0, then="cannot open directory '/nowhere'")
+    with pytest.raises(libvirt.libvirtError, match="cannot open"):
+        volumes.refresh(volumes.Pool(other, "/nowhere"))
+    assert other.calls == 1

@@ -14,6 +14,9 @@ The same happens for a daemon on this host, so one path serves every URI.
 The other way, fetch() reads back a file QEMU wrote into the pool's
 directory (the log of a console, bench/guest/console.py): the pool is
 refreshed so libvirt sees it, downloaded (virStorageVolDownload), deleted.
+libvirt refuses a pool's refresh while any of its streams runs ("has
+asynchronous jobs running"): guests started at once on one host upload and
+download beside each other, so that refusal is waited out (refresh()).
 
 The pool: a directory pool called `trapbench` that the host's administrator
 defined is used as it is (its directory must be writable by the daemon's
@@ -34,6 +37,7 @@ import itertools
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -42,6 +46,7 @@ from ..errors import LaunchError
 POOL = "trapbench"
 FALLBACK_DIR = "/var/tmp/trapbench-images"
 CHUNK = 256 * 1024
+REFRESH_WAIT_S = 60.0       # another guest's upload or download to finish
 
 _serial = itertools.count()
 _lock = threading.Lock()
@@ -148,7 +153,7 @@ def fetch(pool: Pool, uri: str, name: str, *, keep: bool = False) -> bytes:
     the connection; the file is deleted after unless keep."""
     import libvirt
     try:
-        pool.pool.refresh(0)
+        refresh(pool)
         vol = pool.pool.storageVolLookupByName(name)
         stream = pool.pool.connect().newStream(0)
         vol.download(stream, 0, 0, 0)
@@ -167,11 +172,29 @@ def fetch(pool: Pool, uri: str, name: str, *, keep: bool = False) -> bytes:
     return b"".join(chunks)
 
 
+def refresh(pool: Pool, wait_s: float = REFRESH_WAIT_S) -> None:
+    """Have libvirt see the files in the pool's directory. A refresh is
+    refused while a stream of the pool runs (another guest's image going
+    up or log coming down, over in moments): that refusal is retried until
+    wait_s has passed; any other error is raised at once."""
+    import libvirt
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            pool.pool.refresh(0)
+            return
+        except libvirt.libvirtError as e:
+            busy = "asynchronous jobs" in (e.get_error_message() or str(e))
+            if not busy or time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
 def discard(pool: Pool, name: str) -> None:
     """Delete file `name` from the pool if it is there (a log not read)."""
     import libvirt
     try:
-        pool.pool.refresh(0)
+        refresh(pool)
         drop(pool.pool.storageVolLookupByName(name))
     except libvirt.libvirtError:
         pass
