@@ -131,6 +131,23 @@ def test_lossless_and_toggled_with_returns_riding(i386, kind):
         assert res.nesting_checked > 0 and not res.nesting_errors, res.nesting_errors[:3]
 
 
+def test_toggled_in_check_mode_every_trap_has_its_check_record(i386):
+    """opt armed and disarmed in check mode while calltree runs: every
+    copy run is re-run in unicorn with no mismatch, and there is a CHECK
+    record for each recorded firing and for each trap the guest counted
+    late (taken as its probe was being disarmed: the instruction still
+    runs, no firing is recorded), none more, none fewer. Counting only
+    the firings (as `bench toggle --check` once did) misses by the late
+    traps: the full-group cell failed on it."""
+    res = stress.toggle_stress(i386, "opt", smp=2, threads=4, iters=8000,
+                               toggles=8, on_line=lambda l: None, check=True)
+    assert res.result_ok and res.report.dropped == 0
+    assert res.check.checked and not res.check.mismatches, res.check.mismatches[:3]
+    assert res.late > 0, "no trap met a disarm: the relation below went untested"
+    assert res.check_records == res.firings + res.late, \
+        (res.check_records, res.firings, res.late)
+
+
 def _hits(g) -> dict:
     """probe id -> hits, from `probe list`."""
     out = {}

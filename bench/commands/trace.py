@@ -97,11 +97,15 @@ def cmd_toggle(args) -> int:
         print(f"  {res.check.summary()}")
         for m in res.check.mismatches[:10]:
             print(f"  MISMATCH {m}")
-        # Every firing's record, the insn probes' (--also) too: `traced`
-        # counts entries and returns only.
-        if res.check_records != res.firings:
-            print(f"  PROBLEM: check: {res.firings} firings recorded, "
-                  f"{res.check_records} CHECK records")
+        # A CHECK record for every firing's record, the insn probes'
+        # (--also) too (`traced` counts entries and returns only), and for
+        # every trap at a probe being disarmed, which runs the instruction
+        # but records no firing (the guest's late count).
+        print(f"  {res.firings} firings recorded, {res.late} late traps, "
+              f"{res.check_records} CHECK records")
+        if res.check_records != res.firings + res.late:
+            print(f"  PROBLEM: check: {res.firings} firings recorded and {res.late} "
+                  f"late traps, but {res.check_records} CHECK records")
         bad = bad or res.check.mismatches or not res.check.checked \
-            or res.check_records != res.firings
+            or res.check_records != res.firings + res.late
     return EXIT_FAILED if bad else EXIT_OK

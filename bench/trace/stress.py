@@ -116,6 +116,7 @@ class ToggleResult:
     check: object = None        # check mode's CheckReport (bench/check/report.py)
     check_records: int = 0
     firings: int = 0            # records of the probes' firings, insn ones too
+    late: int = 0               # traps at probes being disarmed (tracer_late)
 
 
 def _cycles_of(message: str) -> int:
@@ -123,6 +124,14 @@ def _cycles_of(message: str) -> int:
         if word.startswith("cycles="):
             return int(word[7:])
     raise TraceError(f"no cycles= in the reply {message!r}")
+
+
+def _late_of(message: str) -> int:
+    """late=N of the guest's `trace stats` reply."""
+    for word in message.split():
+        if word.startswith("late="):
+            return int(word[5:].rstrip(";,"))
+    raise TraceError(f"no late= in the reply {message!r}")
 
 
 def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
@@ -165,6 +174,10 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
                 on_line(f"  {n + 1} toggles")
         r = s.cmd("wait", timeout=1800)
         secs = time.monotonic() - t0
+        # A trap taken as its probe is being disarmed still runs the
+        # instruction (and, in check mode, writes its CHECK record) but is
+        # not a firing: the guest counts it as late and records nothing.
+        late = _late_of(s.must("trace stats").message)
         cap = s.finish()
         g.exit(0)
     # Counts and nesting are measured per window, but every firing is a
@@ -178,4 +191,5 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
             cap.checks, sites.sites_of(s.image, s.probes))
     ids = {p.id for p in s.probes}
     return ToggleResult(toggles, r.ok, len(windows), checked, errors, rep, secs,
-                        crep, len(cap.checks), sum(e.probe in ids for e in cap.events))
+                        crep, len(cap.checks), sum(e.probe in ids for e in cap.events),
+                        late)
