@@ -14,10 +14,13 @@ copy refused and a slot another thread's stack points into held from
 reuse. Check mode (tracer/arch/sparc64/tramp_check.c): every
 trampoline's displaced instruction — the forms workload's `save`, `ret`
 and `return`, calltree's on 4 threads — re-run in unicorn from the state
-before it, and a return's delay slot word as its copy ran it (but a
-`restore`), 0 mismatches, one record a firing and one a checked delay
-slot; a trampoline that does not give %y back (tramp_check_broken, set
-through the GDB stub) is reported on every record. The full-size runs are the matrix's sparc64-*-tramp cells."""
+before it, and a return's delay slot word as its copy ran it (fm_cti's
+`ret; restore %o0, 0, %o0`: the restore with the caller's window), 0
+mismatches, one record a firing and one a checked delay slot; a
+trampoline that does not give %y back (tramp_check_broken, set through
+the GDB stub) is reported on every record, and one that does so only
+after a delay slot's restore (tramp_check_broken = 2) on those records
+alone. The full-size runs are the matrix's sparc64-*-tramp cells."""
 
 import pytest
 
@@ -138,17 +141,31 @@ def test_check_mode_reruns_every_trampoline_and_catches_a_broken_one(sparc64):
                                 (1).to_bytes(4, "big"))
             stub.detach()
         broken = _checked(s, g, FORMS, "forms n=5")
+        with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
+            stub.halt()
+            stub.write_identity(s.image.symbols["tramp_check_broken"],
+                                (2).to_bytes(4, "big"))
+            stub.detach()
+        restore_broken = _checked(s, g, FORMS, "forms n=5")
         g.exit(0)
     for r, cap, firings, rep in runs:
         print(rep.summary())
         assert r.ok and rep.mismatches == [], rep.mismatches[:5]
         # One record a firing, and one more for each return whose delay
-        # slot ran from its copy and stopped (a restore does not stop).
+        # slot ran from its copy and stopped (a restore's too).
         assert rep.checked == len(cap.checks) == firings + rep.delay_slots, \
             (firings, rep.delay_slots, rep.summary())
-        assert 0 < rep.delay_slots == rep.by_form.get("OOL"), rep.summary()
+        assert 0 < rep.delay_slots == rep.by_form.get("OOL", 0) + \
+            rep.by_form.get("RESTORE", 0), rep.summary()
     forms = runs[0][3].by_form
     assert forms.get("SAVE") and forms.get("JMPL") and forms.get("RETURN"), forms
+    assert forms.get("RESTORE"), forms          # fm_cti's ret; restore
+    r, cap, firings, rep = restore_broken
+    assert rep.mismatches and len(rep.mismatches) == rep.by_form.get("RESTORE"), \
+        rep.summary()
+    for m in rep.mismatches:
+        assert "(delay slot) RESTORE" in m and "y: expected " in m and \
+            m.count(": expected ") == 1, m
     r, cap, firings, rep = broken
     assert rep.checked == len(cap.checks) == len(rep.mismatches) > firings > 0, \
         (firings, rep.summary())

@@ -23,7 +23,8 @@ around 2^64.
 
 Reference.run_window() runs the two window-moving instructions the probes
 emulate besides CTIs, `save` and `return`, the same way, from a callee
-window at CWP 3 whose caller (where `return` goes) is CWP 2. Its prologue
+window at CWP 3 whose caller (where `return` goes) is CWP 2; and a
+`restore`, which tramp runs from a copy in a return's delay slot. Its prologue
 also sets CWP, CANSAVE 5, CANRESTORE 1, OTHERWIN 0 and CLEANWIN 7 with
 `wrpr`, which needs PSTATE.PRIV: set, for those runs only, in the same CPU
 state word as PEF (below). Where each window's registers live is measured
@@ -364,7 +365,7 @@ class Reference:
         return self._execute(word, pc, regs, ccr, fsr)
 
     def run_window(self, word: int, pc: int, regs, ccr: int, fsr: int, caller):
-        """Execute `save` or `return` (`word`) at pc (a slot() address) with
+        """Execute `save`, `return` or `restore` (`word`) at pc (a slot() address) with
         the globals and window registers regs (32 values, the window being
         CWP 3), caller (16 values: %l0-7, %i0-7 of CWP 2, the window
         `return` goes back to), CCR and FSR. Returns (status, pc, npc, regs)

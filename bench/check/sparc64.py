@@ -12,7 +12,11 @@ for the CTIs, run_window() for `save` and `return`) and compares unicorn's
 result ("expected") with the guest's "after" ("actual"), field by field.
 A return site's out-of-line-sized record is its delay slot's (sparc64's
 tramp checks the copy it runs after the CTI): the word after the site,
-run as an out-of-line word, counted in report.delay_slots.
+run as an out-of-line word, counted in report.delay_slots. A `restore` in
+that delay slot (`ret; restore %o0, 0, %o0`) has an emulation-sized
+record whose PC before is the site + 4, with the caller's window it goes
+back to: class RESTORE, run as `return` is (run_window), every register
+of that window compared; counted in report.delay_slots too.
 Field order and record size come from check.h through cdefs.
 
 Addresses. The model runs an instruction only at the last word of one of
@@ -60,7 +64,9 @@ U64 = (1 << 64) - 1
 
 CLASSES = ("CALL", "JMPL", "BICC", "BPCC", "BPR", "FBFCC", "FBPFCC",
            "SAVE", "RETURN")
-_WINDOW_CLASSES = {"SAVE", "RETURN"}
+# A return's delay slot, never a site's word: tramp's checked slot only.
+RESTORE = "RESTORE"
+_WINDOW_CLASSES = {"SAVE", "RETURN", RESTORE}
 _RETURN_CLASSES = {"JMPL", "RETURN"}
 _BRANCH_OP2 = {2: "BICC", 1: "BPCC", 3: "BPR", 6: "FBFCC", 5: "FBPFCC"}
 
@@ -75,6 +81,10 @@ def classify(word: int) -> str | None:
     if op == 2:
         return {0x38: "JMPL", 0x39: "RETURN", 0x3c: "SAVE"}.get((word >> 19) & 0x3f)
     return None
+
+
+def _is_restore(word: int) -> bool:
+    return word >> 30 == 2 and (word >> 19) & 0x3f == 0x3d
 
 
 def _compared(cls: str) -> list[int]:
@@ -145,7 +155,7 @@ def _diffs(cls, w, expected, problems) -> list[str]:
 
 def verify(checks, sites) -> CheckReport:
     """Re-execute each CHECK record's site in unicorn; see the docstring."""
-    report = CheckReport(order=(*CLASSES, ool.FORM))
+    report = CheckReport(order=(*CLASSES, RESTORE, ool.FORM))
     model, ool_model = _Model(), None
     try:
         for rec in checks:
@@ -157,12 +167,16 @@ def verify(checks, sites) -> CheckReport:
             word = int.from_bytes(bytes(site.code[:4]), "big")
             cls = classify(word)
             addr = site.addr
-            if cls in _RETURN_CLASSES and len(w) == ool.WORDS:
+            slot_word = int.from_bytes(bytes(site.code[4:8]), "big")
+            if cls in _RETURN_CLASSES and (len(w) == ool.WORDS or (
+                    len(w) == WORDS and w[I_PC] == site.addr + 4
+                    and _is_restore(slot_word))):
                 # A trampoline's return also checks its delay slot's
-                # word, run from a copy (tramp_check.c): a second record,
-                # the out-of-line one, for the word after the site.
-                word = int.from_bytes(bytes(site.code[4:8]), "big")
-                addr, cls = site.addr + 4, None
+                # word, run from a copy (tramp_check.c): a second record
+                # for the word after the site, the out-of-line one, or an
+                # emulation's for a restore.
+                word, addr = slot_word, site.addr + 4
+                cls = RESTORE if len(w) == WORDS else None
                 report.delay_slots += 1
                 head = f"probe {pid} at {addr:#x} (delay slot)"
             # A word no mechanism emulates ran out of line: its record
@@ -185,11 +199,11 @@ def verify(checks, sites) -> CheckReport:
                 diffs = ool_model.verify_one(word, addr, w)
             else:
                 before, caller = w[:NREGS], w[2 * NREGS:]
-                diffs = _diffs(cls, w, *model.expected(cls, word, site.addr, before, caller))
+                diffs = _diffs(cls, w, *model.expected(cls, word, addr, before, caller))
                 if diffs:                   # confirm on an instance with no past
                     fresh = Reference()
                     try:
-                        diffs = _diffs(cls, w, *model.expected(cls, word, site.addr,
+                        diffs = _diffs(cls, w, *model.expected(cls, word, addr,
                                                                before, caller, fresh))
                     finally:
                         fresh.close()

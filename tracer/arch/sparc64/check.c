@@ -37,9 +37,10 @@ void sparc64_check_state(const struct trapframe *tf, const struct sparc_regs *r,
 		w[SPARC64_CHECK_R0 + n] = r->r[n];
 }
 
-/* The %l/%i of the window `return` goes back to: in the caller's save
- * area at our %fp once the windows are flushed. False if it is unmapped. */
-static bool caller_window(const struct sparc_regs *r, unsigned long *w)
+/* The %l/%i of the window `return` (or a delay slot's `restore`,
+ * tramp_check.c) goes back to: in the caller's save area at our %fp once
+ * the windows are flushed. False if it is unmapped. */
+bool sparc64_check_caller(const struct sparc_regs *r, unsigned long *w)
 {
 	uintptr_t area = r->r[30] + STACK_BIAS;
 	if ((area & 7) || mm_virt_to_phys((void *)area) == (uintptr_t)-1 ||
@@ -60,7 +61,7 @@ void sparc64_check_before(const struct probe *p, const struct trapframe *tf,
 	sparc64_check_state(tf, r, w);
 	for (unsigned n = 0; n < SPARC64_CHECK_CALLER; n++)
 		caller[n] = 0;
-	if (p->site.what == SPARC_SITE_RETURN && !caller_window(r, caller))
+	if (p->site.what == SPARC_SITE_RETURN && !sparc64_check_caller(r, caller))
 		sparc64_fire_failed(p, "the caller's save area is not mapped", r->r[30]);
 }
 

@@ -25,13 +25,13 @@
 #include "tracer_arch.h"
 #include "wire.h"
 
-/* A format-3 ALU result the delay slot computes, from r; false if the
- * slot is not one of the forms compilers put there. */
-static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
+/* A format-3 ALU result the delay slot w computes from its operands a
+ * (rs1) and b (rs2 or simm13); false if w is not one of the forms
+ * compilers put there. */
+static bool slot_alu(uint32_t w, uint64_t a, uint64_t b, uint64_t *v)
 {
 	unsigned op3 = (w >> 19) & 0x3f;
 	bool x = (w >> 12) & 1;
-	uint64_t a = operand1(w, r), b = operand2(w, r);
 	unsigned sh = (unsigned)b & (x ? 63 : 31);
 
 	if (w >> 30 != 2)
@@ -49,6 +49,12 @@ static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
 		return true;
 	}
 	return false;
+}
+
+/* The same, its operands read from r. */
+static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
+{
+	return slot_alu(w, operand1(w, r), operand2(w, r), v);
 }
 
 /* Whether a delay-slot word writes register n of the window it runs in. */
@@ -77,10 +83,11 @@ bool sparc64_return_value(const struct probe *p, const struct sparc_regs *r,
 		bool imm = (slot >> 13) & 1;
 		if ((rs1 >= 16) || (!imm && rs2 >= 16))
 			return false;           /* the caller's %l/%i: not loaded */
-		struct sparc_regs caller = *r;
-		for (unsigned n = 8; n < 16; n++)
-			caller.r[n] = r->r[n + 16];
-		return slot_value(slot, &caller, v);
+		/* The caller's %o are our %i (no copy of r: a call of memcpy
+		 * and a frame, a register window under every return's record) */
+		uint64_t a = rs1 >= 8 ? r->r[rs1 + 16] : r->r[rs1];
+		uint64_t b = imm ? operand2(slot, r) : rs2 >= 8 ? r->r[rs2 + 16] : r->r[rs2];
+		return slot_alu(slot, a, b, v);
 	}
 	bool ret = p->site.cti.rs1 == SPARC_I7;
 	unsigned vreg = ret ? 24 : 8;       /* %i0 becomes the caller's %o0 */

@@ -37,6 +37,7 @@
 #include "mm.h"
 #include "physstore.h"
 #include "quick.h"
+#include "record.h"
 #include "stamp.h"
 #include "trap.h"
 #include "tracer.h"
@@ -70,62 +71,12 @@ bool sparc64_load_regs(struct trapframe *tf, struct sparc_regs *r, bool window)
 	return true;
 }
 
-_Static_assert(WIRE_BRANCH_SLOT < WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS,
-	       "sparc64_record_fire's array holds a BRANCH record too");
-
+/* The record's one copy is record.h's, inlined into the slot's C half
+ * (tramp_fire.c) and called here. */
 void sparc64_record_fire(const struct probe *p, struct trapframe *tf,
 			 const struct sparc_regs *r, const struct sparc_outcome *o)
 {
-	const struct tarch_context ctx = { tf, r };
-	unsigned long w[WIRE_ENTRY_ARG0 + TRACER_MAX_ARGS];
-	unsigned n;
-	uint64_t v;
-
-	if (tracer_counts_only(p)) {
-		tracer_fire_count(p, this_cpu()->id);
-		return;
-	}
-	switch (p->kind) {
-	case WIRE_EVENT_INSN:
-		w[WIRE_INSN_PC] = tf->tpc;
-		w[WIRE_INSN_SP] = trapframe_sp(tf) + STACK_BIAS;
-		n = WIRE_INSN_SP + 1;
-		break;
-	case WIRE_EVENT_ENTRY:
-		w[WIRE_ENTRY_PC] = tf->tpc;
-		w[WIRE_ENTRY_SP] = trapframe_sp(tf) + STACK_BIAS;
-		for (unsigned a = 0; a < p->nargs; a++) {
-			unsigned long v = 0;
-			if (!p->nargmap)
-				v = tf->o[a];
-			else                    /* where -O2 put them (core/args.c) */
-				tracer_arg(&ctx, p, a, &v);
-			w[WIRE_ENTRY_ARG0 + a] = v;
-		}
-		n = WIRE_ENTRY_ARG0 + p->nargs;
-		break;
-	case WIRE_EVENT_RETURN:
-		w[WIRE_RETURN_PC] = tf->tpc;
-		w[WIRE_RETURN_SP] = trapframe_sp(tf) + STACK_BIAS;
-		n = WIRE_RETURN_VALUE;          /* no value word if unknown */
-		if (sparc64_return_value(p, r, &v)) {
-			w[WIRE_RETURN_VALUE] = v;
-			n = WIRE_RETURN_VALUE + 1;
-		}
-		break;
-	default:
-		w[WIRE_BRANCH_PC] = tf->tpc;
-		w[WIRE_BRANCH_TARGET] = o->target;
-		w[WIRE_BRANCH_FLAGS] = (o->taken ? WIRE_BRANCH_TAKEN : 0) |
-				       (o->annulled ? WIRE_BRANCH_ANNULLED : 0);
-		n = WIRE_BRANCH_FLAGS + 1;
-		if (sparc_code_bytes != TARCH_BYTES_OFF) {
-			w[WIRE_BRANCH_SLOT] = sparc_code_word(tf->tpc + 4);
-			n = WIRE_BRANCH_SLOT + 1;
-		}
-		break;
-	}
-	tracer_fire(p, p->kind, w, n, &ctx);
+	sparc64_record(p, tf, r, o);
 }
 
 _Noreturn void sparc64_fire_failed(const struct probe *p, const char *what,

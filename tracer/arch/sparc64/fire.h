@@ -92,6 +92,10 @@ void sparc64_check_before(const struct probe *p, const struct trapframe *tf,
 			  const struct sparc_regs *r, unsigned long *w);
 void sparc64_check_after(const struct probe *p, struct trapframe *tf,
 			 unsigned long *w);
+/* The SPARC64_CHECK_CALLER words of the window a `return` or `restore`
+ * in r's window goes back to (its %l/%i, at r's %fp once the windows are
+ * flushed); false if that save area is unmapped (tramp_check.c's restore). */
+bool sparc64_check_caller(const struct sparc_regs *r, unsigned long *w);
 
 /* shellgame.c: a shell-game firing (record, swap the words, retry the
  * original); forgetting p when it is armed or disarmed; the hooks. */

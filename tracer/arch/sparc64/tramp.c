@@ -78,11 +78,18 @@ bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word)
 /* An entry's word runs in the delay slot of the slot's `ba site + 4`
  * (a save, or any word that runs from a copy: ool.c's list); a return's
  * ret, retl or `return` runs from the slot with its delay slot. */
+bool tramp_slot_restore(const struct probe *p)
+{
+	uint32_t w = p->site.slot;
+	return p->kind == WIRE_EVENT_RETURN && w >> 30 == 2 &&
+	       ((w >> 19) & 0x3f) == OP3_RESTORE;
+}
+
 bool tramp_slot_checkable(const struct probe *p)
 {
 	const char *why;
 	return p->kind == WIRE_EVENT_RETURN && !tramp_skip_delay_broken &&
-	       ool_checkable(p->site.slot, &why);
+	       (tramp_slot_restore(p) || ool_checkable(p->site.slot, &why));
 }
 
 bool tramp_site(const struct probe *p)

@@ -65,8 +65,10 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p);
  * of the 22-bit displacement's reach (+-8 MiB). */
 bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
 /* Whether a checked return's delay slot word is checked too: one an
- * out-of-line record can carry (ool_checkable: not a `restore`). */
+ * out-of-line record can carry (ool_checkable), or a `restore`, whose
+ * record is an emulation's with the caller's window (tramp_slot_restore). */
 bool tramp_slot_checkable(const struct probe *p);
+bool tramp_slot_restore(const struct probe *p);
 /* Whether no thread but the caller holds a word pointing into slot i on
  * its stack (tramp.c: a slot is rewritten for another probe only then). */
 bool tramp_slot_quiet(unsigned i);

@@ -9,9 +9,13 @@
  * slot), and its tail stops on `illtrap TRAMP_CHECK_MARK` right after the
  * displaced instruction: [word][mark] for an entry; [CTI][mark][delay
  * slot][mark 2] for a return, the mark in the CTI's delay slot with TNPC
- * its target; mark 2 ends the delay slot's copy, an out-of-line record
- * (a `restore` runs unchecked: no mark 2). tramp_check_broken (tests set
- * it through GDB) flips %y at each mark, which the host must report.
+ * its target; mark 2 ends the delay slot's copy, an out-of-line record,
+ * or for a `restore` (`ret; restore %o0, 0, %o0`) an emulation's: the
+ * state before in the function's window with the caller's window the
+ * restore goes back to (check.c, as a `return` has it), the state after
+ * in that window, which the host re-runs as it does a `return`.
+ * tramp_check_broken (tests set it through GDB) flips %y at each mark (1)
+ * or only at a restore's second mark (2), which the host must report.
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
@@ -33,15 +37,19 @@
 _Static_assert(SPARC64_CHECK_OOL_WORDS <= SPARC64_CHECK_WORDS,
 	       "tramp_check.c: one buffer holds either record");
 
+enum { BROKEN_EVERY_MARK = 1, BROKEN_RESTORE_MARK = 2 };
+
 static struct {
 	const struct probe *probe;      /* 0: nothing kept */
 	uint64_t tstate_ie;             /* PSTATE.IE as the site had it */
 	unsigned long w[SPARC64_CHECK_WORDS];
 	/* A return's delay slot, between the marks: its record's words
-	 * before, and the CTI's target, where the second mark resumes. */
+	 * before (an out-of-line record's, or a restore's emulation record
+	 * with the caller's window), and the CTI's target, where the second
+	 * mark resumes. */
 	const struct probe *slot_probe;
 	uint64_t target;
-	unsigned long slot_w[SPARC64_CHECK_OOL_WORDS];
+	unsigned long slot_w[SPARC64_CHECK_WORDS];
 } before;
 
 /* Marks with no state kept for their probe (read with gdb). */
@@ -82,9 +90,11 @@ static const struct probe *marked(uintptr_t pc, unsigned *which)
 /* The registers at the trap into a (w's SPARC64_CHECK_REGS) with PC/nPC
  * as the site's own code would have them. */
 static void state_at(const struct probe *p, struct trapframe *tf, uint64_t pc,
-		     uint64_t npc, struct sparc_regs *a, unsigned long *w)
+		     uint64_t npc, struct sparc_regs *a, unsigned long *w,
+		     bool restored)
 {
-	if (tramp_check_broken)
+	if (tramp_check_broken == BROKEN_EVERY_MARK ||
+	    (tramp_check_broken == BROKEN_RESTORE_MARK && restored))
 		tf->y ^= 1;
 	if (!sparc64_load_regs(tf, a, true))
 		panic("probe %u: the %%sp after its trampoline is not mapped (0x%lx)",
@@ -95,8 +105,9 @@ static void state_at(const struct probe *p, struct trapframe *tf, uint64_t pc,
 }
 
 /* The second mark, after a return's delay slot: its out-of-line record
- * (the state before is the first mark's, PC/nPC site + 4 and + 8), then
- * on to the CTI's target. */
+ * (the state before is the first mark's, PC/nPC site + 4 and + 8), or a
+ * restore's, the state after in the window it went back to (the trapped
+ * one now); then on to the CTI's target. */
 static int slot_done(const struct probe *p, struct trapframe *tf)
 {
 	tf->tpc = before.target;
@@ -108,7 +119,13 @@ static int slot_done(const struct probe *p, struct trapframe *tf)
 	}
 	before.slot_probe = 0;
 	struct sparc_regs a;
-	state_at(p, tf, p->addr + 8, p->addr + 12, &a, before.slot_w + SPARC64_CHECK_NREGS);
+	bool restored = tramp_slot_restore(p);
+	state_at(p, tf, p->addr + 8, p->addr + 12, &a, before.slot_w + SPARC64_CHECK_NREGS,
+		 restored);
+	if (restored) {
+		tracer_record(p, WIRE_EVENT_CHECK, before.slot_w, SPARC64_CHECK_WORDS);
+		return TRAP_HANDLED;
+	}
 	ool_check_memory(p->site.slot, &a, before.slot_w, false);
 	tracer_record(p, WIRE_EVENT_CHECK, before.slot_w, SPARC64_CHECK_OOL_WORDS);
 	return TRAP_HANDLED;
@@ -147,12 +164,16 @@ static int tramp_check_trap(struct trapframe *tf)
 	before.probe = 0;
 	struct sparc_regs a;
 	unsigned long *after = before.w + SPARC64_CHECK_NREGS;
-	state_at(p, tf, pc, npc, &a, after);
+	state_at(p, tf, pc, npc, &a, after, false);
 	if (slot) {
 		sparc64_check_state(tf, &a, before.slot_w);
 		before.slot_w[SPARC64_CHECK_PC] = pc;
 		before.slot_w[SPARC64_CHECK_NPC] = pc + 4;
-		ool_check_memory(p->site.slot, &a, before.slot_w, true);
+		if (!tramp_slot_restore(p))
+			ool_check_memory(p->site.slot, &a, before.slot_w, true);
+		else if (!sparc64_check_caller(&a, before.slot_w + 2 * SPARC64_CHECK_NREGS))
+			panic("probe %u: the save area its restore goes back to is not "
+			      "mapped (0x%lx)", p->id, (unsigned long)a.r[30]);
 		before.target = npc;
 		before.slot_probe = p;
 	} else {

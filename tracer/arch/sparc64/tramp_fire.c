@@ -5,7 +5,8 @@
  *
  * tf is the state at the site as a trap there would have left it
  * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so
- * the record is made by the same sparc64_record_fire as an illtrap's, and
+ * the record is made by the same sparc64_record as an illtrap's (record.h,
+ * inlined here: one register window less under the record), and
  * a program reads the same context. The slot stored the site's %l/%i
  * in its window's save area, as trap_entry does, which is where
  * trapframe_reg_read looks (a stack walk flushes the rest). Nothing here
@@ -18,6 +19,7 @@
 #include "arch/trapframe.h"
 #include "context.h"
 #include "fire.h"
+#include "record.h"
 #include "stamp.h"
 #include "tracer.h"
 #include "tramp.h"
@@ -30,10 +32,19 @@ void sparc64_tramp_fire(struct trapframe *tf, struct probe *p)
 	struct sparc_outcome o = { 0 };
 	bool window = p->site.checked ||
 		      (!tracer_counts_only(p) && (p->gated || p->site.window));
-	if (!sparc64_load_regs(tf, &r, window))
-		sparc64_fire_failed(p, "the %sp at the site is not mapped",
-				    trapframe_sp(tf));
-	sparc64_record_fire(p, tf, &r, &o);
+	sparc64_load_regs(tf, &r, false);       /* %g, %o: no call, no fail */
+	if (window) {
+		/* The slot stored the site's %l/%i at its %sp + BIAS just now
+		 * (tramp_slots.S), so the area is mapped: they are read here,
+		 * not through trapframe_reg_read, whose check of the mapping
+		 * walks the page table twice through three frames more, each
+		 * a window: at calltree's depth each window beyond the eight
+		 * is a spill trap and, on the way back up, a fill trap. */
+		const uint64_t *li = (const uint64_t *)(trapframe_sp(tf) + STACK_BIAS);
+		for (unsigned n = 0; n < 16; n++)
+			r.r[n + 16] = li[n];
+	}
+	sparc64_record(p, tf, &r, &o);
 	tracer_stamp(TRACER_STAMP_FIRE);
 	if (p->site.checked)            /* the state before; IE off in tf */
 		tramp_check_before(p, tf, &r);
