@@ -19,12 +19,20 @@
  * `ninsns` struct wire_rpn_insn, in the guest's byte order, loaded with
  * `program load SLOT OFFSET HEX` and checked by `program check SLOT BYTES`
  * before a probe may run it (`probe program ID... SLOT`). It runs on a
- * stack of machine words, may only jump forward (it ends in at most
+ * stack of 64-bit words (prog_word), may only jump forward (it ends in at most
  * `ninsns` steps), and ends with `exit` (its log buffer becomes a LOG
  * record with the program's major/minor) or `abort` (nothing). A fault
  * while it reads memory ends it like `abort`, except in `logm`/`logs`,
  * which log a fault token instead of the data (WIRE_LOG_TOKENS).
  */
+/* The VM's word: 64 bits on every arch, so that a program's values —
+ * timestamps in ns, 64-bit arguments, globals, thread-locals — are DTrace's
+ * whatever the arch's register is (a 32-bit arch's registers, arguments
+ * and addresses are zero-extended into it). */
+typedef uint64_t prog_word;
+typedef int64_t  prog_sword;
+#define WIRE_PROGRAM_WORD_BYTES 8
+
 #define WIRE_PROGRAMS           16    /* program slots */
 #define WIRE_PROGRAM_MAX_INSNS  256
 #define WIRE_PROGRAM_STACK      32    /* words */
@@ -72,13 +80,12 @@
 /* X(NAME, opcode, pops, pushes, "mnemonic", "operands", "what it does").
  * Operands, in struct wire_rpn_insn: imm (a 32-bit constant, sign-extended),
  * reg (a: TARCH_REGISTERS number), n (a: a small number), size (a: 1, 2,
- * 4 or 8 bytes; 8 only where a word has 8), label (b: the index of a later
+ * 4 or 8 bytes; `load`'s 8 only where the arch's address is 8 bytes), label (b: the index of a later
  * instruction), local / global (b: the variable), size,n (b: size, a:
  * how many items), agg,n (b: the aggregation, a: keys, at most
  * WIRE_AGG_MAX_KEYS; the first key popped, the top, is key[0] of the
  * entry; imm: WIRE_RPN_AGG_FLAGS), tls (b: the thread-local word), word
- * (a: a word of a string, below WIRE_PROGRAM_STRING_BYTES / the word's
- * size: `strword` lets a program compare a string with a constant one
+ * (a: an 8-byte word of a string, below WIRE_PROGRAM_STRING_BYTES / 8: `strword` lets a program compare a string with a constant one
  * word at a time, bounded and fault-safe).
  * Binary operators pop b then a and push a OP b;
  * comparisons push 1 or 0; the *U ones and shr compare and shift unsigned. */
@@ -87,13 +94,14 @@
 	X(PUSHHI,   0x02, 1, 1, "pushhi",   "imm",    "top = top << 32 | (imm as 32 unsigned bits): a 64-bit constant") \
 	X(REG,      0x03, 0, 1, "reg",      "reg",    "push a register of the trapped context") \
 	X(ARG,      0x04, 0, 1, "arg",      "n",      "push argument a as the caller passed it (0 first)") \
+	X(ARG64,    0x0e, 0, 1, "arg64",    "n",      "push a 64-bit argument starting at argument word a: on a 32-bit arch words a (low) and a + 1 (high), else word a") \
 	X(RETVAL,   0x05, 0, 1, "retval",   "",       "push the value the function returns (at a return probe)") \
 	X(PROBE,    0x06, 0, 1, "probe",    "",       "push the probe's id") \
 	X(CPU,      0x07, 0, 1, "cpu",      "",       "push this CPU's number") \
 	X(THREAD,   0x08, 0, 1, "thread",   "",       "push the thread's id") \
 	X(TIME,     0x09, 0, 1, "time",     "",       "push the cycle counter") \
 	X(PC,       0x0a, 0, 1, "pc",       "",       "push the probed instruction's address") \
-	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns (the low word on a 32-bit arch)") \
+	X(TIMENS,   0x0c, 0, 1, "timens",   "",       "push the time since boot in ns") \
 	X(LOAD,     0x0b, 1, 1, "load",     "size",   "replace an address by the a-byte value there (a fault ends the program)") \
 	X(STRWORD,  0x43, 1, 1, "strword",  "word",   "replace an address by word a of the string there, its bytes from the NUL on 0 (reads up to the NUL; a fault ends the program)") \
 	X(STACK,    0x0d, 0, 1, "stack",    "depth",  "push the id of the firing's call stack, at most a frames (0: WIRE_STACK_DEPTH)") \
@@ -102,10 +110,12 @@
 	X(MUL,      0x12, 2, 1, "mul",      "",       "a * b") \
 	X(DIVU,     0x13, 2, 1, "divu",     "",       "a / b, unsigned (b = 0 ends the program)") \
 	X(MODU,     0x14, 2, 1, "modu",     "",       "a % b, unsigned (b = 0 ends the program)") \
+	X(DIVS,     0x23, 2, 1, "divs",     "",       "a / b, signed, toward 0 (b = 0 ends the program)") \
+	X(MODS,     0x24, 2, 1, "mods",     "",       "a % b, signed, a's sign (b = 0 ends the program)") \
 	X(AND,      0x15, 2, 1, "and",      "",       "a & b") \
 	X(OR,       0x16, 2, 1, "or",       "",       "a | b") \
 	X(XOR,      0x17, 2, 1, "xor",      "",       "a ^ b") \
-	X(SHL,      0x18, 2, 1, "shl",      "",       "a << b (b modulo the word's bits)") \
+	X(SHL,      0x18, 2, 1, "shl",      "",       "a << b (b modulo 64)") \
 	X(SHR,      0x19, 2, 1, "shr",      "",       "a >> b, unsigned") \
 	X(SAR,      0x1a, 2, 1, "sar",      "",       "a >> b, signed") \
 	X(EQ,       0x1b, 2, 1, "eq",       "",       "a == b") \
@@ -143,8 +153,10 @@
 	X(QUANTIZE, 0x55, WIRE_RPN_POPS_A1, 0, "quantize", "agg,n", "pop a keys, then a value; count it in its power-of-two bucket") \
 	X(LQUANTIZE, 0x56, WIRE_RPN_POPS_A1, 0, "lquantize", "agg,n", "pop a keys, then a bucket the program computed (0 .. WIRE_LQUANTIZE_MAX, clamped); count one there")
 
-/* An aggregation operation's imm: how it takes a value narrower than 64
- * bits (a 32-bit arch's word). X(name, bit, meaning) */
+/* An aggregation operation's imm: how it took a value narrower than 64
+ * bits when the word was the arch's; the word is 64 bits now, so the flag
+ * changes nothing, and is kept so that programs that set it still load.
+ * X(name, bit, meaning) */
 #define WIRE_RPN_AGG_FLAGS(X) \
 	X(UNSIGNED, 1, "the value is unsigned: zero-extended, not sign-extended, to 64 bits")
 

@@ -291,6 +291,28 @@ TYPED = [
      lambda o: o.values(), {("1", "0"): 1}),
     ("a signed return value", "fbt::ty_all:return { @[retval] = count(); }",
      lambda o: o.values(), {"-200": 1}),
+    # ty_wide(-1, 5000000001, 1): 64-bit parameters, two stack words each on
+    # i386 (arg64), one register on sparc64; the VM's word is 64 bits on both
+    ("64-bit arguments printed exactly",
+     'fbt::ty_wide:entry { printf("%d %u %d\\n", args[0], args[1], args[1] * 3); }',
+     lambda o: o.printed, ["-1 5000000001 15000000003"]),
+    # C's conversions: long long against unsigned long long is unsigned
+    ("a sum of a 64-bit argument, a signed compare of 64-bit values",
+     "fbt::ty_wide:entry /args[0] < 0 && args[0] < (int64_t)args[1] && "
+     "args[1] > 4294967296 && !(args[0] < args[1])/ "
+     "{ @ = sum(args[1] + args[1]); }",
+     lambda o: o.values()[ONE], 10000000002),
+    ("the same cut to 32 bits: what a 32-bit word would have kept",
+     "fbt::ty_wide:entry { @ = sum((uint32_t)args[1]); }",
+     lambda o: o.values()[ONE], 5000000001 - 2**32),
+    ("a global and self-> past 2^32, a 64-bit constant",
+     "fbt::ty_wide:entry { self->w = args[1]; g = args[1] * 3; } "
+     "fbt::ty_wide:return /self->w == 5000000001 && g == 15000000003/ "
+     "{ @[self->w] = count(); } END { printf(\"%d\\n\", g); }",
+     lambda o: (o.values(), o.printed), ({"5000000001": 1}, ["15000000003\n"])),
+    ("a signed division of a 64-bit value, toward 0",
+     "fbt::ty_wide:entry { @ = sum((args[0] - 4000000000) / 2); }",
+     lambda o: o.values()[ONE], -2000000000),
 ]
 _typed: dict = {}
 

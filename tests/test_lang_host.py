@@ -260,21 +260,23 @@ def test_lost_thread_local_stores_are_a_problem(built, capsys):
 
 
 def test_end_evaluates_globals_as_the_vm_does(built):
-    """END's expressions over the globals read back, on the arch's word:
-    it wraps, it is signed unless a cast says not, / is unsigned; BEGIN
-    sees every global 0."""
+    """END's expressions over the globals read back, on the VM's 64-bit
+    word: it is signed unless a cast says not, / is C's (signed when both
+    sides are: -4 / 2 is -2, not (2^64 - 4) / 2), a cast to 32 bits cuts
+    and wraps; BEGIN sees every global 0."""
     from bench.lang.hosted import HostValues
     from bench.lang import output
     built("i386")
     c = runner.compile_text(
-        "fbt::fib:entry { a += 1; b = 7; } END { printf(\"%d %d %u %d %x\\n\", a - b, "
-        "a * b, (unsigned)(a - b), (a - b) / 2 > 0, (uint8_t)(a * 100)); }",
+        "fbt::fib:entry { a += 1; b = 7; } END { printf(\"%d %d %u %d %x %d %u\\n\", "
+        "a - b, a * b, (unsigned)(a - b), (a - b) / 2 > 0, (uint8_t)(a * 100), "
+        "(a - b) / 2, (unsigned)(a - b) / 2); }",
         arches.get("i386"), "int3")
     assert c.host_globals == {"a": 0, "b": 1}
-    got = output.apply_end({}, c.end, HostValues(c.scope, {0: 3, 1: 7}, 4))
-    assert got == [f"-4 21 {2**32 - 4} 1 {300 & 255:x}\n"]
-    zero = output.apply_end({}, c.end, HostValues(c.scope, {}, 4))
-    assert zero == ["0 0 0 0 0\n"]
+    got = output.apply_end({}, c.end, HostValues(c.scope, {0: 3, 1: 7}, 8))
+    assert got == [f"-4 21 {2**32 - 4} 0 {300 & 255:x} -2 {(2**32 - 4) // 2}\n"]
+    zero = output.apply_end({}, c.end, HostValues(c.scope, {}, 8))
+    assert zero == ["0 0 0 0 0 0 0\n"]
 
 
 def test_exit_stops_waiting_at_once():
@@ -317,20 +319,19 @@ def test_exit_stops_waiting_at_once():
 @pytest.mark.parametrize("name", ["i386", "sparc64"])
 def test_a_string_compare_is_word_by_word_in_the_guests_order(built, name):
     """`args[0] == "calltree"`: strword 0, 1, ... of the argument against the
-    constant's words with its NUL, in the guest's byte order: i386 three
-    little-endian words ("call", "tree", the NUL), sparc64 two big-endian
-    ones ("calltree", the NUL alone)."""
+    constant's 8-byte words (the VM's, on every arch) with its NUL, in the
+    guest's byte order: two words on each ("calltree", the NUL alone),
+    little-endian on i386, big-endian on sparc64."""
     built(name)
     a = arches.get(name)
     c = runner.compile_text('fbt::thread_create:entry /args[0] == "calltree"/ '
                             "{ @ = count(); }", a, a.default_mechanism)
     text = c.groups[0].text
     data = b"calltree\0"
-    data += b"\0" * (-len(data) % a.word_bytes)
-    words = [int.from_bytes(data[k:k + a.word_bytes],
-                            "little" if a.byte_order == "<" else "big")
-             for k in range(0, len(data), a.word_bytes)]
-    assert len(words) == {"i386": 3, "sparc64": 2}[name]
+    data += b"\0" * (-len(data) % 8)
+    words = [int.from_bytes(data[k:k + 8], "little" if a.byte_order == "<" else "big")
+             for k in range(0, len(data), 8)]
+    assert len(words) == 2
     for k, w in enumerate(words):
         assert f"strword {k}\npush {w}\neq\n" in text, text
     assert f"strword {len(words)}" not in text

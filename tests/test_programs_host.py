@@ -40,7 +40,8 @@ OPS = {e.meaning: e.value for e in WIRE.table("WIRE_RPN_OPS")}
     ("push 1", "1:1", "can run past its last instruction"),
     ("", "1:1", "an empty program"),
     ("\n".join(["push 1\ndrop"] * 128) + "\nabort", "257:1", "more than 256 instructions"),
-    ("push 4294967296\nabort", "1:6", "does not fit 32 bits"),
+    ("push 18446744073709551616\nabort", "1:6", "does not fit a 64-bit word"),
+    ("push 1\npushhi 4294967296\nabort", "2:8", "does not fit 32 bits"),
     ("major 70000\nabort", "1:7", "outside 0..65535"),
     ("agg @a bogus\nabort", "1:", "no aggregation kind 'bogus'"),
     ("push 1\ncount @a, 1\npush 1\npush 2\ncount @a, 2\nabort", "5:", "used with 1 and 2 keys"),
@@ -63,8 +64,19 @@ def test_arch_rules_differ():
             assemble("arg 16\nabort", arch)
     p = assemble("arg 0\nsum @s, 0, unsigned\nabort", "i386")
     assert p.insns[1].imm == 1 and p.insns[1].a == 0
-    p = assemble("push 0x123456789\nlog q, 1\nexit", "sparc64")
-    assert [(i.op, i.imm) for i in p.insns[:2]] == [("push", 1), ("pushhi", 0x23456789)]
+    # The VM's word is 64 bits on both: a wide constant is push + pushhi,
+    # log q is a whole word, and arg64 takes a second argument word on i386
+    for arch in ("sparc64", "i386"):
+        p = assemble("push 0x123456789\nlog q, 1\nexit", arch)
+        assert [(i.op, i.imm) for i in p.insns[:2]] == [("push", 1), ("pushhi", 0x23456789)]
+        p = assemble("push 0xffffffff\nlog q, 1\nexit", arch)  # not -1: 2^32 - 1
+        assert [(i.op, i.imm) for i in p.insns[:2]] == [("push", 0), ("pushhi", -1)]
+    assemble("arg64 15\ndrop\nexit", "sparc64")
+    with pytest.raises(AsmError, match="argument 16: at most 16 are read"):
+        assemble("arg64 15\ndrop\nexit", "i386")
+    assemble("arg64 14\ndrop\nexit", "i386")
+    with pytest.raises(AsmError, match="size q: 1, 2, 4 bytes"):
+        assemble("push 0\nload q\nexit", "i386")           # a load: the arch's widest
     assert assemble("reg %sp\nreg fp\nlog a, 2\nexit", "sparc64").insns[2].b == 8
     with pytest.raises(AsmError, match="no register 'o0' on i386"):
         assemble("reg o0\nabort", "i386")

@@ -46,7 +46,8 @@ GUEST = [
     "tracer/core/program_check.c", "tracer/core/program_run.c",
     "tracer/core/program_tls.c", "tracer/core/ring.c", "tracer/core/watch.c", "tracer/core/stamp.c",
     "guest-kernel/core/command.c", "guest-kernel/core/printf.c",
-    "guest-kernel/core/link.c", "guest-kernel/core/string.c", "tests/fuzz/stubs.c",
+    "guest-kernel/core/link.c", "guest-kernel/core/string.c", "guest-kernel/core/div64.c",
+    "tests/fuzz/stubs.c",
     "tests/fuzz/dirty.c",
 ]
 

@@ -26,6 +26,7 @@ from ..errors import EXIT_FAILED, EXIT_OK, UsageError
 from ..export import flamegraph
 from ..lang import codegen, output, runner, stackkeys
 from ..lang.hosted import HostValues
+from ..lang.model import VM_WORD
 from ..lang.parser import parse
 from ..trace import verify
 from ..trace.format import nesting_error_lines, summary_lines
@@ -72,7 +73,7 @@ def cmd_trace(args) -> int:
     if args.emit_rpn:
         print(compiled.rpn(), end="")
         return EXIT_OK
-    zero = HostValues(compiled.scope, {}, arch.word_bytes)     # globals at BEGIN
+    zero = HostValues(compiled.scope, {}, VM_WORD)     # globals at BEGIN
     for ln in output.apply_end({n: {} for n in compiled.aggs}, compiled.begin, zero):
         print(ln, end="")
     if not compiled.groups:
@@ -81,7 +82,7 @@ def cmd_trace(args) -> int:
     t = run_cmd._trace_workload(args, arch, None, image, elf, line,
                                 load=runner.loader(compiled), spec=compiled.spec,
                                 workload=work, finish=lambda s: runner.host_values(
-                                    compiled, s, arch.word_bytes))
+                                    compiled, s, VM_WORD))
     status = EXIT_OK if t.reply.ok else EXIT_FAILED
     status = max(status, _print_results(args, arch, compiled, t, line))
     rep = verify.verify(t.capture, t.session.probes, t.guest.link_errors,
@@ -140,7 +141,7 @@ def _print_results(args, arch, compiled, t, line: str = "") -> int:
                                   arch.word_bytes, args.quiet):
         print(ln)
     frames = runner.frames(cap, t.session.image)
-    tables = output.merge(compiled, cap.aggs, probes, arch.word_bytes, frames)
+    tables = output.merge(compiled, cap.aggs, probes, VM_WORD, frames)
     for ln in output.apply_end(tables, compiled.end, t.after):
         print(ln, end="")
     for ln in output.lines(compiled, tables):

@@ -13,7 +13,9 @@ cpu, tid, timestamp (ns), caller (entry probes: the arch's RPN in arches.py), in
 (the return's offset) and arg1 (retval), scalar globals, self->x and
 this->x; in a profile/tick clause arg0 is the interrupted PC and arg1
 (the user PC) 0. stack() and func() are keys (stackkeys.py). Values are
-the arch's words; division is unsigned (the VM's divu). statements.py
+the VM's 64-bit words on every arch (a 64-bit args[N] on i386 is arg64 of
+its two argument words); division is C's, signed (divs) when both sides
+are, else unsigned (divu). statements.py
 builds the program's statements on top of this.
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 
 from . import stackkeys
-from .model import INT, MAX_ARG, STRING_BYTES, Ty
+from .model import INT, MAX_ARG, STRING_BYTES, VM_WORD, Ty
 from .parser import (AggRef, ArgsIndex, Binary, Call, Cast, Cond, Member, Name, Num, Str,
                      Unary, CASTS)
 
@@ -56,7 +58,8 @@ class ExprGen:
     def __init__(self, script, group, scope, aggs, image, arch, uses_exit):
         self.s, self.g, self.scope, self.aggs = script, group, scope, aggs
         self.image, self.arch, self.uses_exit = image, arch, uses_exit
-        self.word = arch.word_bytes
+        self.word = VM_WORD               # the VM's word: 64 bits on every arch
+        self.addr = arch.word_bytes       # the arch's: argument words, `log a`
         self.lines: list[str] = []
         self.labels = 0
         self.this: dict[str, int] = {}
@@ -210,7 +213,7 @@ class ExprGen:
             return i
         w = 0
         for p in sig.params[:i]:
-            w += max(1, -(-max(p.type.size, 1) // self.word))
+            w += max(1, -(-max(p.type.size, 1) // self.addr))
         return w
 
     def args_param(self, e: ArgsIndex):
@@ -232,7 +235,7 @@ class ExprGen:
                                "enums and pointers")
             if ct.size > self.word:
                 raise self.err(e.pos, f"args[{i}] of {fn} is {ct.name}, {ct.size} bytes: "
-                               f"wider than {self.arch.name}'s {self.word}-byte word")
+                               f"wider than the VM's {self.word}-byte word")
             typed = typed or ct
         if i + 1 > MAX_ARG:
             raise self.err(e.index.pos, f"args[{i}]: the guest reads arguments "
@@ -260,7 +263,10 @@ class ExprGen:
             raise stackkeys.not_a_key(self, e)
         elif isinstance(e, ArgsIndex):
             i, t = self.args_param(e)
-            self.emit(f"arg {self.arg_word(i, e.pos)}")
+            # wider than the arch's word (a 64-bit parameter on i386): two
+            # argument words, which arg64 joins
+            op = "arg64" if t.ctype.size > self.addr else "arg"
+            self.emit(f"{op} {self.arg_word(i, e.pos)}")
             self.narrow(t.ctype.size * 8 if t.ctype.kind != "pointer" else 0, t.signed)
         elif isinstance(e, Member):
             self.type_of(e)
@@ -314,8 +320,11 @@ class ExprGen:
             self.emit("pc", f"push {start}", "sub")
         elif m:
             self.need_entry(e.pos, n)
-            self.name_type(e)
+            t = self.name_type(e)
             self.emit(f"arg {self.arg_word(int(m.group(1)), e.pos)}")
+            p = self.param(int(m.group(1)))
+            if t.signed and p is not None and p.type.size <= self.addr:
+                self.narrow(8 * p.type.size, True)   # a negative int, sign-extended
         elif n in ("probefunc", "probename"):
             self.emit("probe")
         elif n == "cpu":
@@ -333,6 +342,12 @@ class ExprGen:
                 raise self.err(e.pos, f"retval in a clause of {', '.join(sorted(bad))} "
                                "probes: only return probes have one")
             self.emit("retval")
+            # the arch's register, zero-extended into the VM's word: a signed
+            # return value narrower than 64 bits is sign-extended by its type
+            t = self.name_type(e)
+            size = t.ctype.size if t.ctype is not None else self.addr
+            if t.signed and size < self.word:
+                self.narrow(8 * size, True)
         else:
             self.name_type(e)
             self.emit(f"gget {self.scope.globals[n]}")
@@ -362,7 +377,8 @@ class ExprGen:
             self.value(e.a)
             self.value(e.b)
             op = e.op
-        ops = {"+": "add", "-": "sub", "*": "mul", "/": "divu", "%": "modu", "&": "and",
+        ops = {"+": "add", "-": "sub", "*": "mul", "/": "divs" if signed else "divu",
+               "%": "mods" if signed else "modu", "&": "and",
                "|": "or", "^": "xor", "<<": "shl", ">>": "sar" if signed else "shr",
                "==": "eq", "!=": "ne", "<": "lt" if signed else "ltu",
                "<=": "le" if signed else "leu"}

@@ -90,9 +90,15 @@ def _check(script: Script, e, scope) -> None:
                        "globals here")
 
 
+def _cdiv(a: int, b: int) -> int:
+    """C's signed division: the quotient truncated toward 0 (the VM's divs)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 class HostValues:
     """Expressions of BEGIN and END over the globals' words, as the VM
-    computes them: each result cut to the word, division unsigned,
+    computes them: each result cut to the 64-bit word, division,
     comparisons and >> signed unless a side is unsigned."""
 
     def __init__(self, scope, words: dict, word_bytes: int):
@@ -142,7 +148,8 @@ class HostValues:
         signed = self.signed(e.a) and self.signed(e.b)
         sa, sb = (self.value(e.a), self.value(e.b)) if signed else (a, b)
         ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-               "/": lambda: a // b if b else 0, "%": lambda: a % b if b else 0,
+               "/": lambda: (_cdiv(sa, sb) if signed else a // b) if b else 0,
+               "%": lambda: (sa - _cdiv(sa, sb) * sb if signed else a % b) if b else 0,
                "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
                "<<": lambda: a << (b % self.bits),
                ">>": lambda: (sa if signed else a) >> (b % self.bits),

@@ -35,6 +35,7 @@ SCRATCH_LOCAL = LOCALS - 2     # lquantize's value
 THIS_LOCALS = LOCALS - 2       # this->x take 0 .. THIS_LOCALS - 1
 BUILTINS = ("probefunc", "probename", "cpu", "tid", "timestamp", "caller", "retval")
 STRING_BYTES = asm.LIMITS["STRING_BYTES"]   # a %s logged, a string compared: bytes
+VM_WORD = asm.VM_WORD                       # the VM's word in bytes, on every arch
 LOG_BYTES = asm.LIMITS["LOG_BYTES"]   # what one firing's LOG record holds
 
 

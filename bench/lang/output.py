@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ..program import aggregate
 from ..wire.records import K_LOG, log_data
 from . import model, stackkeys
+from .model import VM_WORD
 
 TOKENS_STRING = 0x01
 
@@ -265,10 +266,10 @@ def render(pf, data: bytes, pos: int, order: str, word: int,
             p = probes.get(v)
             vals.append((p.function if a[1] == "probefunc" else p.kind) if p
                         else f"probe{v}")
-        elif a[0] == "int":
-            v = int.from_bytes(data[pos:pos + word], endian)
-            pos += word
-            vals.append(_signed(v, 8 * word) if a[1] else v)
+        elif a[0] == "int":                 # a VM word: 8 bytes on every arch
+            v = int.from_bytes(data[pos:pos + VM_WORD], endian)
+            pos += VM_WORD
+            vals.append(_signed(v, 8 * VM_WORD) if a[1] else v)
         else:
             token, length = data[pos], int.from_bytes(data[pos + 1:pos + 3], endian)
             body = data[pos + 3:pos + 3 + length]

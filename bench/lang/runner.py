@@ -32,7 +32,7 @@ from ..trace.image import load_image
 from ..trace.session import open_session
 from . import codegen, output, stackkeys
 from .hosted import HostValues
-from .model import EXIT_GLOBAL, EXIT_SET
+from .model import EXIT_GLOBAL, EXIT_SET, VM_WORD
 from .parser import parse
 
 
@@ -173,12 +173,12 @@ def run_scripts(arch, items, smp: int = 1, mechanism: str | None = None,
             report = s.sample_report
             cap = g.capture(since)
             probes = probe_names(c, s.probes)
-            tables = output.merge(c, cap.aggs, probes, arch.word_bytes,
+            tables = output.merge(c, cap.aggs, probes, VM_WORD,   # keys: VM words
                                   frames(cap, s.image))
             printed = output.printf_lines(c, cap.events, probes, g.byte_order,
                                           arch.word_bytes, True)
             printed += output.apply_end(tables, c.end,
-                                        host_values(c, s, arch.word_bytes))
+                                        host_values(c, s, VM_WORD))
             outs.append(Outcome(c, tables, printed, cap, r, probes, work.status,
                                 report, g.hello["cycles_hz"]))
             work.reap(s)

@@ -206,7 +206,7 @@ class Gen(ExprGen):
             raise self.err(st.pos, f"the format wants {len(kinds)} argument"
                            f"{'s' if len(kinds) != 1 else ''}, printf has {len(args)}")
         self.emit(f"push {len(self.g.printfs)}", "log a, 1")   # which printf
-        size = self.word
+        size = self.addr
         described = []
         for k, a in zip(kinds, args):
             if isinstance(a, Str):
@@ -216,7 +216,7 @@ class Gen(ExprGen):
             if k == "string" and t.kind in ("probefunc", "probename"):
                 self.emit("probe", "log a, 1")      # the host names the probe
                 described.append(("probe", t.kind))
-                size += self.word
+                size += self.addr
                 continue
             if k == "string" and t.kind != "string":
                 raise self.err(a.pos, "%s wants a string (a char * argument)")
@@ -230,7 +230,7 @@ class Gen(ExprGen):
                 size += 3 + STRING_BYTES
             else:
                 self.scalar(a)
-                self.emit("log a, 1")
+                self.emit(f"log {self.word}, 1")   # the whole 64-bit value
                 described.append(("int", t.signed))
                 size += self.word
         self.emit("push 1", f"lset {FLAG_LOCAL}")

@@ -18,13 +18,14 @@ from wire.h's WIRE_PROGRAM_*, so nothing here is a second copy. Grammar
     number      := [ "-" ] ( decimal | "0x" hex )
     size        := 1 | 2 | 4 | 8 | b | w | d | q | a   (a: the arch's word)
 
-Operands by the table's operand kind: imm (a number; on a 64-bit arch one
-that does not fit 32 signed bits becomes push + pushhi), reg (a register
+Operands by the table's operand kind: imm (a number; one that does not
+fit 32 signed bits becomes push + pushhi: the VM's word is 64 bits on
+every arch), reg (a register
 name, with or without %), n (an argument, below WIRE_PROGRAM_MAX_ARG),
 depth (`stack`'s frames, optional: none is the guest's default),
 size, label (defined later in the file: jumps only go forward),
 local/global/tls (an index), word (`strword`'s word of a string, below
-WIRE_PROGRAM_STRING_BYTES / the word's size), `size, n` (log), `@name,
+WIRE_PROGRAM_STRING_BYTES / 8), `size, n` (log), `@name,
 n [, flag]` (an aggregation, its number of keys and optionally a WIRE_RPN_AGG_FLAGS word
 such as `unsigned`; the first use declares it with the instruction's kind
 unless an `agg` line did).
@@ -62,6 +63,7 @@ LIMITS = {n: WIRE.const(f"WIRE_PROGRAM_{n}") for n in
            "MAX_ARG", "TLS", "STRING_BYTES")}
 AGG_FLAGS = {e.name.lower(): e.value for e in WIRE.table("WIRE_RPN_AGG_FLAGS")}
 MAX_KEYS = WIRE.const("WIRE_AGG_MAX_KEYS")
+VM_WORD = WIRE.const("WIRE_PROGRAM_WORD_BYTES")
 HEADER = WIRE.structs["wire_program"]
 INSN = WIRE.structs["wire_rpn_insn"]
 SIZE_LETTERS = {"b": 1, "w": 2, "d": 4, "q": 8}
@@ -176,7 +178,8 @@ class _Assembler:
 
     def __init__(self, arch: arches.Arch, path: str):
         self.arch, self.path = arch, path
-        self.word = arch.word_bytes
+        self.word = VM_WORD               # the VM's word: 8 bytes on every arch
+        self.addr = arch.word_bytes       # the arch's: `load`'s widest, size `a`
         self.regs = _registers(arch)
         self.prog = Program(path, arch.name, [])
         self.labels: dict[str, int] = {}
@@ -266,17 +269,15 @@ class _Assembler:
 
     def _imm(self, ins, word0, tok, tcol, line) -> None:
         v = _number(tok, tcol, line)
-        if self.word == 8 and not -(1 << 31) <= v < (1 << 31):
+        if not -(1 << 31) <= v < (1 << 31) and word0 != "pushhi":
             if not -(1 << 63) <= v < (1 << 64):
                 raise line.err(tcol, f"{v} does not fit a 64-bit word")
             v &= (1 << 64) - 1
             self.prog.insns.append(Insn("push", imm=_s32(v >> 32), line=ins["line"],
                                         col=ins["col"]))
             ins.update(op="pushhi", imm=_s32(v & 0xffffffff))
-            if word0 == "pushhi":
-                raise line.err(tcol, "pushhi takes 32 bits")
             return
-        if self.word == 4 or word0 == "pushhi":
+        if word0 == "pushhi":
             if not -(1 << 31) <= v < (1 << 32):
                 raise line.err(tcol, f"{v} does not fit 32 bits")
             v = _s32(v & 0xffffffff)
@@ -294,8 +295,9 @@ class _Assembler:
         if not 0 <= v <= 255:
             raise line.err(tcol, f"{v} is outside 0..255")
         top = LIMITS["MAX_ARG"]                 # the guest's words (program_check.c)
-        if word0 == "arg" and v >= top:
-            raise line.err(tcol, f"argument {v}: at most {top} are read")
+        last = v + (self.word // self.addr - 1 if word0 == "arg64" else 0)
+        if word0 in ("arg", "arg64") and last >= top:
+            raise line.err(tcol, f"argument {last}: at most {top} are read")
         ins["a"] = v
 
     def _depth(self, ins, word0, tok, tcol, line) -> None:
@@ -314,7 +316,9 @@ class _Assembler:
         ins["a"] = v
 
     def _size_operand(self, ins, word0, tok, tcol, line) -> None:
-        ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, self.word)
+        # log writes a VM word's low bytes (up to 8); load reads the arch's
+        widest = self.word if word0 == "log" else self.addr
+        ins["b" if word0 == "log" else "a"] = _size(tok, tcol, line, self.addr, widest)
 
     def _label(self, ins, word0, tok, tcol, line) -> None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):
@@ -381,16 +385,16 @@ def _s32(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
-def _size(tok, col, line, word) -> int:
+def _size(tok, col, line, word, widest) -> int:
     if tok in SIZE_LETTERS:
         n = SIZE_LETTERS[tok]
     elif tok == "a":
         n = word
     else:
         n = _number(tok, col, line)
-    if n not in (1, 2, 4, 8) or n > word:
-        raise line.err(col, f"size {tok}: 1, 2, 4" + (" or 8" if word == 8 else "")
-                       + " bytes (b w d" + (" q" if word == 8 else "") + ", a: a word)")
+    if n not in (1, 2, 4, 8) or n > widest:
+        raise line.err(col, f"size {tok}: 1, 2, 4" + (" or 8" if widest == 8 else "")
+                       + " bytes (b w d" + (" q" if widest == 8 else "") + ", a: a word)")
     return n
 
 

@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool stores = false;
 	for (unsigned i = 0; i < slot->head.ninsns; i++)
 		stores |= slot->insn[i].op == WIRE_RPN_GSET || slot->insn[i].op == WIRE_RPN_GADD;
-	unsigned long globals[WIRE_PROGRAM_GLOBALS];
+	prog_word globals[WIRE_PROGRAM_GLOBALS];
 	memcpy(globals, (const void *)program_globals, sizeof globals);
 
 	ASAN_POISON_MEMORY_REGION(&slot->insn[slot->head.ninsns],

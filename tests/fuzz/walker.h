@@ -43,7 +43,7 @@ static const char *walk_operand(const struct wire_program *h, const struct walk_
 				const struct wire_rpn_insn *i)
 {
 	const char *k = o->operands;
-	if (!strcmp(k, "n"))                    /* arg's: the only "n" alone */
+	if (!strcmp(k, "n"))                    /* arg and arg64 (one word on a 64-bit host) */
 		return i->a < WIRE_PROGRAM_MAX_ARG ? 0 : "argument past WIRE_PROGRAM_MAX_ARG";
 	if (!strcmp(k, "local"))
 		return i->b < WIRE_PROGRAM_LOCALS ? 0 : "local past WIRE_PROGRAM_LOCALS";
@@ -52,7 +52,7 @@ static const char *walk_operand(const struct wire_program *h, const struct walk_
 	if (!strcmp(k, "tls"))
 		return i->b < WIRE_PROGRAM_TLS ? 0 : "thread-local past WIRE_PROGRAM_TLS";
 	if (!strcmp(k, "word"))                 /* strword: a word of a bounded string */
-		return i->a < WIRE_PROGRAM_STRING_BYTES / sizeof(unsigned long) ? 0 :
+		return i->a < WIRE_PROGRAM_STRING_BYTES / sizeof(prog_word) ? 0 :
 			"string word past WIRE_PROGRAM_STRING_BYTES";
 	if (!strcmp(k, "depth"))                /* stack's frames, 0: the default */
 		return i->a <= WIRE_STACK_MAX_DEPTH ? 0 : "depth past WIRE_STACK_MAX_DEPTH";

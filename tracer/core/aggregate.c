@@ -40,7 +40,7 @@ struct agg_entry {
 	uint8_t          slot, agg, kind, nkeys;
 	uint16_t         first;        /* its buckets: a cell number + 1, NO_CELL */
 	uint16_t         nbuckets;
-	unsigned long    key[WIRE_AGG_MAX_KEYS];
+	uint64_t         key[WIRE_AGG_MAX_KEYS];
 	uint64_t         count;
 	int64_t          sum, min, max;
 };
@@ -84,7 +84,7 @@ static unsigned mix(unsigned h, uint64_t x)
 	return h ^ (h >> 13);
 }
 
-static unsigned home_of(unsigned slot, unsigned agg, const unsigned long *key)
+static unsigned home_of(unsigned slot, unsigned agg, const uint64_t *key)
 {
 	unsigned h = mix(0, (uint64_t)slot << 8 | agg);
 	for (unsigned k = 0; k < WIRE_AGG_MAX_KEYS; k++)
@@ -131,7 +131,7 @@ static bool has_buckets(unsigned kind)
 	return kind == WIRE_AGG_QUANTIZE || kind == WIRE_AGG_LQUANTIZE;
 }
 
-static bool same_keys(const unsigned long *a, const unsigned long *b)
+static bool same_keys(const uint64_t *a, const uint64_t *b)
 {
 	for (unsigned k = 0; k < WIRE_AGG_MAX_KEYS; k++)
 		if (a[k] != b[k])
@@ -174,10 +174,10 @@ static struct agg_cell *bucket(struct agg_cpu *c, struct agg_entry *e,
 }
 
 void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
-		const unsigned long *keys, int64_t value)
+		const uint64_t *keys, int64_t value)
 {
 	struct agg_cpu *c = tables[this_cpu()->id];
-	unsigned long key[WIRE_AGG_MAX_KEYS] = { 0 };
+	uint64_t key[WIRE_AGG_MAX_KEYS] = { 0 };
 	for (unsigned k = 0; k < nkeys; k++)
 		key[k] = keys[k];
 
@@ -254,12 +254,12 @@ static void entry_out(const struct agg_cpu *c, const struct agg_entry *e,
 	w->nbuckets = (uint16_t)sent;
 }
 
-bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const unsigned long *keys,
+bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const uint64_t *keys,
 	      unsigned nkeys, struct wire_agg *entry, struct wire_agg_bucket *buckets,
 	      unsigned max)
 {
 	const struct agg_cpu *c = tables[cpu];
-	unsigned long key[WIRE_AGG_MAX_KEYS] = { 0 };
+	uint64_t key[WIRE_AGG_MAX_KEYS] = { 0 };
 	for (unsigned k = 0; k < nkeys; k++)
 		key[k] = keys[k];
 	for (unsigned i = home_of(slot, agg, key);; i = (i + 1) & (AGG_ENTRIES - 1)) {

@@ -20,14 +20,14 @@
  * extends a 32-bit word as the program's flags say (WIRE_RPN_AGG_FLAGS),
  * so that sums of unsigned words past 2^32 stay exact. */
 void agg_update(unsigned slot, unsigned agg, unsigned kind, unsigned nkeys,
-		const unsigned long *keys, int64_t value);
+		const uint64_t *keys, int64_t value);
 
 /* The entry of cpu's table for (slot, agg, keys) as an AGGS frame would
  * carry it, with up to max of its buckets; false if there is none. And
  * cpu's dropped updates. (Self-tests; the same view agg_send sends.) */
 struct wire_agg;
 struct wire_agg_bucket;
-bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const unsigned long *keys,
+bool agg_read(unsigned cpu, unsigned slot, unsigned agg, const uint64_t *keys,
 	      unsigned nkeys, struct wire_agg *entry, struct wire_agg_bucket *buckets,
 	      unsigned max);
 uint32_t agg_dropped(unsigned cpu);

@@ -10,6 +10,7 @@
  * refusal's reason on to the host, and answers. The table at the end is
  * what commands.c registers as `program`.
  */
+#include "atomic.h"
 #include "commands.h"
 #include "console.h"
 #include "gate.h"
@@ -113,7 +114,8 @@ static int program_global_cmd(const struct subcommand *s, int argc, char **argv,
 	if (argc != 3 || !parse_u64(argv[2], &n) || n >= WIRE_PROGRAM_GLOBALS)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: program global N, "
 				     "N < %u", WIRE_PROGRAM_GLOBALS);
-	return command_reply(r, WIRE_REPLY_OK, "%lu", program_globals[n]);
+	return command_reply(r, WIRE_REPLY_OK, "%llu",
+			     (unsigned long long)atomic64_read(&program_globals[n]));
 }
 
 /* `program`, as commands.c registers it. */

@@ -79,10 +79,11 @@ static bool no_operand(struct checking *c, const struct wire_rpn_insn *i,
 	return true;
 }
 
-static bool good_size(unsigned size)
+/* A memory read (`load`) is of the arch's addressable words, at most its
+ * own; a log of the VM's words may be of 8 bytes everywhere. */
+static bool good_size(unsigned size, unsigned widest)
 {
-	return size == 1 || size == 2 || size == 4 ||
-	       (size == 8 && sizeof(unsigned long) == 8);
+	return size == 1 || size == 2 || size == 4 || (size == 8 && widest == 8);
 }
 
 static bool check_reg(struct checking *c, const struct wire_rpn_insn *i,
@@ -97,9 +98,12 @@ static bool check_reg(struct checking *c, const struct wire_rpn_insn *i,
 static bool check_arg(struct checking *c, const struct wire_rpn_insn *i,
 		      unsigned at, char *what, size_t size)
 {
-	if (i->a < WIRE_PROGRAM_MAX_ARG)
+	/* arg64 reads a second word where the arch's word is 32 bits */
+	unsigned last = i->a + (i->op == WIRE_RPN_ARG64 ?
+				sizeof(prog_word) / sizeof(unsigned long) - 1 : 0);
+	if (last < WIRE_PROGRAM_MAX_ARG)
 		return true;
-	ksnprintf(what, size, "argument %u: at most %u are read", i->a,
+	ksnprintf(what, size, "argument %u: at most %u are read", last,
 		  WIRE_PROGRAM_MAX_ARG);
 	return false;
 }
@@ -117,7 +121,7 @@ static bool check_depth(struct checking *c, const struct wire_rpn_insn *i,
 static bool check_string_word(struct checking *c, const struct wire_rpn_insn *i,
 			      unsigned at, char *what, size_t size)
 {
-	unsigned words = WIRE_PROGRAM_STRING_BYTES / sizeof(unsigned long);
+	unsigned words = WIRE_PROGRAM_STRING_BYTES / sizeof(prog_word);
 	if (i->a < words)
 		return true;
 	ksnprintf(what, size, "string word %u: a string is read to %u bytes, %u words",
@@ -128,7 +132,7 @@ static bool check_string_word(struct checking *c, const struct wire_rpn_insn *i,
 static bool check_load_size(struct checking *c, const struct wire_rpn_insn *i,
 			    unsigned at, char *what, size_t size)
 {
-	if (good_size(i->a))
+	if (good_size(i->a, sizeof(unsigned long)))
 		return true;
 	ksnprintf(what, size, "size %u: 1, 2, 4%s bytes", i->a,
 		  sizeof(unsigned long) == 8 ? " or 8" : "");
@@ -184,10 +188,9 @@ static bool check_tls(struct checking *c, const struct wire_rpn_insn *i,
 static bool check_log(struct checking *c, const struct wire_rpn_insn *i,
 		      unsigned at, char *what, size_t size)
 {
-	if (good_size(i->b))
+	if (good_size(i->b, sizeof(prog_word)))
 		return true;
-	ksnprintf(what, size, "size %u: 1, 2, 4%s bytes", i->b,
-		  sizeof(unsigned long) == 8 ? " or 8" : "");
+	ksnprintf(what, size, "size %u: 1, 2, 4 or 8 bytes", i->b);
 	return false;
 }
 

@@ -14,8 +14,10 @@
  * fault instead logs a FAULT token — the word size, then the first address
  * not read — and the run goes on, as in DProbes. The log buffer is the LOG
  * record being built: data from its DATA word on, in the guest's order.
- * An aggregation's value goes on as 64 bits, extended from the word as
- * the instruction's flags say; thread-local words are program_tls.c's.
+ * The word is 64 bits on every arch (prog_word): division is div64.c's,
+ * never libgcc's, and globals are read and written whole (atomic64_*);
+ * an aggregation's value is the word; thread-local words are
+ * program_tls.c's.
  */
 #include "program.h"
 #include "aggregate.h"
@@ -23,6 +25,7 @@
 #include "arch.h"
 #include "atomic.h"
 #include "cpu.h"
+#include "div64.h"
 #include "init.h"
 #include "kstring.h"
 #include "thread.h"
@@ -30,10 +33,11 @@
 #include "tracer_arch.h"
 #include "wire.h"
 
-#define WORD_BYTES (sizeof(unsigned long))
+#define WORD_BYTES (sizeof(prog_word))
 #define WORD_BITS  (8 * WORD_BYTES)
+#define ADDR_BYTES (sizeof(uintptr_t))      /* a fault token's address */
 
-volatile unsigned long program_globals[WIRE_PROGRAM_GLOBALS];
+volatile prog_word program_globals[WIRE_PROGRAM_GLOBALS];
 
 /* Nanoseconds since boot from the cycle counter: cycles times ns per
  * cycle in 24 fractional bits, worked out once at init (a division the
@@ -58,7 +62,7 @@ static uint64_t time_ns(void)
 }
 
 /* The low `size` bytes of v at out, in the guest's byte order. */
-static void put_value(uint8_t *out, unsigned long v, unsigned size)
+static void put_value(uint8_t *out, prog_word v, unsigned size)
 {
 	uint8_t b8 = (uint8_t)v;
 	uint16_t b16 = (uint16_t)v;
@@ -85,8 +89,8 @@ enum { WIRE_LOG_TOKENS(LOG_TOKEN) };
 
 /* logm (string false) / logs (string true) of length bytes at addr into
  * data + *used. False if the log buffer has no room for what it writes. */
-static bool log_memory(uint8_t *data, unsigned *used, uintptr_t addr,
-		       unsigned long length, bool string)
+static bool log_memory(uint8_t *data, unsigned *used, prog_word addr,
+		       prog_word length, bool string)
 {
 	unsigned room = WIRE_PROGRAM_LOG_BYTES - *used;
 	uint8_t *out = data + *used;
@@ -94,14 +98,17 @@ static bool log_memory(uint8_t *data, unsigned *used, uintptr_t addr,
 
 	if (room < WIRE_LOG_PREFIX_BYTES || length > room - WIRE_LOG_PREFIX_BYTES)
 		return false;
-	long got = tracer_copy(out + WIRE_LOG_PREFIX_BYTES, addr, length, string,
-			       &fault);
+	long got = (uintptr_t)addr != addr ? -1 :   /* past the address space */
+		tracer_copy(out + WIRE_LOG_PREFIX_BYTES, (uintptr_t)addr,
+			    (unsigned long)length, string, &fault);
 	if (got < 0) {
-		if (room - WIRE_LOG_PREFIX_BYTES < WORD_BYTES)
+		if ((uintptr_t)addr != addr)
+			fault = (uintptr_t)addr;
+		if (room - WIRE_LOG_PREFIX_BYTES < ADDR_BYTES)
 			return false;
-		put_prefix(out, LOG_TOKEN_FAULT, WORD_BYTES);
-		put_value(out + WIRE_LOG_PREFIX_BYTES, fault, WORD_BYTES);
-		*used += WIRE_LOG_PREFIX_BYTES + WORD_BYTES;
+		put_prefix(out, LOG_TOKEN_FAULT, ADDR_BYTES);
+		put_value(out + WIRE_LOG_PREFIX_BYTES, fault, ADDR_BYTES);
+		*used += WIRE_LOG_PREFIX_BYTES + ADDR_BYTES;
 		return true;
 	}
 	if (string)        /* exactly length bytes: zeros after the NUL */
@@ -116,8 +123,8 @@ static void finish_log(struct program_log *log, const struct program *prog,
 		       const struct probe *p, unsigned used)
 {
 	uint8_t *data = (uint8_t *)&log->words[WIRE_LOG_DATA];
-	unsigned words = (used + WORD_BYTES - 1) / WORD_BYTES;
-	memset(data + used, 0, words * WORD_BYTES - used);
+	unsigned words = (used + sizeof log->words[0] - 1) / sizeof log->words[0];
+	memset(data + used, 0, words * sizeof log->words[0] - used);
 	log->words[WIRE_LOG_PC] = p->addr;
 	log->words[WIRE_LOG_MAJOR] = prog->head.major;
 	log->words[WIRE_LOG_MINOR] = prog->head.minor;
@@ -129,9 +136,12 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 			     const struct tarch_context *ctx,
 			     struct program_log *log)
 {
-	unsigned long st[WIRE_PROGRAM_STACK];
-	unsigned long local[WIRE_PROGRAM_LOCALS] = { 0 };
-	unsigned long keys[WIRE_AGG_MAX_KEYS], a, b, v;
+	prog_word st[WIRE_PROGRAM_STACK];
+	prog_word local[WIRE_PROGRAM_LOCALS] = { 0 };
+	prog_word keys[WIRE_AGG_MAX_KEYS], a, b;
+	unsigned long v;                        /* what the context gives */
+	uint64_t v64;
+	int64_t s64;
 	uint8_t *data = (uint8_t *)&log->words[WIRE_LOG_DATA];
 	unsigned sp = 0, used = 0;
 
@@ -143,9 +153,9 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 	for (unsigned pc = 0;; pc++) {
 		const struct wire_rpn_insn *i = &prog->insn[pc];
 		switch (i->op) {
-		case WIRE_RPN_PUSH:   PUSH((unsigned long)(long)i->imm); break;
+		case WIRE_RPN_PUSH:   PUSH((prog_word)(prog_sword)i->imm); break;
 		case WIRE_RPN_PUSHHI:
-			TOP = (unsigned long)(((uint64_t)TOP << 32) | (uint32_t)i->imm);
+			TOP = TOP << 32 | (uint32_t)i->imm;
 			break;
 		case WIRE_RPN_REG:
 			if (!ctx || !tarch_context_reg(ctx, p, i->a, &v))
@@ -157,6 +167,20 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 				return PROGRAM_FAULT;
 			PUSH(v);
 			break;
+		case WIRE_RPN_ARG64:
+			/* A 64-bit parameter: one word where the arch's has 64
+			 * bits, else two, the low one first (both 32-bit arches
+			 * here are little-endian in their argument words) */
+			if (!ctx || !tracer_arg(ctx, p, i->a, &v))
+				return PROGRAM_FAULT;
+			a = v;
+			if (sizeof(unsigned long) < sizeof(prog_word)) {
+				if (!tracer_arg(ctx, p, i->a + 1u, &v))
+					return PROGRAM_FAULT;
+				a |= (prog_word)v << 32;
+			}
+			PUSH(a);
+			break;
 		case WIRE_RPN_RETVAL:
 			if (!ctx || !tarch_context_retval(ctx, p, &v))
 				return PROGRAM_FAULT;
@@ -165,9 +189,9 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_PROBE:  PUSH(p->id); break;
 		case WIRE_RPN_CPU:    PUSH(this_cpu()->id); break;
 		case WIRE_RPN_THREAD: PUSH(thread_current()->id); break;
-		case WIRE_RPN_TIME:   PUSH((unsigned long)arch_cycles()); break;
+		case WIRE_RPN_TIME:   PUSH(arch_cycles()); break;
 		case WIRE_RPN_PC:     PUSH(p->addr); break;
-		case WIRE_RPN_TIMENS: PUSH((unsigned long)time_ns()); break;
+		case WIRE_RPN_TIMENS: PUSH(time_ns()); break;
 		case WIRE_RPN_STACK: {
 			uintptr_t pcs[WIRE_STACK_MAX_DEPTH];
 			if (!ctx)
@@ -178,15 +202,17 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 			break;
 		}
 		case WIRE_RPN_LOAD:
-			if (!tracer_read(TOP, i->a, &v))
+			if ((uintptr_t)TOP != TOP || !tracer_read((uintptr_t)TOP, i->a, &v))
 				return PROGRAM_FAULT;
 			TOP = v;
 			break;
 		case WIRE_RPN_STRWORD: {
 			/* Up to word a's end, stopping after the NUL; the rest stays 0 */
-			unsigned long str[WIRE_PROGRAM_STRING_BYTES / WORD_BYTES] = { 0 };
+			prog_word str[WIRE_PROGRAM_STRING_BYTES / WORD_BYTES] = { 0 };
 			uintptr_t fault;
-			if (tracer_copy(str, TOP, (i->a + 1u) * WORD_BYTES, true, &fault) < 0)
+			if ((uintptr_t)TOP != TOP ||
+			    tracer_copy(str, (uintptr_t)TOP, (i->a + 1u) * WORD_BYTES, true,
+					&fault) < 0)
 				return PROGRAM_FAULT;
 			TOP = str[i->a];
 			break;
@@ -197,35 +223,45 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_DIVU:
 			if (!TOP)
 				return PROGRAM_FAULT;
-			BINARY(a / b);
+			BINARY(div64_u(a, b, &v64));
 			break;
 		case WIRE_RPN_MODU:
 			if (!TOP)
 				return PROGRAM_FAULT;
-			BINARY(a % b);
+			BINARY((div64_u(a, b, &v64), v64));
+			break;
+		case WIRE_RPN_DIVS:
+			if (!TOP)
+				return PROGRAM_FAULT;
+			BINARY((prog_word)div64_s((prog_sword)a, (prog_sword)b, &s64));
+			break;
+		case WIRE_RPN_MODS:
+			if (!TOP)
+				return PROGRAM_FAULT;
+			BINARY((div64_s((prog_sword)a, (prog_sword)b, &s64), (prog_word)s64));
 			break;
 		case WIRE_RPN_AND:  BINARY(a & b); break;
 		case WIRE_RPN_OR:   BINARY(a | b); break;
 		case WIRE_RPN_XOR:  BINARY(a ^ b); break;
-		case WIRE_RPN_SHL:  BINARY(a << (b % WORD_BITS)); break;
-		case WIRE_RPN_SHR:  BINARY(a >> (b % WORD_BITS)); break;
+		case WIRE_RPN_SHL:  BINARY(a << (b & (WORD_BITS - 1))); break;
+		case WIRE_RPN_SHR:  BINARY(a >> (b & (WORD_BITS - 1))); break;
 		case WIRE_RPN_SAR:
-			BINARY((unsigned long)((long)a >> (b % WORD_BITS)));
+			BINARY((prog_word)((prog_sword)a >> (b & (WORD_BITS - 1))));
 			break;
 		case WIRE_RPN_EQ:   BINARY(a == b); break;
 		case WIRE_RPN_NE:   BINARY(a != b); break;
 		case WIRE_RPN_LTU:  BINARY(a < b); break;
 		case WIRE_RPN_LEU:  BINARY(a <= b); break;
-		case WIRE_RPN_LT:   BINARY((long)a < (long)b); break;
-		case WIRE_RPN_LE:   BINARY((long)a <= (long)b); break;
+		case WIRE_RPN_LT:   BINARY((prog_sword)a < (prog_sword)b); break;
+		case WIRE_RPN_LE:   BINARY((prog_sword)a <= (prog_sword)b); break;
 		case WIRE_RPN_NOT:  TOP = ~TOP; break;
 		case WIRE_RPN_NEG:  TOP = 0 - TOP; break;
-		case WIRE_RPN_DUP:  v = TOP; PUSH(v); break;
+		case WIRE_RPN_DUP:  a = TOP; PUSH(a); break;
 		case WIRE_RPN_DROP: sp--; break;
 		case WIRE_RPN_SWAP:
-			v = TOP; TOP = st[sp - 2]; st[sp - 2] = v;
+			a = TOP; TOP = st[sp - 2]; st[sp - 2] = a;
 			break;
-		case WIRE_RPN_OVER: v = st[sp - 2]; PUSH(v); break;
+		case WIRE_RPN_OVER: a = st[sp - 2]; PUSH(a); break;
 		case WIRE_RPN_JMP:  pc = i->b - 1u; break;
 		case WIRE_RPN_JZ:
 			if (!POP())
@@ -237,13 +273,13 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 			break;
 		case WIRE_RPN_LGET: PUSH(local[i->b]); break;
 		case WIRE_RPN_LSET: local[i->b] = POP(); break;
-		case WIRE_RPN_GGET: PUSH(program_globals[i->b]); break;
-		case WIRE_RPN_GSET: program_globals[i->b] = POP(); break;
-		case WIRE_RPN_GADD: atomic_fetch_add(&program_globals[i->b], POP()); break;
+		case WIRE_RPN_GGET: PUSH(atomic64_read(&program_globals[i->b])); break;
+		case WIRE_RPN_GSET: atomic64_set(&program_globals[i->b], POP()); break;
+		case WIRE_RPN_GADD: atomic64_fetch_add(&program_globals[i->b], POP()); break;
 		case WIRE_RPN_TGET: PUSH(program_tls_get(i->b)); break;
-		case WIRE_RPN_TSET: v = POP(); program_tls_set(i->b, v); break;
+		case WIRE_RPN_TSET: a = POP(); program_tls_set(i->b, a); break;
 		case WIRE_RPN_LOG:
-			if ((unsigned long)i->a * i->b > WIRE_PROGRAM_LOG_BYTES - used)
+			if ((unsigned)i->a * i->b > WIRE_PROGRAM_LOG_BYTES - used)
 				return PROGRAM_FAULT;
 			for (unsigned k = 0; k < i->a; k++, used += i->b)
 				put_value(data + used, POP(), i->b);
@@ -269,10 +305,9 @@ enum program_end program_run(const struct program *prog, const struct probe *p,
 		case WIRE_RPN_LQUANTIZE:
 			for (unsigned k = 0; k < i->a; k++)
 				keys[k] = POP();
-			v = i->op == WIRE_RPN_COUNT ? 0 : POP();
+			a = i->op == WIRE_RPN_COUNT ? 0 : POP();
 			agg_update(prog->slot, i->b, prog->head.agg_kind[i->b], i->a,
-				   keys, i->imm & WIRE_RPN_AGG_UNSIGNED ? (int64_t)(uint64_t)v
-								       : (int64_t)(long)v);
+				   keys, (int64_t)a);
 			break;
 		default:
 			return PROGRAM_FAULT;           /* the validator let none in */

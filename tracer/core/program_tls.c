@@ -1,6 +1,6 @@
 /*
  * program_tls.c — probe programs' thread-local words (`tget`/`tset`, D's
- * `self->x`): WIRE_PROGRAM_TLS words per guest thread, shared by every
+ * `self->x`): WIRE_PROGRAM_TLS 64-bit words (prog_word) per guest thread, shared by every
  * program, so that an entry probe's program can leave a timestamp that
  * the same thread's return probe's program reads.
  *
@@ -21,7 +21,7 @@
 #include "thread.h"
 #include "wire.h"
 
-static unsigned long blocks[WIRE_PROGRAM_TLS_THREADS][WIRE_PROGRAM_TLS];
+static prog_word blocks[WIRE_PROGRAM_TLS_THREADS][WIRE_PROGRAM_TLS];
 static volatile unsigned long used;          /* blocks handed out */
 static volatile unsigned long dropped;       /* stores that found none */
 static volatile unsigned long generation = 1;
@@ -40,7 +40,7 @@ static void tls_init(void)
 KERNEL_INIT(tls_init);
 
 /* This thread's block, or 0. */
-static unsigned long *mine(void)
+static prog_word *mine(void)
 {
 	uintptr_t w = thread_slot(thread_current(), tls_slot);
 	if (!w || w >> TLS_BLOCK_BITS != (generation & 0xffff))
@@ -48,15 +48,15 @@ static unsigned long *mine(void)
 	return blocks[(w & ((1u << TLS_BLOCK_BITS) - 1)) - 1];
 }
 
-unsigned long program_tls_get(unsigned word)
+prog_word program_tls_get(unsigned word)
 {
-	unsigned long *b = mine();
+	prog_word *b = mine();
 	return b ? b[word] : 0;
 }
 
-void program_tls_set(unsigned word, unsigned long value)
+void program_tls_set(unsigned word, prog_word value)
 {
-	unsigned long *b = mine();
+	prog_word *b = mine();
 	if (!b) {
 		if (!value)
 			return;                 /* 0 is what an absent word reads */

@@ -31,9 +31,9 @@ enum { A_COUNT, A_SUM, A_MIN, A_MAX, A_AVG, A_QUANTIZE, A_COUNT2, A_LQUANTIZE };
 static struct program prog;
 static struct program_log log;
 
-static void push_word(struct wire_rpn_insn *insn, unsigned long v)
+static void push_word(struct wire_rpn_insn *insn, prog_word v)
 {
-	insn[0] = INSN(PUSH, 0, 0, (int32_t)(uint32_t)((uint64_t)v >> 32));
+	insn[0] = INSN(PUSH, 0, 0, (int32_t)(uint32_t)(v >> 32));
 	insn[1] = INSN(PUSHHI, 0, 0, (int32_t)(uint32_t)v);
 }
 
@@ -42,8 +42,8 @@ static void push_word(struct wire_rpn_insn *insn, unsigned long v)
  * by its abort. */
 static int32_t feed_flags;      /* the aggregation instruction's imm */
 
-static bool feed(unsigned slot, unsigned agg, unsigned long value, unsigned nkeys,
-		 unsigned long k0, unsigned long k1)
+static bool feed(unsigned slot, unsigned agg, prog_word value, unsigned nkeys,
+		 prog_word k0, prog_word k1)
 {
 	static const uint8_t ops[] = {
 		[WIRE_AGG_COUNT] = WIRE_RPN_COUNT, [WIRE_AGG_SUM] = WIRE_RPN_SUM,
@@ -76,9 +76,9 @@ static struct wire_agg entry;
 static struct wire_agg_bucket buckets[WIRE_AGG_MAX_BUCKETS];
 
 static bool read_entry(unsigned slot, unsigned agg, unsigned nkeys,
-		       unsigned long k0, unsigned long k1)
+		       prog_word k0, prog_word k1)
 {
-	const unsigned long keys[2] = { k0, k1 };
+	const prog_word keys[2] = { k0, k1 };
 	return agg_read(this_cpu()->id, slot, agg, keys, nkeys, &entry, buckets,
 			WIRE_AGG_MAX_BUCKETS);
 }
@@ -102,7 +102,7 @@ static void test_kinds(void)
 	fed &= feed(SLOT, A_COUNT, 0, 1, 6, 0);
 	for (unsigned agg = A_SUM; agg <= A_AVG; agg++)
 		for (unsigned i = 0; i < 3; i++)
-			fed &= feed(SLOT, agg, (unsigned long)values[i], 1, 1, 0);
+			fed &= feed(SLOT, agg, (prog_word)values[i], 1, 1, 0);
 	bool five = read_entry(SLOT, A_COUNT, 1, 5, 0);
 	struct wire_agg count5 = entry;
 	bool six = read_entry(SLOT, A_COUNT, 1, 6, 0);
@@ -131,9 +131,9 @@ static void test_kinds(void)
 
 static void test_quantize(void)
 {
-	const long most = (long)(~0ul >> 1), least = -most - 1;
+	const prog_sword most = (prog_sword)(~(prog_word)0 >> 1), least = -most - 1;
 	const unsigned bits = 8 * WORD;
-	const struct { long v; unsigned bucket; } cases[] = {
+	const struct { prog_sword v; unsigned bucket; } cases[] = {
 		{ 0, 0 }, { 1, 1 }, { 2, 2 }, { 3, 2 }, { 4, 3 }, { 7, 3 }, { 8, 4 },
 		{ -1, 65 }, { -2, 66 }, { -3, 66 }, { -4, 67 }, { -5, 67 },
 		{ most, bits - 1 }, { least, 64 + bits },
@@ -142,7 +142,7 @@ static void test_quantize(void)
 	irqflags_t f = arch_irq_save();
 	bool fed = true;
 	for (unsigned i = 0; i < n; i++)
-		fed &= feed(SLOT, A_QUANTIZE, (unsigned long)cases[i].v, 1, 9, 0);
+		fed &= feed(SLOT, A_QUANTIZE, (prog_word)cases[i].v, 1, 9, 0);
 	bool found = read_entry(SLOT, A_QUANTIZE, 1, 9, 0);
 	arch_irq_restore(f);
 
@@ -154,7 +154,7 @@ static void test_quantize(void)
 		if (bucket_count(cases[i].bucket) == same)
 			right++;
 		else
-			report_info("value %ld: bucket %u counts %llu, want %u", cases[i].v,
+			report_info("value %lld: bucket %u counts %llu, want %u", (long long)cases[i].v,
 				    cases[i].bucket,
 				    (unsigned long long)bucket_count(cases[i].bucket), same);
 	}
@@ -194,7 +194,7 @@ static void test_four_keys(void)
 		INSN(PUSH, 0, 0, 5), INSN(PUSH, 0, 0, 3), INSN(PUSH, 0, 0, 2),
 		INSN(PUSH, 0, 0, 1), INSN(COUNT, 4, A_COUNT, 0), INSN(ABORT, 0, 0, 0),
 	};
-	const unsigned long k1234[4] = { 1, 2, 3, 4 }, k1235[4] = { 1, 2, 3, 5 };
+	const prog_word k1234[4] = { 1, 2, 3, 4 }, k1235[4] = { 1, 2, 3, 5 };
 	bool ran = tp_program(&prog, SLOT, insn, NINSNS(insn), sizeof kinds, kinds) &&
 		   tp_run(&prog, &log) == PROGRAM_ABORT && tp_run(&prog, &log) == PROGRAM_ABORT;
 	irqflags_t f = arch_irq_save();
@@ -207,9 +207,9 @@ static void test_four_keys(void)
 	       "four keys: (1,2,3,4) and (1,2,3,5) are two entries, twice each");
 }
 
-/* The word's largest unsigned value, summed three times: past 2^32 on a
- * 32-bit arch, exact as 64 bits when the flag says the word is unsigned,
- * and -3 (the word as signed) without it. */
+/* 0xffffffff summed three times: past 2^32, exact (the flag that once
+ * zero-extended a 32-bit arch's word changes nothing now); the word -1
+ * three times: -3. */
 static void test_unsigned_sum(void)
 {
 	irqflags_t f = arch_irq_save();
@@ -219,7 +219,7 @@ static void test_unsigned_sum(void)
 		fed &= feed(SLOT, A_SUM, 0xfffffffful, 1, 40, 0);
 	feed_flags = 0;
 	for (unsigned i = 0; i < 3; i++)
-		fed &= feed(SLOT, A_SUM, ~0ul, 1, 41, 0);
+		fed &= feed(SLOT, A_SUM, ~(prog_word)0, 1, 41, 0);
 	bool u = read_entry(SLOT, A_SUM, 1, 40, 0);
 	int64_t usum = entry.sum;
 	bool s = read_entry(SLOT, A_SUM, 1, 41, 0);
@@ -255,9 +255,9 @@ static void test_bucket_limit(void)
 	bool fed = feed(SLOT, A_QUANTIZE, 0, 1, 77, 0);
 	n++;
 	for (unsigned k = 0; k + 1 < 8 * WORD; k++, n++)
-		fed &= feed(SLOT, A_QUANTIZE, 1ul << k, 1, 77, 0);
+		fed &= feed(SLOT, A_QUANTIZE, (prog_word)1 << k, 1, 77, 0);
 	for (unsigned k = 0; k < 8 * WORD; k++, n++)
-		fed &= feed(SLOT, A_QUANTIZE, 0 - (1ul << k), 1, 77, 0);
+		fed &= feed(SLOT, A_QUANTIZE, 0 - ((prog_word)1 << k), 1, 77, 0);
 	dropped = agg_dropped(this_cpu()->id) - dropped;
 	bool found = read_entry(SLOT, A_QUANTIZE, 1, 77, 0);
 	arch_irq_restore(f);

@@ -136,7 +136,7 @@ static void test_faults(const char *mechanism)
 	       gate()->runs, gate()->faults, (unsigned long long)recorded);
 	report(program_globals[G_ARG0] == sum0 && program_globals[G_ARG1] == sum1,
 	       "arg 0 and arg 1 read before the fault: sums %lu and %lu",
-	       program_globals[G_ARG0], program_globals[G_ARG1]);
+	       (unsigned long)program_globals[G_ARG0], (unsigned long)program_globals[G_ARG1]);
 	report(caught && c.finished && t.fault_addr == mm_unmapped_probe_addr,
 	       "the try the calls ran in catches its own fault after them (%s)",
 	       mechanism);
@@ -246,7 +246,7 @@ static void selftest_program_probes(void)
 		INSN(ARG, 1, 0, 0), INSN(GADD, 0, G_ARG1, 0),
 		INSN(PUSH, 0, 0, (int32_t)(uint32_t)((uint64_t)hole >> 32)),
 		INSN(PUSHHI, 0, 0, (int32_t)(uint32_t)hole),
-		INSN(LOAD, WORD, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0),
+		INSN(LOAD, ADDR, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0),
 	};
 	struct wire_rpn_insn logs[] = {
 		INSN(PUSH, 0, 0, 16),

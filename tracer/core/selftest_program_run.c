@@ -24,7 +24,7 @@ static struct program_log log;
 
 /* Run insn; true if it exits with one word logged, put in *value. */
 static bool run_word(const struct wire_rpn_insn *insn, unsigned n,
-		     unsigned long *value)
+		     unsigned long long *value)
 {
 	if (!tp_program(&prog, 0, insn, n, 0, 0) || tp_run(&prog, &log) != PROGRAM_EXIT ||
 	    log.words[WIRE_LOG_BYTES] != WORD)
@@ -36,26 +36,32 @@ static bool run_word(const struct wire_rpn_insn *insn, unsigned n,
 struct binary_case {
 	uint8_t       op;
 	int32_t       a, b;
-	unsigned long want;
+	unsigned long long want;
 };
 
-#define M1 ((unsigned long)-1)
+#define M1 ((unsigned long long)-1)
 
 static const struct binary_case binary_cases[] = {
 	{ WIRE_RPN_ADD,  5, 7, 12 },
-	{ WIRE_RPN_SUB,  5, 7, (unsigned long)-2 },
+	{ WIRE_RPN_SUB,  5, 7, (unsigned long long)-2 },
 	{ WIRE_RPN_MUL,  6, 7, 42 },
-	{ WIRE_RPN_MUL,  -3, 5, (unsigned long)-15 },
+	{ WIRE_RPN_MUL,  -3, 5, (unsigned long long)-15 },
 	{ WIRE_RPN_DIVU, 43, 5, 8 },
 	{ WIRE_RPN_DIVU, -1, 2, M1 / 2 },
 	{ WIRE_RPN_MODU, 43, 5, 3 },
+	{ WIRE_RPN_DIVS, -43, 5, (unsigned long long)-8 },   /* toward 0 */
+	{ WIRE_RPN_MODS, -43, 5, (unsigned long long)-3 },   /* the sign of a */
+	{ WIRE_RPN_DIVS, 43, -5, (unsigned long long)-8 },
+	{ WIRE_RPN_DIVU, -43, 5, (unsigned long long)-43 / 5 },  /* 64-bit, by div64 */
+	{ WIRE_RPN_MODU, -43, 5, (unsigned long long)-43 % 5 },
 	{ WIRE_RPN_AND,  0xf0, 0x3c, 0x30 },
 	{ WIRE_RPN_OR,   0xf0, 0x3c, 0xfc },
 	{ WIRE_RPN_XOR,  0xf0, 0x3c, 0xcc },
 	{ WIRE_RPN_SHL,  3, 4, 48 },
-	{ WIRE_RPN_SHL,  1, 8 * sizeof(long) + 3, 8 },       /* b modulo the bits */
+	{ WIRE_RPN_SHL,  1, 64 + 3, 8 },                      /* b modulo 64 */
+	{ WIRE_RPN_SHL,  1, 40, 1ull << 40 },                 /* 64 bits everywhere */
 	{ WIRE_RPN_SHR,  -16, 2, M1 / 4 - 3 },                /* unsigned */
-	{ WIRE_RPN_SAR,  -16, 2, (unsigned long)-4 },         /* signed */
+	{ WIRE_RPN_SAR,  -16, 2, (unsigned long long)-4 },         /* signed */
 	{ WIRE_RPN_EQ,   3, 3, 1 },
 	{ WIRE_RPN_EQ,   3, 4, 0 },
 	{ WIRE_RPN_NE,   3, 3, 0 },
@@ -74,9 +80,9 @@ static void test_binary(void)
 			INSN(PUSH, 0, 0, k->a), INSN(PUSH, 0, 0, k->b),
 			{ k->op, 0, 0, 0 }, INSN(LOG, 1, WORD, 0), INSN(EXIT, 0, 0, 0),
 		};
-		unsigned long v = 0;
+		unsigned long long v = 0;
 		bool ok = run_word(insn, NINSNS(insn), &v);
-		report(ok && v == k->want, "%d %d %s: 0x%lx (want 0x%lx)", (int)k->a,
+		report(ok && v == k->want, "%d %d %s: 0x%llx (want 0x%llx)", (int)k->a,
 		       (int)k->b, program_mnemonic(k->op), v, k->want);
 	}
 	static const struct wire_rpn_insn by_zero[][5] = {
@@ -97,36 +103,36 @@ static void test_unary_and_constants(void)
 	const struct {
 		const char           *what;
 		struct wire_rpn_insn  insn[2];
-		unsigned long         want;
+		unsigned long long         want;
 	} cases[] = {
 		{ "push -1 (sign-extended)", { INSN(PUSH, 0, 0, -1), INSN(PUSH, 0, 0, -1) }, M1 },
 		{ "0 not", { INSN(PUSH, 0, 0, 0), INSN(NOT, 0, 0, 0) }, M1 },
-		{ "5 neg", { INSN(PUSH, 0, 0, 5), INSN(NEG, 0, 0, 0) }, (unsigned long)-5 },
+		{ "5 neg", { INSN(PUSH, 0, 0, 5), INSN(NEG, 0, 0, 0) }, (unsigned long long)-5 },
 		{ "1 pushhi 2", { INSN(PUSH, 0, 0, 1), INSN(PUSHHI, 0, 0, 2) },
-		  (unsigned long)(((uint64_t)1 << 32) | 2) },
+		  (unsigned long long)(((uint64_t)1 << 32) | 2) },
 		{ "-1 pushhi 0x12345678", { INSN(PUSH, 0, 0, -1),
 					    INSN(PUSHHI, 0, 0, 0x12345678) },
-		  (unsigned long)0xffffffff12345678ull },
+		  (unsigned long long)0xffffffff12345678ull },
 	};
 	for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		const struct wire_rpn_insn insn[] = {
 			cases[c].insn[0], cases[c].insn[1], INSN(LOG, 1, WORD, 0),
 			INSN(EXIT, 0, 0, 0),
 		};
-		unsigned long v = 0;
+		unsigned long long v = 0;
 		bool ok = run_word(insn, NINSNS(insn), &v);
-		report(ok && v == cases[c].want, "%s: 0x%lx (want 0x%lx)", cases[c].what,
+		report(ok && v == cases[c].want, "%s: 0x%llx (want 0x%llx)", cases[c].what,
 		       v, cases[c].want);
 	}
 }
 
 /* The log's words, as many as logged, the first logged first. */
-static bool logged(const unsigned long *want, unsigned n)
+static bool logged(const unsigned long long *want, unsigned n)
 {
 	if (log.words[WIRE_LOG_BYTES] != n * WORD)
 		return false;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned long v;
+		unsigned long long v;
 		memcpy(&v, tp_data(&log) + i * WORD, WORD);
 		if (v != want[i])
 			return false;
@@ -140,7 +146,7 @@ static void test_stack(void)
 		const char           *what;
 		struct wire_rpn_insn  op;
 		unsigned              n;           /* items left, logged */
-		unsigned long         want[3];     /* top first */
+		unsigned long long         want[3];     /* top first */
 	} cases[] = {
 		{ "1 2 dup: 1 2 2", INSN(DUP, 0, 0, 0), 3, { 2, 2, 1 } },
 		{ "1 2 drop: 1", INSN(DROP, 0, 0, 0), 1, { 1 } },
@@ -164,7 +170,7 @@ static void test_jumps(void)
 		const char   *what;
 		uint8_t       op;
 		int32_t       cond;
-		unsigned long want;
+		unsigned long long want;
 	} cases[] = {
 		{ "jz on 0 jumps", WIRE_RPN_JZ, 0, 7 },
 		{ "jz on 5 goes on", WIRE_RPN_JZ, 5, 99 },
@@ -181,17 +187,17 @@ static void test_jumps(void)
 			INSN(LOG, 1, WORD, 0),
 			INSN(EXIT, 0, 0, 0),
 		};
-		unsigned long v = 0;
+		unsigned long long v = 0;
 		bool ok = run_word(insn, NINSNS(insn), &v);
-		report(ok && v == cases[c].want, "%s: %lu", cases[c].what, v);
+		report(ok && v == cases[c].want, "%s: %llu", cases[c].what, v);
 	}
 	static const struct wire_rpn_insn over[] = {
 		INSN(JMP, 0, 2, 0), INSN(PUSH, 0, 0, 99), INSN(PUSH, 0, 0, 7),
 		INSN(LOG, 1, WORD, 0), INSN(EXIT, 0, 0, 0),
 	};
-	unsigned long v = 0;
+	unsigned long long v = 0;
 	bool ok = run_word(over, NINSNS(over), &v);
-	report(ok && v == 7, "jmp jumps over an unreachable push: %lu", v);
+	report(ok && v == 7, "jmp jumps over an unreachable push: %llu", v);
 }
 
 static void test_variables(void)
@@ -201,7 +207,7 @@ static void test_variables(void)
 		INSN(LGET, 0, WIRE_PROGRAM_LOCALS - 1, 0), INSN(LOG, 2, WORD, 0),
 		INSN(EXIT, 0, 0, 0),
 	};
-	const unsigned long want_locals[] = { 0, 9 };
+	const unsigned long long want_locals[] = { 0, 9 };
 	bool ok = tp_program(&prog, 0, locals, NINSNS(locals), 0, 0) &&
 		  tp_run(&prog, &log) == PROGRAM_EXIT && logged(want_locals, 2);
 	report(ok, "lset 3, lget 3 and lget %u (never set: 0)", WIRE_PROGRAM_LOCALS - 1);
@@ -210,22 +216,25 @@ static void test_variables(void)
 		INSN(LGET, 0, 5, 0), INSN(PUSH, 0, 0, 1), INSN(LSET, 0, 5, 0),
 		INSN(LOG, 1, WORD, 0), INSN(EXIT, 0, 0, 0),
 	};
-	unsigned long first = 1, second = 1;
+	unsigned long long first = 1, second = 1;
 	ok = run_word(fresh, NINSNS(fresh), &first) && run_word(fresh, NINSNS(fresh), &second);
-	report(ok && !first && !second, "locals are 0 at every run (%lu, %lu)", first,
+	report(ok && !first && !second, "locals are 0 at every run (%llu, %llu)", first,
 	       second);
 
 	const unsigned g = WIRE_PROGRAM_GLOBALS - 1;
-	static const struct wire_rpn_insn globals[] = {
-		INSN(PUSH, 0, 0, 11), INSN(GSET, 0, WIRE_PROGRAM_GLOBALS - 1, 0),
+	static const struct wire_rpn_insn globals[] = {   /* 2^32 + 11: all 64 bits */
+		INSN(PUSH, 0, 0, 1), INSN(PUSHHI, 0, 0, 11),
+		INSN(GSET, 0, WIRE_PROGRAM_GLOBALS - 1, 0),
 		INSN(PUSH, 0, 0, 5), INSN(GADD, 0, WIRE_PROGRAM_GLOBALS - 1, 0),
 		INSN(GGET, 0, WIRE_PROGRAM_GLOBALS - 1, 0), INSN(LOG, 1, WORD, 0),
 		INSN(EXIT, 0, 0, 0),
 	};
-	unsigned long v = 0;
+	unsigned long long v = 0;
 	ok = run_word(globals, NINSNS(globals), &v);
-	report(ok && v == 16 && program_globals[g] == 16, "gset 11, gadd 5, gget: "
-	       "%lu, and global %u holds %lu after the run", v, g, program_globals[g]);
+	const unsigned long long want = (1ull << 32) + 16;
+	report(ok && v == want && program_globals[g] == want, "gset 2^32 + 11, gadd 5, "
+	       "gget: 0x%llx, and global %u holds 0x%llx after the run", v, g,
+	       (unsigned long long)program_globals[g]);
 	program_globals[g] = 0;
 }
 
@@ -237,22 +246,22 @@ static void test_firing_values(void)
 		INSN(LOG, 6, WORD, 0), INSN(EXIT, 0, 0, 0),
 	};
 	irqflags_t f = arch_irq_save();       /* the same CPU as the run's */
-	unsigned long cpu = this_cpu()->id, thread = thread_current()->id;
+	unsigned long long cpu = this_cpu()->id, thread = thread_current()->id;
 	bool ok = tp_program(&prog, 0, insn, NINSNS(insn), 0, 0) &&
 		  program_run(&prog, &(const struct probe){ .addr = TP_PROBE_PC,
 							     .id = TP_PROBE_ID },
 			      0, &log) == PROGRAM_EXIT;
 	arch_irq_restore(f);
-	unsigned long w[6] = { 0 };
+	unsigned long long w[6] = { 0 };
 	if (ok)
 		memcpy(w, tp_data(&log), sizeof w);
 	report(ok && w[5] == TP_PROBE_ID && w[4] == TP_PROBE_PC,
-	       "probe and pc: the firing's probe %lu at 0x%lx", w[5], w[4]);
-	report(ok && w[3] == cpu && w[2] == thread, "cpu and thread: %lu and %lu "
-	       "(want %lu and %lu)", w[3], w[2], cpu, thread);
+	       "probe and pc: the firing's probe %llu at 0x%llx", w[5], w[4]);
+	report(ok && w[3] == cpu && w[2] == thread, "cpu and thread: %llu and %llu "
+	       "(want %llu and %llu)", w[3], w[2], cpu, thread);
 	if (!report(ok && w[0] >= w[1] && w[1], "time: the cycle counter, not going "
 		    "back"))
-		report_info("time read %lu, then %lu", w[1], w[0]);
+		report_info("time read %llu, then %llu", w[1], w[0]);
 
 	static const struct wire_rpn_insn no_context[][3] = {
 		{ INSN(REG, 0, 0, 0), INSN(DROP, 0, 0, 0), INSN(EXIT, 0, 0, 0) },
@@ -268,7 +277,7 @@ static void test_firing_values(void)
 }
 
 /* The two instructions that push a full word. */
-static void push_word(struct wire_rpn_insn *insn, unsigned long v)
+static void push_word(struct wire_rpn_insn *insn, unsigned long long v)
 {
 	insn[0] = INSN(PUSH, 0, 0, (int32_t)(uint32_t)((uint64_t)v >> 32));
 	insn[1] = INSN(PUSHHI, 0, 0, (int32_t)(uint32_t)v);
@@ -284,7 +293,7 @@ static const union {
 /* One op on a pushed address (load, strword), its word logged: PROGRAM_EXIT
  * and *value, or how it ended. */
 static enum program_end address_op(struct wire_rpn_insn op, uintptr_t addr,
-				   unsigned long *value)
+				   unsigned long long *value)
 {
 	struct wire_rpn_insn insn[5];
 	push_word(insn, addr);
@@ -300,40 +309,40 @@ static enum program_end address_op(struct wire_rpn_insn op, uintptr_t addr,
 }
 
 /* load size at addr. */
-static enum program_end load(uintptr_t addr, unsigned size, unsigned long *value)
+static enum program_end load(uintptr_t addr, unsigned size, unsigned long long *value)
 {
 	return address_op(INSN(LOAD, size, 0, 0), addr, value);
 }
 
 static void test_load(void)
 {
-	for (unsigned size = 1; size <= WORD; size *= 2) {
+	for (unsigned size = 1; size <= ADDR; size *= 2) {     /* the arch's widest */
 		for (unsigned at = 0; at < 2; at++) {
 			uintptr_t addr = (uintptr_t)&memory.b[size + at];
 			union { uint8_t b[8]; uint8_t u8; uint16_t u16; uint32_t u32;
 				uint64_t u64; } want = { { 0 } };
 			memcpy(want.b, (const void *)addr, size);
-			unsigned long w = size == 1 ? want.u8 : size == 2 ? want.u16 :
-					  size == 4 ? want.u32 : (unsigned long)want.u64;
-			unsigned long v = 0;
+			unsigned long long w = size == 1 ? want.u8 : size == 2 ? want.u16 :
+					  size == 4 ? want.u32 : (unsigned long long)want.u64;
+			unsigned long long v = 0;
 			enum program_end end = load(addr, size, &v);
 			report(end == PROGRAM_EXIT && v == w, "load %u at %s address: "
-			       "0x%lx (want 0x%lx)", size, at ? "a misaligned" : "an aligned",
+			       "0x%llx (want 0x%llx)", size, at ? "a misaligned" : "an aligned",
 			       v, w);
 		}
 	}
-	unsigned long v;
+	unsigned long long v;
 	report(load(mm_unmapped_probe_addr, 4, &v) == PROGRAM_FAULT,
-	       "load 4 at unmapped 0x%lx ends the run as a fault",
-	       (unsigned long)mm_unmapped_probe_addr);
+	       "load 4 at unmapped 0x%llx ends the run as a fault",
+	       (unsigned long long)mm_unmapped_probe_addr);
 	report(load(0, 1, &v) == PROGRAM_FAULT, "load 1 at 0 ends the run as a fault");
 }
 
 static void test_log_sizes(void)
 {
-	const unsigned long v = (unsigned long)0x1122334455667788ull;
+	const unsigned long long v = (unsigned long long)0x1122334455667788ull;
 	struct wire_rpn_insn insn[12];
-	unsigned n = 0, sizes = WORD == 8 ? 4 : 3;
+	unsigned n = 0, sizes = 4;               /* the VM's word is 8 bytes */
 	push_word(insn, v);
 	n = 2;
 	for (unsigned s = 1; s < sizes; s++)
@@ -355,12 +364,12 @@ static void test_log_sizes(void)
 	unsigned bytes = sizes == 4 ? 15 : 7;
 	bool ok = tp_program(&prog, 0, insn, n, 0, 0) && tp_run(&prog, &log) == PROGRAM_EXIT;
 	report(ok && log.words[WIRE_LOG_BYTES] == bytes && !memcmp(tp_data(&log), want, bytes),
-	       "log 1, 2, 4%s of 0x%lx: its low bytes in the guest's order, %u bytes",
+	       "log 1, 2, 4%s of 0x%llx: its low bytes in the guest's order, %u bytes",
 	       sizes == 4 ? " and 8" : "", v, bytes);
-	uint8_t tail[WORD];
-	memset(tail, 0, WORD);
-	report(ok && log.nwords == WIRE_LOG_DATA + (bytes + WORD - 1) / WORD &&
-	       !memcmp(tp_data(&log) + bytes, tail, (WORD - bytes % WORD) % WORD) &&
+	uint8_t tail[ADDR];                      /* the record's words are the arch's */
+	memset(tail, 0, ADDR);
+	report(ok && log.nwords == WIRE_LOG_DATA + (bytes + ADDR - 1) / ADDR &&
+	       !memcmp(tp_data(&log) + bytes, tail, (ADDR - bytes % ADDR) % ADDR) &&
 	       log.words[WIRE_LOG_PC] == TP_PROBE_PC && log.words[WIRE_LOG_MAJOR] == 7 &&
 	       log.words[WIRE_LOG_MINOR] == 9,
 	       "exit: a LOG record of %u words, pc, major 7, minor 9, its last word "
@@ -368,7 +377,7 @@ static void test_log_sizes(void)
 }
 
 /* logm (string false) / logs of len at addr, alone in a program. */
-static enum program_end log_memory(uintptr_t addr, unsigned long len, bool string)
+static enum program_end log_memory(uintptr_t addr, unsigned long long len, bool string)
 {
 	struct wire_rpn_insn insn[6];
 	insn[0] = INSN(PUSH, 0, 0, (int32_t)len);
@@ -394,8 +403,8 @@ static bool prefixed(unsigned token, unsigned length, const void *data)
 /* The log holds a FAULT token for addr. */
 static bool fault_token(uintptr_t addr)
 {
-	unsigned long a = addr;
-	return prefixed(0xff, WORD, &a);
+	unsigned long a = addr;                  /* an address: the arch's word */
+	return prefixed(0xff, ADDR, &a);
 }
 
 static char text[] = "hi\0xyz probe programs";
@@ -412,8 +421,8 @@ static void test_log_memory(void)
 	ok = log_memory((uintptr_t)memory.b, 0, false) == PROGRAM_EXIT;
 	report(ok && prefixed(0x00, 0, ""), "logm 0 bytes: DATA token, length 0");
 	ok = log_memory(hole, 8, false) == PROGRAM_EXIT;
-	report(ok && fault_token(hole), "logm at unmapped 0x%lx: FAULT token, length "
-	       "%u, the address; the run goes on to exit", (unsigned long)hole, WORD);
+	report(ok && fault_token(hole), "logm at unmapped 0x%llx: FAULT token, length "
+	       "%u, the address; the run goes on to exit", (unsigned long long)hole, ADDR);
 
 	ok = log_memory((uintptr_t)text, 8, true) == PROGRAM_EXIT;
 	report(ok && prefixed(0x01, 8, "hi\0\0\0\0\0\0"), "logs 8 of \"hi\": STRING "
@@ -422,8 +431,8 @@ static void test_log_memory(void)
 	report(ok && prefixed(0x01, 4, "prob"), "logs 4 of a longer string: its "
 	       "first 4 bytes");
 	ok = log_memory(hole, 8, true) == PROGRAM_EXIT;
-	report(ok && fault_token(hole), "logs at unmapped 0x%lx: FAULT token",
-	       (unsigned long)hole);
+	report(ok && fault_token(hole), "logs at unmapped 0x%llx: FAULT token",
+	       (unsigned long long)hole);
 
 	/* Across the end of a mapped page into an unmapped one: an alias of
 	 * the first page, whose next page no alias maps. */
@@ -436,11 +445,11 @@ static void test_log_memory(void)
 		memset(alias + mm_page_size - 5, 'x', 5);
 		ok = log_memory(end - 5, 10, false) == PROGRAM_EXIT;
 		report(ok && fault_token(end), "logm of 10 bytes from 5 before an "
-		       "unmapped page: FAULT token with the page's first address 0x%lx",
-		       (unsigned long)end);
+		       "unmapped page: FAULT token with the page's first address 0x%llx",
+		       (unsigned long long)end);
 		ok = log_memory(end - 5, 10, true) == PROGRAM_EXIT;
-		report(ok && fault_token(end), "logs of the same: FAULT token with 0x%lx",
-		       (unsigned long)end);
+		report(ok && fault_token(end), "logs of the same: FAULT token with 0x%llx",
+		       (unsigned long long)end);
 		alias[mm_page_size - 1] = 0;
 		ok = log_memory(end - 5, 10, true) == PROGRAM_EXIT;
 		report(ok && prefixed(0x01, 10, "xxxx\0\0\0\0\0\0"), "logs that meets "
@@ -451,7 +460,7 @@ static void test_log_memory(void)
 }
 
 /* strword k at addr. */
-static enum program_end string_word(uintptr_t addr, unsigned k, unsigned long *value)
+static enum program_end string_word(uintptr_t addr, unsigned k, unsigned long long *value)
 {
 	return address_op(INSN(STRWORD, k, 0, 0), addr, value);
 }
@@ -461,7 +470,7 @@ static enum program_end string_word(uintptr_t addr, unsigned k, unsigned long *v
  * before an unmapped page is read safely) and a fault ends the run. */
 static void test_string_word(void)
 {
-	unsigned long v = 1, want = 0;
+	unsigned long long v = 1, want = 0;
 	memcpy(&want, text + 7, WORD);
 	report(string_word((uintptr_t)text + 7, 0, &v) == PROGRAM_EXIT && v == want,
 	       "strword 0 of \"probe programs\": its first %u bytes", WORD);
@@ -472,8 +481,8 @@ static void test_string_word(void)
 	report(string_word((uintptr_t)text, 1, &v) == PROGRAM_EXIT && v == 0,
 	       "strword 1 of \"hi\": 0, past its NUL");
 	report(string_word(mm_unmapped_probe_addr, 0, &v) == PROGRAM_FAULT,
-	       "strword at unmapped 0x%lx ends the run as a fault",
-	       (unsigned long)mm_unmapped_probe_addr);
+	       "strword at unmapped 0x%llx ends the run as a fault",
+	       (unsigned long long)mm_unmapped_probe_addr);
 	uint8_t *alias = mm_alias_writable(page);
 	uintptr_t end = (uintptr_t)alias + mm_page_size;
 	if (!alias || mm_virt_to_phys((void *)end) != (uintptr_t)-1) {

@@ -22,7 +22,8 @@
 #define INSN(op, a, b, imm) \
 	((struct wire_rpn_insn){ WIRE_RPN_##op, (uint8_t)(a), (uint16_t)(b), (int32_t)(imm) })
 #define NINSNS(array) (sizeof (array) / sizeof (array)[0])
-#define WORD ((unsigned)sizeof(unsigned long))
+#define WORD ((unsigned)sizeof(prog_word))       /* the VM's word */
+#define ADDR ((unsigned)sizeof(unsigned long))   /* the arch's: loads, addresses */
 
 /* The probe direct runs pretend to fire at. */
 #define TP_PROBE_ID   1234u

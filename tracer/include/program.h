@@ -33,8 +33,10 @@ struct program {
 };
 
 extern struct program programs[WIRE_PROGRAMS];
-/* The global variables, shared by every program and CPU. */
-extern volatile unsigned long program_globals[WIRE_PROGRAM_GLOBALS];
+/* The global variables, shared by every program and CPU: words of the VM
+ * (prog_word, wire_program.h), read and written whole (atomic.h's 64-bit
+ * operations: on a 32-bit arch two stores would let a reader see half). */
+extern volatile prog_word program_globals[WIRE_PROGRAM_GLOBALS];
 
 /* ---- slots (program.c), from the command loop's thread ---- */
 
@@ -69,10 +71,10 @@ const char *program_agg_kind(unsigned kind);
 /* ---- thread-local words (program_tls.c), from the fire path ---- */
 
 /* This thread's word (< WIRE_PROGRAM_TLS), 0 if never stored. */
-unsigned long program_tls_get(unsigned word);
+prog_word program_tls_get(unsigned word);
 /* Store it; a thread's first store of non-zero takes a block of the pool,
  * and one that finds the pool used up is counted and not made. */
-void program_tls_set(unsigned word, unsigned long value);
+void program_tls_set(unsigned word, prog_word value);
 /* Stores not made since the last clear; threads holding a block. */
 uint32_t program_tls_dropped(void);
 unsigned program_tls_threads(void);

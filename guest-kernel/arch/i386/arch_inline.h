@@ -35,6 +35,17 @@ static inline unsigned long arch_cas_ulong(volatile unsigned long *p,
 	return prev;
 }
 
+/* A 64-bit compare-and-swap: cmpxchg8b (every CPU since the Pentium). */
+static inline uint64_t arch_cas_u64(volatile uint64_t *p, uint64_t old, uint64_t new)
+{
+	uint64_t prev;
+	__asm__ volatile("lock cmpxchg8b %1"
+			 : "=A"(prev), "+m"(*p)
+			 : "b"((uint32_t)new), "c"((uint32_t)(new >> 32)), "0"(old)
+			 : "memory", "cc");
+	return prev;
+}
+
 static inline void arch_barrier(void)
 {
 	/* i686 has no mfence; a locked add to the stack is a full barrier. */

@@ -36,6 +36,14 @@ static inline unsigned long arch_cas_ulong(volatile unsigned long *p,
 	return new;
 }
 
+/* The word is 64 bits: casx again. */
+static inline uint64_t arch_cas_u64(volatile uint64_t *p, uint64_t old, uint64_t new)
+{
+	__asm__ volatile("casx [%2], %3, %0"
+			 : "=r"(new) : "0"(new), "r"(p), "r"(old) : "memory");
+	return new;
+}
+
 static inline void arch_barrier(void)
 {
 	__asm__ volatile("membar #StoreLoad | #StoreStore | #LoadStore | #LoadLoad"

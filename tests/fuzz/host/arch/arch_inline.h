@@ -32,6 +32,11 @@ static inline unsigned long arch_cas_ulong(volatile unsigned long *p,
 	return __sync_val_compare_and_swap(p, old, new);
 }
 
+static inline uint64_t arch_cas_u64(volatile uint64_t *p, uint64_t old, uint64_t new)
+{
+	return __sync_val_compare_and_swap(p, old, new);
+}
+
 static inline void arch_barrier(void)
 {
 	__sync_synchronize();
