@@ -7,7 +7,9 @@ word (the threads' numbers and their stacks' bases aside, which each run
 has its own of), in a sub-buffer (the shm channel, the session's) and in
 a byte ring (virtio), over fib's `ret; restore %i5, %o0, %o0` and `return; nop` and
 calltree's `return; srl %oN, 0, %o0` (a value from the site's %i, copied
-by the slot). A recording path that records the wrong register as the
+by the slot) and the forms workload's (a leaf's `retl`, `ret; restore`
+with an immediate; a site that takes the illtrap instead is left as it
+is). A recording path that records the wrong register as the
 return value (tramp_fast_broken) is caught: RETURN records differ in
 their value (all but those whose value happens to be the stale register's)
 and nothing else does."""
@@ -21,8 +23,9 @@ from bench.trace.session import open_session
 from bench.trace.verify import verify
 
 ARCH = "sparc64"
-SPEC = "fbt:fib:entry,fbt:fib:return,fbt:ct_*:entry,fbt:ct_*:return"
-RUNS = ("fib n=10", "calltree threads=1 iters=3 depth=3")
+SPEC = "fbt:fib:entry,fbt:fib:return,fbt:ct_*:entry,fbt:ct_*:return," \
+       "fbt:fm_*:entry,fbt:fm_*:return"
+RUNS = ("fib n=10", "calltree threads=1 iters=3 depth=3", "forms n=6")
 ENTRY, RETURN = 1, 2
 SP = 1                  # WIRE_ENTRY_SP == WIRE_RETURN_SP
 SB_ON = 112             # tramp.h's TRAMP_T_SB_ON
