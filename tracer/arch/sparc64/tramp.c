@@ -45,33 +45,37 @@ _Static_assert(sizeof tracer_fired[0] == 1ul << TRAMP_FIRED_SHIFT, "TRAMP_FIRED_
 _Static_assert(offsetof(struct probe, nargs) == TRAMP_P_NARGS, "TRAMP_P_NARGS");
 _Static_assert(offsetof(struct probe, site.fast) == TRAMP_P_FAST, "TRAMP_P_FAST");
 _Static_assert(offsetof(struct probe, nargmap) == TRAMP_P_NARGMAP, "TRAMP_P_NARGMAP");
-_Static_assert(offsetof(struct tracer_fired, in_fire) == TRAMP_F_IN_FIRE, "TRAMP_F_IN_FIRE");
+_Static_assert(offsetof(struct tracer_fired, in_fire) == TRAMP_F_IN_FIRE,
+	       "TRAMP_F_IN_FIRE");
 _Static_assert(offsetof(struct cpu, current) == TRAMP_CPU_CURRENT, "TRAMP_CPU_CURRENT");
 _Static_assert(offsetof(struct thread, id) == TRAMP_THREAD_ID, "TRAMP_THREAD_ID");
 _Static_assert(sizeof(struct tracer_cpu) == TRAMP_T_BYTES, "TRAMP_T_BYTES");
-_Static_assert(offsetof(struct tracer_cpu, data) == TRAMP_T_DATA, "TRAMP_T_DATA");
-_Static_assert(offsetof(struct tracer_cpu, phys) == TRAMP_T_PHYS, "TRAMP_T_PHYS");
-_Static_assert(offsetof(struct tracer_cpu, size) == TRAMP_T_SIZE, "TRAMP_T_SIZE");
-_Static_assert(offsetof(struct tracer_cpu, head) == TRAMP_T_HEAD, "TRAMP_T_HEAD");
-_Static_assert(offsetof(struct tracer_cpu, tail) == TRAMP_T_TAIL, "TRAMP_T_TAIL");
-_Static_assert(offsetof(struct tracer_cpu, recorded) == TRAMP_T_RECORDED, "TRAMP_T_RECORDED");
-_Static_assert(offsetof(struct tracer_cpu, kicked) == TRAMP_T_KICKED, "TRAMP_T_KICKED");
-_Static_assert(offsetof(struct tracer_cpu, lost) == TRAMP_T_LOST, "TRAMP_T_LOST");
-_Static_assert(offsetof(struct tracer_cpu, sb.on) == TRAMP_T_SB_ON, "TRAMP_T_SB_ON");
-_Static_assert(offsetof(struct tracer_cpu, sb.open) == TRAMP_T_SB_OPEN, "TRAMP_T_SB_OPEN");
-_Static_assert(offsetof(struct tracer_cpu, sb.subbuf) == TRAMP_T_SB_SUBBUF, "TRAMP_T_SB_SUBBUF");
-_Static_assert(offsetof(struct tracer_cpu, sb.off) == TRAMP_T_SB_OFF, "TRAMP_T_SB_OFF");
-_Static_assert(offsetof(struct tracer_cpu, sb.count) == TRAMP_T_SB_COUNT, "TRAMP_T_SB_COUNT");
-_Static_assert(offsetof(struct tracer_cpu, sb.last_off) == TRAMP_T_SB_LAST_OFF, "TRAMP_T_SB_LAST_OFF");
-_Static_assert(offsetof(struct tracer_cpu, sb.first) == TRAMP_T_SB_FIRST, "TRAMP_T_SB_FIRST");
-_Static_assert(offsetof(struct tracer_cpu, sb.last) == TRAMP_T_SB_LAST, "TRAMP_T_SB_LAST");
-_Static_assert(offsetof(struct tracer_cpu, sb.cur) == TRAMP_T_SB_CUR, "TRAMP_T_SB_CUR");
+/* Where the recording path finds a CPU's ring (buffer_cpu.h). */
+#define TCPU_AT(field, at) \
+	_Static_assert(offsetof(struct tracer_cpu, field) == at, #at)
+TCPU_AT(data, TRAMP_T_DATA);
+TCPU_AT(phys, TRAMP_T_PHYS);
+TCPU_AT(size, TRAMP_T_SIZE);
+TCPU_AT(head, TRAMP_T_HEAD);
+TCPU_AT(tail, TRAMP_T_TAIL);
+TCPU_AT(recorded, TRAMP_T_RECORDED);
+TCPU_AT(kicked, TRAMP_T_KICKED);
+TCPU_AT(lost, TRAMP_T_LOST);
+TCPU_AT(sb.on, TRAMP_T_SB_ON);
+TCPU_AT(sb.open, TRAMP_T_SB_OPEN);
+TCPU_AT(sb.subbuf, TRAMP_T_SB_SUBBUF);
+TCPU_AT(sb.off, TRAMP_T_SB_OFF);
+TCPU_AT(sb.count, TRAMP_T_SB_COUNT);
+TCPU_AT(sb.last_off, TRAMP_T_SB_LAST_OFF);
+TCPU_AT(sb.first, TRAMP_T_SB_FIRST);
+TCPU_AT(sb.last, TRAMP_T_SB_LAST);
+TCPU_AT(sb.cur, TRAMP_T_SB_CUR);
 _Static_assert(sizeof(struct wire_event) == 16 && WIRE_ENTRY_PC == 0 &&
 	       WIRE_ENTRY_SP == 1 && WIRE_ENTRY_ARG0 == 2 && WIRE_RETURN_PC == 0 &&
 	       WIRE_RETURN_SP == 1 && WIRE_RETURN_VALUE == 2,
 	       "the record tramp_slots.S writes is put()'s");
-_Static_assert(WIRE_EVENT_ENTRY == TRAMP_FAST_ENTRY && WIRE_EVENT_RETURN == TRAMP_FAST_RETURN,
-	       "TRAMP_FAST_*");
+_Static_assert(WIRE_EVENT_ENTRY == TRAMP_FAST_ENTRY &&
+	       WIRE_EVENT_RETURN == TRAMP_FAST_RETURN, "TRAMP_FAST_*");
 _Static_assert(TRACER_ACTION_RECORD == 0, "the recording path tests action == 0");
 _Static_assert(TRAMP_SLOTS < 0xffff, "tramp_slot_by_id holds slot + 1 in 16 bits");
 

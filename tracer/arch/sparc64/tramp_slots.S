@@ -158,7 +158,7 @@ tramp_t_tail:
 	brlz,pn	%o7, 5f
 	 nop
 	ba,a,pt	%xcc, 8f
-7:	brz,pn	%o4, 5f                         /* sub-buffers; none open: C opens one */
+7:	brz,pn	%o4, 5f                         /* sub-buffers: none open, C's */
 	 lduw	[%l5 + TRAMP_T_SB_OFF], %o3
 	lduw	[%l5 + TRAMP_T_SB_SUBBUF], %o7
 	sub	%o7, %o3, %o7
