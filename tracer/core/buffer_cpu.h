@@ -6,7 +6,9 @@
  * counters beside it are the fire path's, read by the drain for STATS.
  * The few switches the drains and the rings' owner both read (paused,
  * shm wanted) are here too. Private to those two files: the rest of the
- * tracer sees buffer.h and tracer.h.
+ * tracer sees buffer.h and tracer.h; but for one writer in assembly that
+ * writes a record as put() and subbuf_put() do (sparc64's tramp slots),
+ * whose offsets into this structure are asserted where it is written.
  */
 #ifndef TRACER_BUFFER_CPU_H
 #define TRACER_BUFFER_CPU_H

@@ -58,7 +58,7 @@ static bool slot_value(uint32_t w, const struct sparc_regs *r, uint64_t *v)
 }
 
 /* Whether a delay-slot word writes register n of the window it runs in. */
-static bool slot_writes(uint32_t w, unsigned n)
+bool sparc64_slot_writes(uint32_t w, unsigned n)
 {
 	unsigned op = w >> 30, rd = (w >> 25) & 0x1f;
 	if (op == 0)
@@ -68,6 +68,12 @@ static bool slot_writes(uint32_t w, unsigned n)
 	return rd == n;                                        /* ALU, loads */
 }
 
+bool sparc64_slot_alu_form(uint32_t w)
+{
+	uint64_t v;
+	return slot_alu(w, 0, 0, &v);   /* the form alone decides */
+}
+
 /* The value the caller sees in %o0 after this return; false if unknown. */
 bool sparc64_return_value(const struct probe *p, const struct sparc_regs *r,
 			  uint64_t *v)
@@ -75,7 +81,7 @@ bool sparc64_return_value(const struct probe *p, const struct sparc_regs *r,
 	uint32_t slot = p->site.slot;
 	if (p->site.what == SPARC_SITE_RETURN) {
 		/* The slot runs in the caller's window: its %o are our %i. */
-		if (!slot_writes(slot, 8)) {
+		if (!sparc64_slot_writes(slot, 8)) {
 			*v = r->r[24];
 			return true;
 		}
@@ -100,7 +106,7 @@ bool sparc64_return_value(const struct probe *p, const struct sparc_regs *r,
 		*v = r->r[vreg];
 		return true;
 	}
-	if (!slot_writes(slot, vreg)) {
+	if (!sparc64_slot_writes(slot, vreg)) {
 		*v = r->r[vreg];
 		return true;
 	}

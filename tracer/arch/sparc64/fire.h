@@ -80,6 +80,12 @@ void sparc64_record_fire(const struct probe *p, struct trapframe *tf,
 _Noreturn void sparc64_fire_failed(const struct probe *p, const char *what,
 				   uint64_t value);
 
+/* What sparc64_return_value reads of a delay slot w (context.c): whether
+ * it writes register n of its window; whether it is a form it evaluates.
+ * tramp.c compiles the same value into a slot's words. */
+bool sparc64_slot_writes(uint32_t w, unsigned n);
+bool sparc64_slot_alu_form(uint32_t w);
+
 /* context.c: the value the caller sees in %o0 after p's return; false if
  * the delay slot is none this file evaluates. */
 bool sparc64_return_value(const struct probe *p, const struct sparc_regs *r,

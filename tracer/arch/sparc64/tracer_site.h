@@ -39,6 +39,10 @@ struct tarch_site {
 	 * %l/%i, or a branch on the CCR or a call. Set when the probe is
 	 * armed. */
 	uint8_t          quick;
+	/* Under tramp, the record its slot writes itself when the probe is
+	 * plain (tramp_slots.S): its kind, or 0 (every firing into C).
+	 * Set when the probe is armed (tramp.c). */
+	uint8_t          fast;
 	struct sparc_cti cti;      /* CTI sites */
 };
 

@@ -13,6 +13,7 @@
  */
 #include "arch/arch_sparc64.h"
 #include "arch/sparc64.h"
+#include "../../core/buffer_cpu.h"  /* the ring the recording path writes */
 #include "console.h"
 #include "cpu.h"
 #include "fire.h"
@@ -41,12 +42,49 @@ _Static_assert(PROBE_ENABLED == TRAMP_ENABLED, "TRAMP_ENABLED");
 _Static_assert(offsetof(struct cpu, id) == TRAMP_CPU_ID, "TRAMP_CPU_ID");
 _Static_assert(sizeof tracer_hits[0] == 1ul << TRAMP_HITS_SHIFT, "TRAMP_HITS_SHIFT");
 _Static_assert(sizeof tracer_fired[0] == 1ul << TRAMP_FIRED_SHIFT, "TRAMP_FIRED_SHIFT");
+_Static_assert(offsetof(struct probe, nargs) == TRAMP_P_NARGS, "TRAMP_P_NARGS");
+_Static_assert(offsetof(struct probe, site.fast) == TRAMP_P_FAST, "TRAMP_P_FAST");
+_Static_assert(offsetof(struct probe, nargmap) == TRAMP_P_NARGMAP, "TRAMP_P_NARGMAP");
+_Static_assert(offsetof(struct tracer_fired, in_fire) == TRAMP_F_IN_FIRE,
+	       "TRAMP_F_IN_FIRE");
+_Static_assert(offsetof(struct cpu, current) == TRAMP_CPU_CURRENT, "TRAMP_CPU_CURRENT");
+_Static_assert(offsetof(struct thread, id) == TRAMP_THREAD_ID, "TRAMP_THREAD_ID");
+_Static_assert(sizeof(struct tracer_cpu) == TRAMP_T_BYTES, "TRAMP_T_BYTES");
+/* Where the recording path finds a CPU's ring (buffer_cpu.h). */
+#define TCPU_AT(field, at) \
+	_Static_assert(offsetof(struct tracer_cpu, field) == at, #at)
+TCPU_AT(data, TRAMP_T_DATA);
+TCPU_AT(phys, TRAMP_T_PHYS);
+TCPU_AT(size, TRAMP_T_SIZE);
+TCPU_AT(head, TRAMP_T_HEAD);
+TCPU_AT(tail, TRAMP_T_TAIL);
+TCPU_AT(recorded, TRAMP_T_RECORDED);
+TCPU_AT(kicked, TRAMP_T_KICKED);
+TCPU_AT(lost, TRAMP_T_LOST);
+TCPU_AT(sb.on, TRAMP_T_SB_ON);
+TCPU_AT(sb.open, TRAMP_T_SB_OPEN);
+TCPU_AT(sb.subbuf, TRAMP_T_SB_SUBBUF);
+TCPU_AT(sb.off, TRAMP_T_SB_OFF);
+TCPU_AT(sb.count, TRAMP_T_SB_COUNT);
+TCPU_AT(sb.last_off, TRAMP_T_SB_LAST_OFF);
+TCPU_AT(sb.first, TRAMP_T_SB_FIRST);
+TCPU_AT(sb.last, TRAMP_T_SB_LAST);
+TCPU_AT(sb.cur, TRAMP_T_SB_CUR);
+_Static_assert(sizeof(struct wire_event) == 16 && WIRE_ENTRY_PC == 0 &&
+	       WIRE_ENTRY_SP == 1 && WIRE_ENTRY_ARG0 == 2 && WIRE_RETURN_PC == 0 &&
+	       WIRE_RETURN_SP == 1 && WIRE_RETURN_VALUE == 2,
+	       "the record tramp_slots.S writes is put()'s");
+_Static_assert(WIRE_EVENT_ENTRY == TRAMP_FAST_ENTRY &&
+	       WIRE_EVENT_RETURN == TRAMP_FAST_RETURN, "TRAMP_FAST_*");
+_Static_assert(TRACER_ACTION_RECORD == 0, "the recording path tests action == 0");
 _Static_assert(TRAMP_SLOTS < 0xffff, "tramp_slot_by_id holds slot + 1 in 16 bits");
 
 struct tramp_slot {
 	uintptr_t site;                 /* the site it was written for, 0: none */
 	const struct probe *probe;      /* ... and the probe it records */
 	bool broken;                    /* written as tramp_skip_delay_broken's */
+	uint8_t fast;                   /* its recording path's kind (tramp_fast.c) */
+	bool fast_off, fast_broken;     /* ... written under those switches */
 	bool checked;                   /* written as check mode's (tramp_check.c) */
 };
 
@@ -280,6 +318,10 @@ static void write_slot(unsigned i, const struct probe *p)
 		store_code(&code[TRAMP_BRANCH_WORD], always);
 	for (unsigned k = 0; k < 4; k++)
 		store_code(&code[TRAMP_TAIL + k], tail[k]);
+	uint32_t value[5];
+	slots[i].fast = (uint8_t)tramp_fast_kind(p, checked, value);
+	for (unsigned k = 0; k < 5; k++)
+		store_code(&code[TRAMP_VALUE_WORD + k], value[k]);
 	uint64_t a = (uintptr_t)p;
 	store_code(&code[TRAMP_PROBE_WORD], (uint32_t)(a >> 32));
 	store_code(&code[TRAMP_PROBE_WORD + 1], (uint32_t)a);
@@ -289,6 +331,8 @@ static void write_slot(unsigned i, const struct probe *p)
 	slots[i].site = p->addr;
 	slots[i].broken = tramp_skip_delay_broken != 0;
 	slots[i].checked = checked;
+	slots[i].fast_off = tramp_fast_off != 0;
+	slots[i].fast_broken = tramp_fast_broken != 0;
 }
 
 void tramp_arm(struct probe *p)
@@ -296,9 +340,12 @@ void tramp_arm(struct probe *p)
 	unsigned i = tramp_slot_by_id[p->id] - 1u;
 	if (slots[i].probe != p || slots[i].site != p->addr ||
 	    slots[i].broken != (tramp_skip_delay_broken != 0) ||
-	    slots[i].checked != tracer_check_mode)
+	    slots[i].checked != tracer_check_mode ||
+	    slots[i].fast_off != (tramp_fast_off != 0) ||
+	    slots[i].fast_broken != (tramp_fast_broken != 0))
 		write_slot(i, p);
 	p->site.checked = tracer_check_mode;
+	p->site.fast = slots[i].fast;   /* read by the slot, set before the ba */
 	uint32_t ba;
 	if (!tramp_branch(p->addr, (uintptr_t)slot_code(i), true, &ba))
 		panic("tramp: probe %u's slot out of reach", p->id);

@@ -4,7 +4,8 @@
  * what fbt.c and the fire path ask of it.
  *
  * A slot is TRAMP_SLOT_WORDS words: a copy of tramp_template (the
- * counting path, the way into C), whose four tail words at TRAMP_TAIL
+ * counting path, the recording path with its five words of a return's
+ * value at TRAMP_VALUE_WORD, the way into C), whose four tail words at TRAMP_TAIL
  * hold the displaced instruction (and the `ba` back, or the return's
  * delay slot; check mode's mark), whose call at TRAMP_CALL_WORD is
  * re-aimed at sparc64_tramp_fire from the slot, and the probe's address
@@ -15,9 +16,9 @@
 #define SPARC64_TRAMP_H
 
 #define TRAMP_SLOTS        512     /* enabled tramp probes at most */
-#define TRAMP_SLOT_WORDS   118     /* 472 bytes a slot, a multiple of 8 */
+#define TRAMP_SLOT_WORDS   252     /* 1008 bytes a slot, a multiple of 8 */
 #define TRAMP_TAIL         37      /* the words the slot runs last: 4 */
-#define TRAMP_PROBE_WORD   116     /* the probe's address, a doubleword */
+#define TRAMP_PROBE_WORD   250     /* the probe's address, a doubleword */
 
 #define TRAMP_P_ADDR       0       /* offsetof(struct probe, addr) */
 #define TRAMP_P_ID         8       /* offsetof(struct probe, id) */
@@ -26,9 +27,14 @@
 #define TRAMP_P_GATED      18      /* offsetof(struct probe, gated) */
 #define TRAMP_P_WINDOW     33      /* offsetof(struct probe, site.window) */
 #define TRAMP_P_CHECKED    34      /* offsetof(struct probe, site.checked) */
+#define TRAMP_P_NARGS      13      /* offsetof(struct probe, nargs) */
+#define TRAMP_P_FAST       36      /* offsetof(struct probe, site.fast) */
+#define TRAMP_P_NARGMAP    70      /* offsetof(struct probe, nargmap) */
 #define TRAMP_BRANCH_WORD  16      /* the counting path's test (tramp.c) */
-#define TRAMP_SLOW_WORD    41      /* the way into C */
-#define TRAMP_CALL_WORD    99      /* its call of sparc64_tramp_fire */
+#define TRAMP_FAST_WORD    41      /* the recording path (site.fast) */
+#define TRAMP_VALUE_WORD   118     /* its five words of a return's value */
+#define TRAMP_SLOW_WORD    175     /* the way into C */
+#define TRAMP_CALL_WORD    233     /* its call of sparc64_tramp_fire */
 /* Ends a checked slot's displaced instruction (tramp_check.c): no probe's
  * index, nor ool.h's mark, nor an unwritten slot's. */
 #define TRAMP_CHECK_MARK   0x003ffffd
@@ -39,6 +45,31 @@
 #define TRAMP_CPU_ID       8       /* offsetof(struct cpu, id) */
 #define TRAMP_HITS_SHIFT   15      /* sizeof tracer_hits[0] == 1 << this */
 #define TRAMP_FIRED_SHIFT  6       /* sizeof tracer_fired[0] == 1 << this */
+#define TRAMP_F_IN_FIRE    24      /* offsetof(struct tracer_fired, in_fire) */
+#define TRAMP_CPU_CURRENT  24      /* offsetof(struct cpu, current) */
+#define TRAMP_THREAD_ID    8       /* offsetof(struct thread, id) */
+/* One CPU's buffer (core/buffer_cpu.h), as the recording path reads it. */
+#define TRAMP_T_BYTES      256     /* sizeof(struct tracer_cpu) */
+#define TRAMP_T_DATA       0       /* offsetof(struct tracer_cpu, data) */
+#define TRAMP_T_PHYS       8       /* ... phys */
+#define TRAMP_T_SIZE       16      /* ... size */
+#define TRAMP_T_HEAD       20      /* ... head */
+#define TRAMP_T_TAIL       24      /* ... tail */
+#define TRAMP_T_RECORDED   32      /* ... recorded */
+#define TRAMP_T_KICKED     88      /* ... kicked */
+#define TRAMP_T_LOST       92      /* ... lost */
+#define TRAMP_T_SB_ON      112     /* ... sb.on */
+#define TRAMP_T_SB_OPEN    113     /* ... sb.open */
+#define TRAMP_T_SB_SUBBUF  116     /* ... sb.subbuf */
+#define TRAMP_T_SB_OFF     124     /* ... sb.off */
+#define TRAMP_T_SB_COUNT   128     /* ... sb.count */
+#define TRAMP_T_SB_LAST_OFF 132    /* ... sb.last_off */
+#define TRAMP_T_SB_FIRST   144     /* ... sb.first */
+#define TRAMP_T_SB_LAST    160     /* ... sb.last */
+#define TRAMP_T_SB_CUR     184     /* ... sb.cur */
+/* site.fast: the kind of record a slot writes itself, 0: none (C). */
+#define TRAMP_FAST_ENTRY   1       /* WIRE_EVENT_ENTRY */
+#define TRAMP_FAST_RETURN  2       /* WIRE_EVENT_RETURN */
 
 #ifndef __ASSEMBLY__
 #include <stdbool.h>
@@ -69,6 +100,11 @@ bool tramp_branch(uintptr_t from, uintptr_t to, bool annul, uint32_t *word);
  * record is an emulation's with the caller's window (tramp_slot_restore). */
 bool tramp_slot_checkable(const struct probe *p);
 bool tramp_slot_restore(const struct probe *p);
+/* What p's slot records itself (tramp_fast.c): TRAMP_FAST_ENTRY or
+ * _RETURN (site.fast), or 0; into v, the slot's five words at
+ * TRAMP_VALUE_WORD (a return's value; else nops). */
+unsigned tramp_fast_kind(const struct probe *p, bool checked, uint32_t v[5]);
+extern volatile unsigned tramp_fast_off, tramp_fast_broken;
 /* Whether no thread but the caller holds a word pointing into slot i on
  * its stack (tramp.c: a slot is rewritten for another probe only then). */
 bool tramp_slot_quiet(unsigned i);

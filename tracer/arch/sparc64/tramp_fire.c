@@ -1,7 +1,9 @@
 /*
  * tramp_fire.c — the C half of a tramp probe's firing (tramp.c): what a
- * slot's way into C calls for a firing its counting path does not take
- * (a record, a program, a probe no longer enabled, stamps asked for).
+ * slot's way into C calls for a firing its counting and recording paths
+ * do not take (a program, a gate, a probe no longer enabled, stamps asked
+ * for, check mode, a record the ring has no room for without a PAD, a
+ * commit or a kick).
  *
  * tf is the state at the site as a trap there would have left it
  * (tramp_slots.S builds it: TPC the site, the site's %o, %g, %y, CCR), so

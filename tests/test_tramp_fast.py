@@ -1,0 +1,128 @@
+"""The recording path of sparc64's tramp slots (tracer/arch/sparc64/
+tramp_slots.S, tramp_fast.c): a plain probe's slot writes its ENTRY or
+RETURN record itself, with no trap frame and no call. Its records must be
+the C path's: the same workloads traced with every firing sent into C
+(tramp_fast_off, set through the GDB stub) give the same records, word for
+word (the threads' numbers and their stacks' bases aside, which each run
+has its own of), in a sub-buffer (the shm channel, the session's) and in
+a byte ring (virtio), over fib's `ret; restore %i5, %o0, %o0` and `return; nop` and
+calltree's `return; srl %oN, 0, %o0` (a value from the site's %i, copied
+by the slot) and the forms workload's (a leaf's `retl`, `ret; restore`
+with an immediate; a site that takes the illtrap instead is left as it
+is). A recording path that records the wrong register as the
+return value (tramp_fast_broken) is caught: RETURN records differ in
+their value (all but those whose value happens to be the stale register's)
+and nothing else does."""
+
+import pytest
+
+from bench import arches
+from bench.debug import rsp
+from bench.guest.qemu import Guest
+from bench.trace.session import open_session
+from bench.trace.verify import verify
+
+ARCH = "sparc64"
+SPEC = "fbt:fib:entry,fbt:fib:return,fbt:ct_*:entry,fbt:ct_*:return," \
+       "fbt:fm_*:entry,fbt:fm_*:return"
+RUNS = ("fib n=10", "calltree threads=1 iters=3 depth=3", "forms n=6")
+ENTRY, RETURN = 1, 2
+SP = 1                  # WIRE_ENTRY_SP == WIRE_RETURN_SP
+SB_ON = 112             # tramp.h's TRAMP_T_SB_ON
+
+
+@pytest.fixture(scope="module")
+def sparc64(built):
+    built(ARCH)
+    return arches.get(ARCH)
+
+
+def _set(g, s, name, value):
+    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
+        stub.halt()
+        stub.write_identity(s.image.symbols[name], value.to_bytes(4, "big"))
+        stub.detach()
+
+
+def _sub_buffers(g, s) -> bool:
+    """Whether CPU 0's ring is in its sub-buffer form (tcpu[0].sb.on)."""
+    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
+        stub.halt()
+        on = stub.read_identity(s.image.symbols["tcpu"] + SB_ON, 1)
+        stub.detach()
+    return on != b"\0"
+
+
+def _traced(g, s):
+    """Each run's records of the probes, thread and stack made relative
+    to the run's first record: (kind, probe, words) each."""
+    runs = []
+    for line in RUNS:
+        since = len(g.trace_frames)
+        s.must("probe clear")
+        s.setup(SPEC, "tramp", buffer_bytes=16 << 20)
+        s.enable(True, strict=True)
+        r = s.must(f"run {line}", timeout=600)
+        s.enable(False)
+        s.must("trace flush", timeout=120)
+        cap = g.capture(since)
+        assert r.ok
+        rep = verify(cap, s.probes, g.link_errors)
+        assert rep.ok and rep.missed == 0 and rep.dropped == 0, rep.problems
+        ids = {p.id for p in s.probes}
+        events = [e for e in cap.events if e.probe in ids]
+        assert events and {e.kind for e in events} == {ENTRY, RETURN}
+        order, base = {}, {}
+        for e in events:                # threads in the order they appear
+            order.setdefault(e.thread, len(order))
+            base.setdefault(e.thread, e.words[SP])
+        runs.append([(e.kind, e.probe, (order[e.thread], e.words[0],
+                                        e.words[SP] - base[e.thread]) + e.words[2:])
+                     for e in events])
+    return runs
+
+
+def _differences(a, b):
+    assert len(a) == len(b), (len(a), len(b))
+    return [(n, x, y) for n, (x, y) in enumerate(zip(a, b)) if x != y]
+
+
+def test_recording_path_writes_the_c_paths_records_and_a_wrong_value_is_caught(sparc64):
+    with Guest(sparc64, label="tramp-fast", gdbstub=True) as g:
+        s = open_session(g)
+        fast = _traced(g, s)
+        _set(g, s, "tramp_fast_off", 1)
+        slow = _traced(g, s)
+        _set(g, s, "tramp_fast_off", 0)
+        _set(g, s, "tramp_fast_broken", 1)
+        broken = _traced(g, s)
+        assert _sub_buffers(g, s)
+        _set(g, s, "tramp_fast_broken", 0)
+        s.must("channel virtio")        # the byte ring's form (put())
+        ring_fast = _traced(g, s)
+        _set(g, s, "tramp_fast_off", 1)
+        ring_slow = _traced(g, s)
+        _set(g, s, "tramp_fast_off", 0)
+        _set(g, s, "tramp_fast_broken", 1)
+        ring_broken = _traced(g, s)
+        assert not _sub_buffers(g, s)
+        g.exit(0)
+    _same_and_caught(fast, slow, broken)
+    _same_and_caught(ring_fast, ring_slow, ring_broken)
+
+
+def _same_and_caught(fast, slow, broken):
+    for f, c in zip(fast, slow):
+        assert _differences(f, c) == []
+        assert sum(k == RETURN and len(w) == 4 for k, _, w in f) == \
+            sum(k == RETURN for k, _, _ in f) > 0          # every value known
+    for f, b in zip(fast, broken):
+        diff = _differences(f, b)
+        returns = {n for n, (k, _, _) in enumerate(f) if k == RETURN}
+        # The register it records holds one stale value (PSTATE's bits):
+        # every return whose true value is another is caught.
+        stale = {y[2][3] for _, _, y in diff}
+        assert diff and {n for n, _, _ in diff} <= returns and len(stale) == 1, diff[:5]
+        assert all(f[n][2][3] in stale for n in returns - {n for n, _, _ in diff})
+        for n, x, y in diff:
+            assert x[:2] == y[:2] and x[2][:3] == y[2][:3] and x[2][3] != y[2][3], (x, y)
