@@ -4,7 +4,10 @@ lossless(): the calltree workload on many threads with probes on all its
 functions (and, where the arch has the branch provider, on every other
 control transfer in them); per-function entry and return counts are
 compared with the counts the workload kept itself, with buffers large
-enough that a drop is a failure of the run, not of the drain.
+enough that a drop is a failure of the run, not of the drain. Its records
+are verified as they come and not kept (bench/trace/stream.py, a thread
+taking the frames off the guest's list): a run of 10^8 records must not
+hold them all.
 
 toggle_stress(): every calltree probe armed and disarmed over and over
 while the workload runs on every CPU; the workload checks its own results,
@@ -14,6 +17,7 @@ and nesting is checked inside every armed window.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from dataclasses import dataclass
 
@@ -23,6 +27,7 @@ from ..guest.backend import open_guest
 from ..wire.records import Capture
 from . import sites
 from .session import TraceError, open_session
+from .stream import StreamVerifier
 from .verify import Report, check_windows, verify
 
 
@@ -87,14 +92,28 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         on_line(f"  {len(s.probes)} probes on calltree ({mechanism}), {threads} threads x "
                 f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU, "
                 f"trace over {g.channel_used}")
+        sv = StreamVerifier(s.probes, g.byte_order, g.hello["word_bytes"], smp,
+                            s.refused)
+        done, failed = threading.Event(), []
+        feeder = threading.Thread(target=_feed, args=(g.trace_frames, sv, done, failed),
+                                  name="stream-verify", daemon=True)
+        feeder.start()
         t0 = time.monotonic()
-        r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
-                  timeout=1800)
-        secs = time.monotonic() - t0
-        s.enable(False)
-        cap = s.finish()
-        rep = verify(cap, s.probes, g.link_errors,
-                     allow_missing=mechanism in arch.lossy, refused=s.refused)
+        try:
+            r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
+                      timeout=1800)
+            secs = time.monotonic() - t0
+            s.enable(False)
+            s.must("trace flush", timeout=600)
+        finally:
+            done.set()
+            feeder.join()
+        if failed:
+            raise failed[0]
+        rep = sv.report(g.link_errors, allow_missing=mechanism in arch.lossy)
+        cap = sv.capture()
+        on_line(f"  verified as they came: {sv.walked} records walked, at most "
+                f"{sv.peak_queued} held back")
         channel = g.channel_used
         if channel == "shm":
             on_line(f"  {g.shm_stats()}")
@@ -102,6 +121,31 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     if not rep.entries_probed | rep.returns_probed:
         raise TraceError("no calltree function could be probed")
     return LosslessResult(mechanism, rep, cap, r.ok, secs, channel)
+
+
+def _feed(frames: list, sv: StreamVerifier, done: threading.Event,
+          failed: list) -> None:
+    """Take the frames off the front of the guest's list (its reader only
+    appends) and verify them, until done and the list is empty; what the
+    decoding raised goes to `failed`, for the run's thread."""
+    try:
+        _feed_until(frames, sv, done)
+    except Exception as e:          # noqa: BLE001 - re-raised by lossless()
+        failed.append(e)
+
+
+def _feed_until(frames: list, sv: StreamVerifier, done: threading.Event) -> None:
+    while True:
+        last = done.is_set()
+        n = len(frames)
+        if n:
+            batch = frames[:n]
+            del frames[:n]
+            sv.feed(batch)
+        elif last:
+            return
+        else:
+            time.sleep(0.05)
 
 
 @dataclass
