@@ -19,9 +19,11 @@ as it is from the other channels. Nothing runs in the guest for it. Every
 REPLY is followed by one more poll (drain()), so a reply never overtakes
 its records: a `trace flush` has committed every ring before it replies.
 The frames it delivered are written to the guest's log (NAME.shm: each
-EVENTS payload after its length, 4 bytes little-endian) when the channel
-closes, not while it reads: a file write per sub-buffer would cost the
-consumer as much as its copy. bench/export/logs.py reads them back.
+EVENTS payload after its length, 4 bytes little-endian) by a thread of
+their own, LOG_BATCH frames at a time, and the rest when the channel
+closes: a file write per sub-buffer would cost the consumer as much as its
+copy, and keeping them all to the end held a 10^8-record run's whole
+trace in memory. bench/export/logs.py reads them back.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import ctypes.util
 import itertools
 import mmap
 import os
+import queue
 import re
 import secrets
 import struct
@@ -46,6 +49,9 @@ from ..wire import shm as wire_shm
 POLL_IDLE_S = 0.0005
 POLL_IDLE_MAX_S = 0.004
 _names = itertools.count()
+# Frames (sub-buffers, 32 KiB each at 256 KiB a ring) handed to the log's
+# writer at a time: few writes, and a few tens of MB held at most.
+LOG_BATCH = 1024
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
@@ -179,7 +185,10 @@ class ShmChannel:
         self._deliver = None
         self.how = ""           # where the RAM was mapped from, once it is
         self.log_path = log_path
-        self.delivered: list = []   # the frames, for the log at close
+        self.delivered: list = []   # frames not yet handed to the log's writer
+        self.seq = 0                # frames delivered so far (their seqs)
+        self._log_queue: queue.Queue | None = None
+        self._log_thread: threading.Thread | None = None
         # What the consumer thread saw (stats()): polls, and of those that
         # found sub-buffers waiting, the longest time since the one before
         # and the longest it had slept past its wake-up (the host's
@@ -234,11 +243,25 @@ class ShmChannel:
                 self.error = e
                 raise
             if subs:
-                out = wire_shm.events_frames(subs, self._order, self._word,
-                                             len(self.delivered))
-                self.delivered += out
+                out = wire_shm.events_frames(subs, self._order, self._word, self.seq)
+                self.seq += len(out)
+                if self.log_path:
+                    self.delivered += out
+                    if len(self.delivered) >= LOG_BATCH:
+                        self._to_log(self.delivered)
+                        self.delivered = []
                 self._deliver(out)
         return len(subs)
+
+    def _to_log(self, batch: list) -> None:
+        """Hand frames to the log's writer thread (started on the first)."""
+        if self._log_thread is None:
+            self._log_queue = queue.Queue()
+            self._log_thread = threading.Thread(
+                target=wire_shm.write_log_batches, args=(self.log_path, self._log_queue),
+                name="shm-log", daemon=True)
+            self._log_thread.start()
+        self._log_queue.put(batch)
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
@@ -299,9 +322,14 @@ class ShmChannel:
             if self._ram is not None:
                 self._ram.close()
                 self._ram = None
-            if self.log_path and self.delivered:
+            if self._log_thread is not None:
+                self._log_queue.put(self.delivered)
+                self._log_queue.put(None)
+                self._log_thread.join()
+                self._log_thread = None
+            elif self.log_path and self.delivered:
                 wire_shm.write_log(self.log_path, self.delivered)
-                self.delivered = []
+            self.delivered = []
         if self.path:
             try:
                 os.unlink(self.path)
