@@ -318,3 +318,33 @@ def test_the_channel_writes_its_log_as_it_goes_and_keeps_none_of_it(tmp_path, mo
     assert [f.seq for f in got] == list(range(len(got))) and len(got) >= 8
     logged = shm.read_log((tmp_path / "run.shm").read_bytes())
     assert logged == [bytes(f.payload) for f in got]
+
+
+def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
+    """SCHED_RR for the consumer thread, else a negative nice, else as it
+    was: each refusal is logged in stats()'s priority, never raised."""
+    import os
+
+    from bench.guest import shm_channel
+    asked = []
+
+    def refuse(*a):
+        asked.append(a)
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.delenv("TRAPBENCH_SHM_PRIORITY", raising=False)
+    ch = shm_channel.ShmChannel(1, False, path="")
+    monkeypatch.setattr(os, "sched_setscheduler", lambda *a: asked.append(a))
+    ch._raise_priority()
+    assert ch.priority == "SCHED_RR 1" and asked[-1][1] == os.SCHED_RR
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    monkeypatch.setattr(os, "setpriority", lambda *a: asked.append(a))
+    ch._raise_priority()
+    assert ch.priority.startswith("nice -10 (SCHED_RR refused") and asked[-1][2] == -10
+    monkeypatch.setattr(os, "setpriority", refuse)
+    ch._raise_priority()
+    assert ch.priority.startswith("not raised (SCHED_RR refused") and \
+        "nice -10 refused" in ch.priority
+    monkeypatch.setenv("TRAPBENCH_SHM_PRIORITY", "0")
+    n = len(asked)
+    ch._raise_priority()
+    assert len(asked) == n and "TRAPBENCH_SHM_PRIORITY=0" in ch.priority

@@ -52,6 +52,14 @@ _names = itertools.count()
 # Frames (sub-buffers, 32 KiB each at 256 KiB a ring) handed to the log's
 # writer at a time: few writes, and a few tens of MB held at most.
 LOG_BATCH = 1024
+# The consumer thread asks the host's scheduler for SCHED_RR at this
+# priority (the lowest real-time one: it sleeps between polls, and a poll
+# is short), else a nice of CONSUMER_NICE: what loses records at 256 KiB
+# is how late a loaded host wakes it (docs/channel.md, Limits). Refused
+# (no privilege, a container), it runs as it was and stats() says so.
+# TRAPBENCH_SHM_PRIORITY=0 leaves it as it was (to measure the difference).
+CONSUMER_RT_PRIORITY = 1
+CONSUMER_NICE = -10
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
@@ -197,6 +205,7 @@ class ShmChannel:
         self.longest_gap = 0.0
         self.oversleep = 0.0
         self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
+        self.priority = "not raised"    # what the consumer thread got (_raise_priority)
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -281,9 +290,30 @@ class ShmChannel:
                 f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
                 f"{self.oversleep * 1e3:.1f} ms, longest poll "
                 f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
-                f"{r.fullest_of} sub-buffers waiting")
+                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}")
+
+    def _raise_priority(self) -> None:
+        """This (the consumer) thread first in the host's run queue: SCHED_RR,
+        else a negative nice, else as it was; self.priority says which."""
+        if os.environ.get("TRAPBENCH_SHM_PRIORITY", "1") == "0":
+            self.priority = "not raised (TRAPBENCH_SHM_PRIORITY=0)"
+            return
+        tid = threading.get_native_id()
+        try:
+            os.sched_setscheduler(tid, os.SCHED_RR,
+                                  os.sched_param(CONSUMER_RT_PRIORITY))
+            self.priority = f"SCHED_RR {CONSUMER_RT_PRIORITY}"
+            return
+        except (OSError, AttributeError) as e:
+            why = f"SCHED_RR refused ({e})"
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, CONSUMER_NICE)
+            self.priority = f"nice {CONSUMER_NICE} ({why})"
+        except OSError as e:
+            self.priority = f"not raised ({why}; nice {CONSUMER_NICE} refused: {e})"
 
     def _run(self) -> None:
+        self._raise_priority()
         idle = POLL_IDLE_S
         last, late = None, 0.0
         while not self._stop.is_set():
