@@ -6,7 +6,8 @@ control transfer in them); per-function entry and return counts are
 compared with the counts the workload kept itself, with buffers large
 enough that a drop is a failure of the run, not of the drain. Its records
 are verified as they come and not kept (bench/trace/stream.py, a thread
-taking the frames off the guest's list): a run of 10^8 records must not
+taking the frames off the guest's list, those it has not verified yet
+waiting on disk: bench/trace/spool.py): a run of 10^8 records must not
 hold them all.
 
 toggle_stress(): every calltree probe armed and disarmed over and over
@@ -27,6 +28,7 @@ from ..guest.backend import open_guest
 from ..wire.records import Capture
 from . import sites
 from .session import TraceError, open_session
+from .spool import Spool
 from .stream import StreamVerifier
 from .verify import Report, check_windows, verify
 
@@ -94,8 +96,9 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
                 f"trace over {g.channel_used}")
         sv = StreamVerifier(s.probes, g.byte_order, g.hello["word_bytes"], smp,
                             s.refused)
-        done, failed = threading.Event(), []
-        feeder = threading.Thread(target=_feed, args=(g.trace_frames, sv, done, failed),
+        done, failed, spool = threading.Event(), [], Spool()
+        feeder = threading.Thread(target=_feed,
+                                  args=(g.trace_frames, sv, spool, done, failed),
                                   name="stream-verify", daemon=True)
         feeder.start()
         t0 = time.monotonic()
@@ -113,7 +116,8 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         rep = sv.report(g.link_errors, allow_missing=mechanism in arch.lossy)
         cap = sv.capture()
         on_line(f"  verified as they came: {sv.walked} records walked, at most "
-                f"{sv.peak_queued} held back")
+                f"{sv.peak_queued} held back, at most {spool.peak >> 20} MiB waiting "
+                "on disk")
         channel = g.channel_used
         if channel == "shm":
             on_line(f"  {g.shm_stats()}")
@@ -123,29 +127,35 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     return LosslessResult(mechanism, rep, cap, r.ok, secs, channel)
 
 
-def _feed(frames: list, sv: StreamVerifier, done: threading.Event,
+# Frames verified between two looks at the guest's list: what arrives
+# meanwhile (a few tenths of a second) is all that waits in memory.
+FEED_FRAMES = 32
+
+
+def _feed(frames: list, sv: StreamVerifier, spool: Spool, done: threading.Event,
           failed: list) -> None:
-    """Take the frames off the front of the guest's list (its reader only
-    appends) and verify them, until done and the list is empty; what the
-    decoding raised goes to `failed`, for the run's thread."""
+    """Move the frames off the front of the guest's list (its reader only
+    appends) into the spool, and verify FEED_FRAMES of the spool's at a
+    time, until done and both are empty; what the decoding raised goes to
+    `failed`, for the run's thread."""
     try:
-        _feed_until(frames, sv, done)
+        while True:
+            last = done.is_set()
+            n = len(frames)
+            if n:
+                batch = frames[:n]
+                del frames[:n]
+                spool.put(batch)
+            if len(spool):
+                sv.feed(spool.get(FEED_FRAMES))
+            elif last and not n:
+                return
+            elif not n:
+                time.sleep(0.05)
     except Exception as e:          # noqa: BLE001 - re-raised by lossless()
         failed.append(e)
-
-
-def _feed_until(frames: list, sv: StreamVerifier, done: threading.Event) -> None:
-    while True:
-        last = done.is_set()
-        n = len(frames)
-        if n:
-            batch = frames[:n]
-            del frames[:n]
-            sv.feed(batch)
-        elif last:
-            return
-        else:
-            time.sleep(0.05)
+    finally:
+        spool.close()
 
 
 @dataclass
