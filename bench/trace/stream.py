@@ -13,8 +13,12 @@ after its first cycle is walked (it comes before its CPU's next record,
 which holds that CPU's queue back); each CPU's end-of-stream loss is known
 from the STATS frames when report() walks the rest. What is kept: each
 CPU's records ahead of the slowest CPU's, the walk's stacks and the last
-records of each thread, counters; a CPU that writes nothing for a long
-time holds the others' records back until it does or the run ends.
+records of each thread, counters. A CPU that writes nothing for a long
+time (idle, its threads done: calltree's reference run is one thread)
+would hold the others' records back until the end; past HOLD records
+held, the oldest are walked anyway, and a record (or a loss) that comes
+later with an earlier cycle than the walk has reached is a problem, named:
+the order is kept or the verdict says it was not, never silently.
 report() builds verify()'s Report from a Capture with everything but the
 records, so the verdicts and their PROBLEM lines are verify()'s own.
 """
@@ -54,7 +58,11 @@ class _Decoder(records._Decoder):
 class StreamVerifier:
     """feed() the frames as they arrive, then report(). cpus: how many
     CPUs the run has (each one's records hold the walk back until it has
-    one queued)."""
+    one queued, or HOLD are held)."""
+
+    # Some 300 MB of decoded records; a ring of 256 KiB a CPU holds about
+    # 6,500 i386 records, so no CPU's next record is that far behind.
+    HOLD = 1_000_000
 
     def __init__(self, probes: list[Probe], order: str, word_bytes: int, cpus: int,
                  refused: list[Probe] = ()):
@@ -67,6 +75,8 @@ class StreamVerifier:
         self.order_problems: list[str] = []
         self.checks: list[Event] = []
         self.walked = 0
+        self.queued = 0
+        self.walked_to = -1                     # cycles of the last record walked
         self.peak_queued = 0                    # most records held back at once
 
     def feed(self, frame_list) -> None:
@@ -81,10 +91,15 @@ class StreamVerifier:
                     raise records.ProtocolError(
                         f"{records.frames.FRAME_NAMES[fr.type]} frame seq "
                         f"{fr.seq}: {e}") from None
-        self._walk_ready()
+                self._walk_ready()      # a frame at a time: little held back
 
     def _take(self, item) -> None:
         if isinstance(item, Loss):
+            if item.first < self.walked_to:
+                self.order_problems.append(
+                    f"cpu{item.cpu}: its loss from cycle {item.first} came after the "
+                    f"walk had passed cycle {self.walked_to} (more than {self.HOLD} "
+                    "records were held)")
             self.walker.add_loss(item)
             return
         if item.kind == K_CHECK:
@@ -98,6 +113,12 @@ class StreamVerifier:
                 f"cpu{item.cpu}: its record {item.index} at cycle {item.cycles} "
                 f"comes after one at cycle {before}: its stream goes back in time")
         self.last[item.cpu] = item.cycles
+        if item.cycles < self.walked_to:
+            self.order_problems.append(
+                f"cpu{item.cpu}: its record {item.index} at cycle {item.cycles} came "
+                f"after the walk had passed cycle {self.walked_to} (more than "
+                f"{self.HOLD} records were held)")
+        self.queued += 1
         if item.kind in (K_SWITCH, K_IRQ):
             self.tally.switch(item)
         else:
@@ -111,11 +132,14 @@ class StreamVerifier:
         heads = [(q[0].cycles, cpu, q[0].index) for cpu, q in qs.items() if q]
         heapq.heapify(heads)
         step = self.walker.step
-        while heads and (until_empty or len(heads) >= self.cpus):
-            _, cpu, _ = heapq.heappop(heads)
+        while heads and (until_empty or len(heads) >= self.cpus
+                         or self.queued > self.HOLD):
+            cycles, cpu, _ = heapq.heappop(heads)
             q = qs[cpu]
             step(q.popleft())
             self.walked += 1
+            self.queued -= 1
+            self.walked_to = cycles
             if q:
                 heapq.heappush(heads, (q[0].cycles, cpu, q[0].index))
 

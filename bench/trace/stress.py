@@ -5,10 +5,13 @@ functions (and, where the arch has the branch provider, on every other
 control transfer in them); per-function entry and return counts are
 compared with the counts the workload kept itself, with buffers large
 enough that a drop is a failure of the run, not of the drain. Its records
-are verified as they come and not kept (bench/trace/stream.py, a thread
-taking the frames off the guest's list, those it has not verified yet
-waiting on disk: bench/trace/spool.py): a run of 10^8 records must not
-hold them all.
+are not kept in memory: a thread moves the frames off the guest's list
+as they come into a spool file (bench/trace/spool.py: the frames as they
+arrived, some 33 bytes a record on i386), and once the run is flushed
+they are verified from it a few frames at a time (bench/trace/stream.py):
+a run of 10^8 records must not hold them all. Not while the run goes: a
+verifying thread held the interpreter's lock from the shm consumer for up
+to 1.1 s at a time (10^7 records at 256 KiB a CPU lost 2.5 million).
 
 toggle_stress(): every calltree probe armed and disarmed over and over
 while the workload runs on every CPU; the workload checks its own results,
@@ -127,17 +130,16 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     return LosslessResult(mechanism, rep, cap, r.ok, secs, channel)
 
 
-# Frames verified between two looks at the guest's list: what arrives
-# meanwhile (a few tenths of a second) is all that waits in memory.
+# Frames verified at a time, once the run is over: all that is in memory.
 FEED_FRAMES = 32
 
 
 def _feed(frames: list, sv: StreamVerifier, spool: Spool, done: threading.Event,
           failed: list) -> None:
     """Move the frames off the front of the guest's list (its reader only
-    appends) into the spool, and verify FEED_FRAMES of the spool's at a
-    time, until done and both are empty; what the decoding raised goes to
-    `failed`, for the run's thread."""
+    appends) into the spool; once done, verify the spool's FEED_FRAMES at a
+    time, until both are empty; what the decoding raised goes to `failed`,
+    for the run's thread."""
     try:
         while True:
             last = done.is_set()
@@ -146,12 +148,12 @@ def _feed(frames: list, sv: StreamVerifier, spool: Spool, done: threading.Event,
                 batch = frames[:n]
                 del frames[:n]
                 spool.put(batch)
-            if len(spool):
+            if last and len(spool):
                 sv.feed(spool.get(FEED_FRAMES))
             elif last and not n:
                 return
             elif not n:
-                time.sleep(0.05)
+                time.sleep(0.02)
     except Exception as e:          # noqa: BLE001 - re-raised by lossless()
         failed.append(e)
     finally:
