@@ -266,11 +266,21 @@ class ShmChannel:
         """Hand frames to the log's writer thread (started on the first)."""
         if self._log_thread is None:
             self._log_queue = queue.Queue()
-            self._log_thread = threading.Thread(
-                target=wire_shm.write_log_batches, args=(self.log_path, self._log_queue),
-                name="shm-log", daemon=True)
+            self._log_thread = threading.Thread(target=self._write_log, name="shm-log",
+                                                daemon=True)
             self._log_thread.start()
         self._log_queue.put(batch)
+
+    def _write_log(self) -> None:
+        """The log's writer: a thread started by the consumer inherits its
+        SCHED_RR, which is for the consumer's wake-ups alone."""
+        if self.priority.startswith("SCHED_RR"):
+            try:
+                os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER,
+                                      os.sched_param(0))
+            except OSError:
+                pass
+        wire_shm.write_log_batches(self.log_path, self._log_queue)
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
