@@ -289,3 +289,62 @@ def test_the_shm_log_reads_back_what_was_delivered_and_refuses_a_cut_one(tmp_pat
         shm.read_log(data[:-1])
     with pytest.raises(shm.ShmError, match="bytes left"):
         shm.read_log(data + b"\0\0")
+
+
+def test_the_channel_writes_its_log_as_it_goes_and_keeps_none_of_it(tmp_path, monkeypatch):
+    """The consumer hands its frames to the log's writer LOG_BATCH at a
+    time (a 10^8-record run must not hold its trace for the log) and the
+    rest at close: the log holds every frame delivered, in order, numbered
+    on across the batches."""
+    from bench.guest import shm_channel
+    monkeypatch.setattr(shm_channel, "LOG_BATCH", 3)
+    ram, w, r = _setup("<")
+    ch = shm_channel.ShmChannel(1, False, path="", log_path=tmp_path / "run.shm")
+    ch.reader, ch._order, ch._word = r, "<", WORD
+    got = []
+    ch._deliver = got.extend
+    per = (w.subbuf - shm.SUBBUF.size) // 32
+    for _ in range(4):
+        for _ in range(2 * per):
+            assert w.put()
+        w.flush()
+        ch.drain()
+        assert len(ch.delivered) < 3            # the rest went to the writer
+    w.put()
+    w.flush()
+    ch.drain()
+    assert ch.delivered, "a rest for close() to log"
+    ch.close()
+    assert [f.seq for f in got] == list(range(len(got))) and len(got) >= 8
+    logged = shm.read_log((tmp_path / "run.shm").read_bytes())
+    assert logged == [bytes(f.payload) for f in got]
+
+
+def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
+    """SCHED_RR for the consumer thread, else a negative nice, else as it
+    was: each refusal is logged in stats()'s priority, never raised."""
+    import os
+
+    from bench.guest import shm_channel
+    asked = []
+
+    def refuse(*a):
+        asked.append(a)
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.delenv("TRAPBENCH_SHM_PRIORITY", raising=False)
+    ch = shm_channel.ShmChannel(1, False, path="")
+    monkeypatch.setattr(os, "sched_setscheduler", lambda *a: asked.append(a))
+    ch._raise_priority()
+    assert ch.priority == "SCHED_RR 1" and asked[-1][1] == os.SCHED_RR
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    monkeypatch.setattr(os, "setpriority", lambda *a: asked.append(a))
+    ch._raise_priority()
+    assert ch.priority.startswith("nice -10 (SCHED_RR refused") and asked[-1][2] == -10
+    monkeypatch.setattr(os, "setpriority", refuse)
+    ch._raise_priority()
+    assert ch.priority.startswith("not raised (SCHED_RR refused") and \
+        "nice -10 refused" in ch.priority
+    monkeypatch.setenv("TRAPBENCH_SHM_PRIORITY", "0")
+    n = len(asked)
+    ch._raise_priority()
+    assert len(asked) == n and "TRAPBENCH_SHM_PRIORITY=0" in ch.priority

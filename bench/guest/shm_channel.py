@@ -19,9 +19,11 @@ as it is from the other channels. Nothing runs in the guest for it. Every
 REPLY is followed by one more poll (drain()), so a reply never overtakes
 its records: a `trace flush` has committed every ring before it replies.
 The frames it delivered are written to the guest's log (NAME.shm: each
-EVENTS payload after its length, 4 bytes little-endian) when the channel
-closes, not while it reads: a file write per sub-buffer would cost the
-consumer as much as its copy. bench/export/logs.py reads them back.
+EVENTS payload after its length, 4 bytes little-endian) by a thread of
+their own, LOG_BATCH frames at a time, and the rest when the channel
+closes: a file write per sub-buffer would cost the consumer as much as its
+copy, and keeping them all to the end held a 10^8-record run's whole
+trace in memory. bench/export/logs.py reads them back.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import ctypes.util
 import itertools
 import mmap
 import os
+import queue
 import re
 import secrets
 import struct
@@ -46,6 +49,17 @@ from ..wire import shm as wire_shm
 POLL_IDLE_S = 0.0005
 POLL_IDLE_MAX_S = 0.004
 _names = itertools.count()
+# Frames (sub-buffers, 32 KiB each at 256 KiB a ring) handed to the log's
+# writer at a time: few writes, and a few tens of MB held at most.
+LOG_BATCH = 1024
+# The consumer thread asks the host's scheduler for SCHED_RR at this
+# priority (the lowest real-time one: it sleeps between polls, and a poll
+# is short), else a nice of CONSUMER_NICE: what loses records at 256 KiB
+# is how late a loaded host wakes it (docs/channel.md, Limits). Refused
+# (no privilege, a container), it runs as it was and stats() says so.
+# TRAPBENCH_SHM_PRIORITY=0 leaves it as it was (to measure the difference).
+CONSUMER_RT_PRIORITY = 1
+CONSUMER_NICE = -10
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
@@ -179,7 +193,10 @@ class ShmChannel:
         self._deliver = None
         self.how = ""           # where the RAM was mapped from, once it is
         self.log_path = log_path
-        self.delivered: list = []   # the frames, for the log at close
+        self.delivered: list = []   # frames not yet handed to the log's writer
+        self.seq = 0                # frames delivered so far (their seqs)
+        self._log_queue: queue.Queue | None = None
+        self._log_thread: threading.Thread | None = None
         # What the consumer thread saw (stats()): polls, and of those that
         # found sub-buffers waiting, the longest time since the one before
         # and the longest it had slept past its wake-up (the host's
@@ -188,6 +205,7 @@ class ShmChannel:
         self.longest_gap = 0.0
         self.oversleep = 0.0
         self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
+        self.priority = "not raised"    # what the consumer thread got (_raise_priority)
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -234,11 +252,35 @@ class ShmChannel:
                 self.error = e
                 raise
             if subs:
-                out = wire_shm.events_frames(subs, self._order, self._word,
-                                             len(self.delivered))
-                self.delivered += out
+                out = wire_shm.events_frames(subs, self._order, self._word, self.seq)
+                self.seq += len(out)
+                if self.log_path:
+                    self.delivered += out
+                    if len(self.delivered) >= LOG_BATCH:
+                        self._to_log(self.delivered)
+                        self.delivered = []
                 self._deliver(out)
         return len(subs)
+
+    def _to_log(self, batch: list) -> None:
+        """Hand frames to the log's writer thread (started on the first)."""
+        if self._log_thread is None:
+            self._log_queue = queue.Queue()
+            self._log_thread = threading.Thread(target=self._write_log, name="shm-log",
+                                                daemon=True)
+            self._log_thread.start()
+        self._log_queue.put(batch)
+
+    def _write_log(self) -> None:
+        """The log's writer: a thread started by the consumer inherits its
+        SCHED_RR, which is for the consumer's wake-ups alone."""
+        if self.priority.startswith("SCHED_RR"):
+            try:
+                os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER,
+                                      os.sched_param(0))
+            except OSError:
+                pass
+        wire_shm.write_log_batches(self.log_path, self._log_queue)
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
@@ -258,9 +300,30 @@ class ShmChannel:
                 f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
                 f"{self.oversleep * 1e3:.1f} ms, longest poll "
                 f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
-                f"{r.fullest_of} sub-buffers waiting")
+                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}")
+
+    def _raise_priority(self) -> None:
+        """This (the consumer) thread first in the host's run queue: SCHED_RR,
+        else a negative nice, else as it was; self.priority says which."""
+        if os.environ.get("TRAPBENCH_SHM_PRIORITY", "1") == "0":
+            self.priority = "not raised (TRAPBENCH_SHM_PRIORITY=0)"
+            return
+        tid = threading.get_native_id()
+        try:
+            os.sched_setscheduler(tid, os.SCHED_RR,
+                                  os.sched_param(CONSUMER_RT_PRIORITY))
+            self.priority = f"SCHED_RR {CONSUMER_RT_PRIORITY}"
+            return
+        except (OSError, AttributeError) as e:
+            why = f"SCHED_RR refused ({e})"
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, CONSUMER_NICE)
+            self.priority = f"nice {CONSUMER_NICE} ({why})"
+        except OSError as e:
+            self.priority = f"not raised ({why}; nice {CONSUMER_NICE} refused: {e})"
 
     def _run(self) -> None:
+        self._raise_priority()
         idle = POLL_IDLE_S
         last, late = None, 0.0
         while not self._stop.is_set():
@@ -299,9 +362,14 @@ class ShmChannel:
             if self._ram is not None:
                 self._ram.close()
                 self._ram = None
-            if self.log_path and self.delivered:
+            if self._log_thread is not None:
+                self._log_queue.put(self.delivered)
+                self._log_queue.put(None)
+                self._log_thread.join()
+                self._log_thread = None
+            elif self.log_path and self.delivered:
                 wire_shm.write_log(self.log_path, self.delivered)
-                self.delivered = []
+            self.delivered = []
         if self.path:
             try:
                 os.unlink(self.path)

@@ -33,11 +33,12 @@ had no entry to pair with, by reason.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from ..wire.records import (IRQ, K_ENTRY, K_IRQ, K_RETURN, K_SWITCH, SWITCH,
-                            SWITCH_WHYS, Event)
+                            SWITCH_WHYS, Event, Loss)
 
 # The kernel's one function that returns on another stack than it was
 # entered on (guest-kernel/include/arch.h; both arches name it so).
@@ -153,20 +154,34 @@ class Walker:
 
     def run(self, events, switches=()) -> Walk:
         for ev in _merged(events, switches):
-            self._losses_until(ev.cycles)
-            while self.restart < len(self.restarts) and \
-                    self.restarts[self.restart] <= ev.cycles:
-                self.restart += 1
-                self.on_cpu.clear()
-                self.pending.clear()
-            if ev.kind == K_SWITCH:
-                self._switch(ev)
-            elif ev.kind == K_IRQ:
-                self._irq(ev)
-            elif ev.kind in (K_ENTRY, K_RETURN):
-                self._record(ev)
+            self.step(ev)
+        return self.close()
+
+    def step(self, ev: Event) -> None:
+        """One record, in the merged order (run()'s, or a stream's that
+        keeps it: bench/trace/stream.py)."""
+        self._losses_until(ev.cycles)
+        while self.restart < len(self.restarts) and \
+                self.restarts[self.restart] <= ev.cycles:
+            self.restart += 1
+            self.on_cpu.clear()
+            self.pending.clear()
+        if ev.kind == K_SWITCH:
+            self._switch(ev)
+        elif ev.kind == K_IRQ:
+            self._irq(ev)
+        elif ev.kind in (K_ENTRY, K_RETURN):
+            self._record(ev)
+
+    def close(self) -> Walk:
         self._close()
         return self.out
+
+    def add_loss(self, loss: Loss) -> None:
+        """A loss learnt while walking (a stream's DROPS record, or its
+        CPU's end): placed among those not yet begun, by first cycle. The
+        stream holds back every record at or after it, so none is late."""
+        bisect.insort(self.losses, loss, lo=self.begun, key=lambda l: l.first)
 
     def _losses_until(self, cycles: int) -> None:
         while self.begun < len(self.losses) and self.losses[self.begun].first <= cycles:

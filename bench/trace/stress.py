@@ -4,7 +4,14 @@ lossless(): the calltree workload on many threads with probes on all its
 functions (and, where the arch has the branch provider, on every other
 control transfer in them); per-function entry and return counts are
 compared with the counts the workload kept itself, with buffers large
-enough that a drop is a failure of the run, not of the drain.
+enough that a drop is a failure of the run, not of the drain. Its records
+are not kept in memory: a thread moves the frames off the guest's list
+as they come into a spool file (bench/trace/spool.py: the frames as they
+arrived, some 33 bytes a record on i386), and once the run is flushed
+they are verified from it a few frames at a time (bench/trace/stream.py):
+a run of 10^8 records must not hold them all. Not while the run goes: a
+verifying thread held the interpreter's lock from the shm consumer for up
+to 1.1 s at a time (10^7 records at 256 KiB a CPU lost 2.5 million).
 
 toggle_stress(): every calltree probe armed and disarmed over and over
 while the workload runs on every CPU; the workload checks its own results,
@@ -14,6 +21,7 @@ and nesting is checked inside every armed window.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from dataclasses import dataclass
 
@@ -23,6 +31,8 @@ from ..guest.backend import open_guest
 from ..wire.records import Capture
 from . import sites
 from .session import TraceError, open_session
+from .spool import Spool
+from .stream import StreamVerifier
 from .verify import Report, check_windows, verify
 
 
@@ -87,14 +97,30 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
         on_line(f"  {len(s.probes)} probes on calltree ({mechanism}), {threads} threads x "
                 f"{iters} iterations on {smp} CPUs, buffers {buf >> 10} KiB per CPU, "
                 f"trace over {g.channel_used}")
+        sv = StreamVerifier(s.probes, g.byte_order, g.hello["word_bytes"], smp,
+                            s.refused)
+        done, failed, spool = threading.Event(), [], Spool()
+        feeder = threading.Thread(target=_feed,
+                                  args=(g.trace_frames, sv, spool, done, failed),
+                                  name="stream-verify", daemon=True)
+        feeder.start()
         t0 = time.monotonic()
-        r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
-                  timeout=1800)
-        secs = time.monotonic() - t0
-        s.enable(False)
-        cap = s.finish()
-        rep = verify(cap, s.probes, g.link_errors,
-                     allow_missing=mechanism in arch.lossy, refused=s.refused)
+        try:
+            r = s.cmd(f"run calltree threads={threads} iters={iters} depth={depth}",
+                      timeout=1800)
+            secs = time.monotonic() - t0
+            s.enable(False)
+            s.must("trace flush", timeout=600)
+        finally:
+            done.set()
+            feeder.join()
+        if failed:
+            raise failed[0]
+        rep = sv.report(g.link_errors, allow_missing=mechanism in arch.lossy)
+        cap = sv.capture()
+        on_line(f"  verified as they came: {sv.walked} records walked, at most "
+                f"{sv.peak_queued} held back, at most {spool.peak >> 20} MiB waiting "
+                "on disk")
         channel = g.channel_used
         if channel == "shm":
             on_line(f"  {g.shm_stats()}")
@@ -102,6 +128,36 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
     if not rep.entries_probed | rep.returns_probed:
         raise TraceError("no calltree function could be probed")
     return LosslessResult(mechanism, rep, cap, r.ok, secs, channel)
+
+
+# Frames verified at a time, once the run is over: all that is in memory.
+FEED_FRAMES = 32
+
+
+def _feed(frames: list, sv: StreamVerifier, spool: Spool, done: threading.Event,
+          failed: list) -> None:
+    """Move the frames off the front of the guest's list (its reader only
+    appends) into the spool; once done, verify the spool's FEED_FRAMES at a
+    time, until both are empty; what the decoding raised goes to `failed`,
+    for the run's thread."""
+    try:
+        while True:
+            last = done.is_set()
+            n = len(frames)
+            if n:
+                batch = frames[:n]
+                del frames[:n]
+                spool.put(batch)
+            if last and len(spool):
+                sv.feed(spool.get(FEED_FRAMES))
+            elif last and not n:
+                return
+            elif not n:
+                time.sleep(0.02)
+    except Exception as e:          # noqa: BLE001 - re-raised by lossless()
+        failed.append(e)
+    finally:
+        spool.close()
 
 
 @dataclass

@@ -198,7 +198,8 @@ class Report:
 def verify(cap: Capture, probes: list[Probe], link_errors=(),
            allow_missing: bool = False, refused: list[Probe] = (),
            window: tuple[int, int] | None = None,
-           accounting: bool | None = None) -> Report:
+           accounting: bool | None = None, tally: Tally | None = None,
+           walk: Walk | None = None) -> Report:
     """Counts, nesting, accounting, losses and link errors; `refused` are
     the probes the guest refused (Probe.refused holds its words).
     allow_missing is for the lossy baselines and for toggled probes:
@@ -206,12 +207,17 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
     window: (armed, disarmed) cycles, the time every probe was live (the
     replies of `probe enable all` / `probe disable all`): nesting judges
     only records inside it. accounting (default: not allow_missing): hold
-    each CPU's and probe's fired = recorded + dropped + missed against it."""
-    problems: list[str] = []
-    counts = _count_records(cap, probes, problems)
+    each CPU's and probe's fired = recorded + dropped + missed against it.
+    tally and walk: a stream's (bench/trace/stream.py), which has kept no
+    records in cap: what the records counted, and its nesting walk."""
+    if tally is None:
+        tally = Tally.of(cap, probes)
+    problems: list[str] = list(tally.problems)
+    counts = tally.counts
     losses = cap.losses()
-    walk = _nesting(cap.events, probes, lambda ev, thread: thread, False, refused,
-                    losses, cap.switches, window)
+    if walk is None:
+        walk = _nesting(cap.events, probes, lambda ev, thread: thread, False, refused,
+                        losses, cap.switches, window)
     stats = cap.stats.values()
     rep = Report(counts["entry"], counts["return"], dict(cap.expects), walk.errors,
                  walk.checked, sum(s["dropped"] for s in stats),
@@ -225,32 +231,65 @@ def verify(cap: Capture, probes: list[Probe], link_errors=(),
                  nmissed=sum(s.get("missed", 0) for s in stats))
     _program_counts(rep, cap, probes)
     _refusals(rep, probes, refused)
-    _stream_problems(rep, cap, link_errors)
+    _stream_problems(rep, cap, link_errors, tally)
     if accounting if accounting is not None else not allow_missing:
-        rep.accounting = accounting_problems(cap, probes)
+        rep.accounting = accounting_problems(cap, probes, tally)
         problems += rep.accounting
     if not allow_missing:
         _count_problems(rep, probes)
     return rep
 
 
-def _count_records(cap: Capture, probes: list[Probe], problems: list[str]) -> dict:
-    """Records per function (entry, return, branch) and per insn probe."""
-    by_id = {p.id: p for p in probes}
-    counted = {"entry": Counter(), "return": Counter(), "branch": Counter(),
-               "insn": Counter()}
-    kinds = {K_ENTRY: "entry", K_RETURN: "return", K_BRANCH: "branch"}
-    for ev in cap.events:
-        p = by_id.get(ev.probe)
+class Tally:
+    """What verify() counts of the records, one record at a time (so that
+    a stream can count them as they come: bench/trace/stream.py): records
+    per function (entry, return, branch) and per insn probe, per CPU
+    (LOG records aside) and per probe for the accounting, SWITCH records
+    per CPU, and every record decoded."""
+
+    KINDS = {K_ENTRY: "entry", K_RETURN: "return", K_BRANCH: "branch"}
+
+    def __init__(self, probes: list[Probe]):
+        self.by_id = {p.id: p for p in probes}
+        self.counts = {"entry": Counter(), "return": Counter(), "branch": Counter(),
+                       "insn": Counter()}
+        self.per_cpu: Counter = Counter()
+        self.per_probe: Counter = Counter()
+        self.sched: Counter = Counter()
+        self.decoded = 0
+        self.checks = 0
+        self.problems: list[str] = []
+
+    @classmethod
+    def of(cls, cap: Capture, probes: list[Probe]) -> Tally:
+        """A whole capture's."""
+        t = cls(probes)
+        for ev in cap.events:
+            t.event(ev)
+        for sw in cap.switches:
+            t.switch(sw)
+        t.checks += len(cap.checks)
+        t.decoded += len(cap.checks) + len(cap.marked)
+        return t
+
+    def event(self, ev) -> None:
+        self.decoded += 1
+        self.per_probe[ev.probe] += 1
+        if ev.kind != K_LOG:
+            self.per_cpu[ev.cpu] += 1
+        p = self.by_id.get(ev.probe)
         if p is None:
-            problems.append(f"record for unknown probe {ev.probe}")
+            self.problems.append(f"record for unknown probe {ev.probe}")
         elif p.program:
-            continue                    # counted by its hits (_program_counts)
-        elif ev.kind in kinds:
-            counted[kinds[ev.kind]][p.function] += 1
+            return                      # counted by its hits (_program_counts)
+        elif ev.kind in self.KINDS:
+            self.counts[self.KINDS[ev.kind]][p.function] += 1
         elif ev.kind == K_INSN:
-            counted["insn"][p.id] += 1
-    return counted
+            self.counts["insn"][p.id] += 1
+
+    def switch(self, sw) -> None:
+        self.decoded += 1
+        self.sched[sw.cpu] += 1
 
 
 def _program_counts(rep: Report, cap: Capture, probes: list[Probe]) -> None:
@@ -284,7 +323,7 @@ def _refusals(rep: Report, probes: list[Probe], refused: list[Probe]) -> None:
         rep.refused[key] = (n, t, "; ".join(dict.fromkeys(reasons)))
 
 
-def _stream_problems(rep: Report, cap: Capture, link_errors) -> None:
+def _stream_problems(rep: Report, cap: Capture, link_errors, tally: Tally) -> None:
     """Missing counters, link errors, losses, and records sent but not decoded."""
     problems, losses = rep.problems, rep.losses
     if not cap.stats:
@@ -303,24 +342,26 @@ def _stream_problems(rep: Report, cap: Capture, link_errors) -> None:
             problems.append(f"cpu{cpu}: its DROPS records count {marked} records "
                             f"lost, its STATS frame {s['dropped']}")
     sent = sum(s["sent"] for s in cap.stats.values())
-    got = len(cap.events) + len(cap.checks) + len(cap.marked) + len(cap.switches)
+    got = tally.decoded
     if cap.stats and sent != got:
         problems.append(f"the guest sent {sent} records, the host decoded {got}")
 
 
-def accounting_problems(cap: Capture, probes: list[Probe]) -> list[str]:
+def accounting_problems(cap: Capture, probes: list[Probe],
+                        tally: Tally | None = None) -> list[str]:
     """Every firing accounted for: per CPU, fired = recorded + dropped +
     missed (the firings' records: SWITCH records, which are no firing, are
     told apart by the STATS frame's `switches`); per probe, when nothing
     was lost, its hits (PROBES) = its records + its missed. Only for runs
     in which a firing writes one record: no program, no check mode, no
     null action (the caller knows)."""
-    if not cap.stats or any(p.program for p in probes) or cap.checks or \
+    if tally is None:
+        tally = Tally.of(cap, probes)
+    if not cap.stats or any(p.program for p in probes) or tally.checks or \
             any("missed" not in s for s in cap.stats.values()):
         return []
     out = []
-    per_cpu = Counter(ev.cpu for ev in cap.events if ev.kind != K_LOG)
-    sched = Counter(sw.cpu for sw in cap.switches)
+    per_cpu, sched = tally.per_cpu, tally.sched
     for cpu, s in sorted(cap.stats.items()):
         dropped = s["dropped"] - (s["switches"] - sched[cpu])
         if s["fired"] != per_cpu[cpu] + dropped + s["missed"]:
@@ -329,7 +370,7 @@ def accounting_problems(cap: Capture, probes: list[Probe]) -> list[str]:
                        f"{s['fired'] - per_cpu[cpu] - dropped - s['missed']} unaccounted")
     if any(s["dropped"] for s in cap.stats.values()):
         return out
-    per_probe = Counter(ev.probe for ev in cap.events)
+    per_probe = tally.per_probe
     for p in probes:
         c = cap.probe_counts.get(p.id)
         if c is not None and c["hits"] != per_probe[p.id] + c["missed"]:

@@ -204,6 +204,10 @@ class _Decoder:
     def __init__(self, order: str, word_bytes: int):
         self.order, self.word_bytes = order, word_bytes
         self.wfmt = {4: "I", 8: "Q"}[word_bytes]
+        # A record's header, the struct compiled once: EVENT.unpack builds
+        # its format anew each time, and a run has 10^8 records.
+        self.event_struct = struct.Struct(EVENT.format(order))
+        self.event_names = tuple(f.name for f in EVENT.fields)
         self.events: list[Event] = []
         self.checks: list[Event] = []
         self.switches: list[Event] = []
@@ -299,11 +303,12 @@ class _Decoder:
         head = EVENTS_HEAD.unpack(p, order)
         cpu = head["cpu"]
         off = EVENTS_HEAD.size
+        unpack, names = self.event_struct.unpack_from, self.event_names
         for _ in range(head["count"]):
             if off + EVENT.size > len(p):
                 raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
                                     f"run past its {len(p)} bytes")
-            e = EVENT.unpack(p[off:off + EVENT.size], order)
+            e = dict(zip(names, unpack(p, off)))
             off += EVENT.size
             n = e["nwords"]
             if off + n * word_bytes > len(p):

@@ -322,6 +322,16 @@ def write_log(path, events) -> None:
             f.write(fr.payload)
 
 
+def write_log_batches(path, batches) -> None:
+    """write_log's file, from lists of EVENTS frames taken off a queue
+    until None (bench/guest/shm_channel.py's log writer)."""
+    with open(path, "wb") as f:
+        while (events := batches.get()) is not None:
+            for fr in events:
+                f.write(struct.pack("<I", len(fr.payload)))
+                f.write(fr.payload)
+
+
 def read_log(data: bytes) -> list[bytes]:
     """The EVENTS payloads of a NAME.shm; ShmError if it is cut short."""
     out, off = [], 0
