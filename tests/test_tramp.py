@@ -129,23 +129,24 @@ def _checked(s, g, spec, line):
     return r, cap, firings, C.verify(cap.checks, sites_of(s.image, s.probes))
 
 
+def _break_check(g, s, how: int) -> None:
+    """tramp_check_broken through the stub: 1 breaks every check record,
+    2 only a delay slot's restore's."""
+    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
+        stub.halt()
+        stub.write_identity(s.image.symbols["tramp_check_broken"], how.to_bytes(4, "big"))
+        stub.detach()
+
+
 def test_check_mode_reruns_every_trampoline_and_catches_a_broken_one(sparc64):
     with Guest(sparc64, label="tramp-check", gdbstub=True) as g:
         s = open_session(g)
         runs = [_checked(s, g, FORMS, "forms n=6"),
                 _checked(s, g, "fbt:ct_*:entry,fbt:ct_*:return",
                          "calltree threads=2 iters=3")]
-        with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-            stub.halt()
-            stub.write_identity(s.image.symbols["tramp_check_broken"],
-                                (1).to_bytes(4, "big"))
-            stub.detach()
+        _break_check(g, s, 1)
         broken = _checked(s, g, FORMS, "forms n=5")
-        with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-            stub.halt()
-            stub.write_identity(s.image.symbols["tramp_check_broken"],
-                                (2).to_bytes(4, "big"))
-            stub.detach()
+        _break_check(g, s, 2)
         restore_broken = _checked(s, g, FORMS, "forms n=5")
         g.exit(0)
     for r, cap, firings, rep in runs:
