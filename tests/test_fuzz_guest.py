@@ -29,3 +29,15 @@ def test_listing_check_catches_what_was_refused():
     assert "add was refused" in guestfuzz.check_listing(LISTING, {3}, {3}, False)[0]
     assert "no accepted enable" in guestfuzz.check_listing(LISTING, {3, 4}, set(), False)[0]
     assert guestfuzz.check_listing(LISTING, {3, 4}, set(), True) == []
+
+
+def test_ids_read_as_the_guest_reads_them():
+    # 97,000 lines into a 10^5 i386 run, `probe enable 01` (answered OK: the
+    # guest's parse_u64 reads decimal with its leading zero) stopped the
+    # stress in int("01", 0); and `probe add 0x3 ...`, accepted, was not
+    # counted as added, so probe 3 in the listing would have been a problem.
+    assert [guestfuzz.guest_number(w) for w in ("01", "010", "7", "0x1f", "0X1F")] == \
+        [1, 10, 7, 31, 31]
+    for refused in ("", "0x", "-1", "+1", "1a", "0x1g", "\u00b2", "\u0663", "0b1"):
+        assert guestfuzz.guest_number(refused) is None, refused
+    assert guestfuzz._ids(["01", "0x3", "all", "\u00b2"]) == {1, 3}

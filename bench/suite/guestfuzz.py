@@ -174,6 +174,21 @@ def check_listing(text, added_ok, enabled_ok, enable_all) -> list[str]:
     return problems
 
 
+def guest_number(word: str):
+    """A word read as the guest's parse_u64 reads it (string.c): hex after
+    0x or 0X, else decimal, leading zeros and all, ASCII digits only; None
+    where the guest refuses it. Python's int(w, 0) refuses "01", and
+    str.isdigit() passes digits such as "\u00b2" that int() then refuses."""
+    m = re.fullmatch(r"0[xX]([0-9a-fA-F]+)|([0-9]+)", word)
+    if not m:
+        return None
+    return int(m.group(1), 16) if m.group(1) else int(m.group(2), 10)
+
+
+def _ids(words) -> set:
+    return {n for n in map(guest_number, words) if n is not None}
+
+
 def _allowed(line: str) -> bool:
     return _first_word(line) not in NEVER
 
@@ -217,15 +232,13 @@ def run(arch_name: str, count: int, seed: int = 0, smp: int = 1, echo=None) -> S
                 if w[:2] == ["program", "check"]:
                     st.programs_sent += 1
                     st.programs_accepted += r.ok
-                if r.ok and w[:2] == ["probe", "add"] and len(w) > 2 and w[2].isdigit():
-                    added_ok.add(int(w[2]))
-                if r.ok and w[:2] == ["watch", "add"] and len(w) > 2 and w[2].isdigit():
-                    added_ok.add(int(w[2]))
+                if r.ok and w[:2] in (["probe", "add"], ["watch", "add"]):
+                    added_ok |= _ids(w[2:3])
                 if w[:2] == ["probe", "enable"]:
                     if w[2:] == ["all"]:
                         enable_all = True
                     elif r.ok:
-                        enabled_ok |= {int(x, 0) for x in w[2:] if x.isdigit()}
+                        enabled_ok |= _ids(w[2:])
                 if echo and st.sent % 1000 == 0:
                     echo(f"fuzz-guest {arch_name}: {st.sent} sent, {st.answered}")
         # The end: what is armed was accepted; the text is whole.
