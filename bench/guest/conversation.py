@@ -152,7 +152,7 @@ class Conversation:
             self._shm.drain()
         def behind() -> bool:
             return 0 < (frames - self._chan_next) & 0xffffffff < 1 << 31
-        while (self._chan_sock and not self._chan_paused.is_set() and
+        while (self._chan_reading and not self._chan_paused.is_set() and
                not self._chan_eof and behind()):
             self._handle(self._next(deadline, f"the trace channel's frames "
                                               f"up to seq {frames - 1}"))

@@ -127,6 +127,7 @@ class Guest(Conversation):
         self._log = None
         self._raw = None
         self._chan_sock = None
+        self._chan_reading = False      # a thread reads the virtio stream (any backend)
         self._chan_raw = None
         self._chan_next = 0             # next seq expected on the virtio stream
         self._chan_eof = False
@@ -247,6 +248,7 @@ class Guest(Conversation):
             t = threading.Thread(target=self._read_channel, daemon=True)
             t.start()
             self._threads.append(t)
+            self._chan_reading = True
 
     def _open_channel(self) -> bool:
         """Connect to the socket QEMU listens on for the trace port; False
