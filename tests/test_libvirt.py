@@ -155,11 +155,6 @@ def test_unknown_backend_is_refused():
         open_guest("i386", connect="qemu:///session")
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_refuses_bad_backend_options_and_starts_nothing():
     # What the CLI's own daemon would be called (bench/cli.py: d<its pid>):
     # other tests, run beside this one, start daemons of their own there.
