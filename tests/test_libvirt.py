@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -348,6 +349,32 @@ def test_a_traced_run_through_libvirt_is_lossless(arch, built, lv_default):
     assert res.missed == 0, (res.firings_expected, rep.fired, rep.problems)
     assert rep.ok, rep.problems
     assert rep.traced > 1000 and rep.nesting_checked > 0
+
+
+def test_a_reply_waits_for_the_domains_trace_frames_it_counts(built, lv_default,
+                                                               monkeypatch):
+    """A REPLY counts the trace frames the guest sent before it; the harness
+    reads the channel up to that count before it returns, on a domain's
+    stream as on QEMU's socket. Here the stream is read late (as a loaded
+    host reads it): were the reply to return at once, `trace flush` would
+    leave frames unread and the run would verify short ('the guest sent N
+    records, the host decoded M', which make check once met)."""
+    built("i386")
+    a = arches.get("i386")
+    slow = virt.LibvirtGuest._read_channel_chunk
+
+    def late(self, buf):
+        time.sleep(0.05)
+        return slow(self, buf)
+    monkeypatch.setattr(virt.LibvirtGuest, "_read_channel_chunk", late)
+    backend.use_channel("virtio")
+    try:
+        res = stress.lossless(a, a.default_mechanism, 2, threads=4, iters=60, depth=3,
+                              timer_hz=0)
+    finally:
+        backend.use_channel(None)
+    assert res.channel == "virtio", res.channel
+    assert res.report.ok and res.missed == 0, res.report.problems
 
 
 def test_a_local_domain_traces_over_shm_its_ram_mapped_here(arch, built, lv_default):
