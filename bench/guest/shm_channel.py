@@ -58,8 +58,20 @@ LOG_BATCH = 1024
 # is how late a loaded host wakes it (docs/channel.md, Limits). Refused
 # (no privilege, a container), it runs as it was and stats() says so.
 # TRAPBENCH_SHM_PRIORITY=0 leaves it as it was (to measure the difference).
+# make bench leaves it too (raise_priority(False)): a consumer that takes a
+# core whenever it wakes takes it from the vCPU on a busy host, and what the
+# bench times is guest time (calltree under i386's opt over the
+# -finstrument-functions hooks: 0.93-0.97 as it was, 1.08-2.87 raised,
+# docs/bench.md).
 CONSUMER_RT_PRIORITY = 1
 CONSUMER_NICE = -10
+_raise = os.environ.get("TRAPBENCH_SHM_PRIORITY", "1") != "0"
+
+
+def raise_priority(on: bool) -> None:
+    """Whether consumers started from now on raise their priority."""
+    global _raise
+    _raise = on
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
@@ -305,8 +317,8 @@ class ShmChannel:
     def _raise_priority(self) -> None:
         """This (the consumer) thread first in the host's run queue: SCHED_RR,
         else a negative nice, else as it was; self.priority says which."""
-        if os.environ.get("TRAPBENCH_SHM_PRIORITY", "1") == "0":
-            self.priority = "not raised (TRAPBENCH_SHM_PRIORITY=0)"
+        if not _raise:
+            self.priority = "not raised (TRAPBENCH_SHM_PRIORITY=0, or make bench)"
             return
         tid = threading.get_native_id()
         try:
