@@ -222,12 +222,18 @@ class Session:
         return cap
 
 
+def reply_count(message: str, key: str) -> int:
+    """The guest's KEY=N in a reply (cycles= of `probe enable|disable all`,
+    late= of `trace stats`)."""
+    for word in message.split():
+        if word.startswith(f"{key}="):
+            return int(word[len(key) + 1:].rstrip(";,"))
+    raise TraceError(f"no {key}= in the reply {message!r}")
+
+
 def cycles_of(message: str) -> int:
     """The guest's cycles=N in a reply (`probe enable|disable all`)."""
-    for word in message.split():
-        if word.startswith("cycles="):
-            return int(word[7:].rstrip(";,"))
-    raise TraceError(f"no cycles= in the reply {message!r}")
+    return reply_count(message, "cycles")
 
 
 def open_session(guest: Guest) -> Session:

@@ -30,7 +30,7 @@ from ..guest import build
 from ..guest.backend import open_guest
 from ..wire.records import Capture
 from . import sites
-from .session import TraceError, open_session
+from .session import TraceError, cycles_of, open_session, reply_count
 from .spool import Spool
 from .stream import StreamVerifier
 from .verify import Report, check_windows, verify
@@ -175,21 +175,6 @@ class ToggleResult:
     late: int = 0               # traps at probes being disarmed (tracer_late)
 
 
-def _cycles_of(message: str) -> int:
-    for word in message.split():
-        if word.startswith("cycles="):
-            return int(word[7:])
-    raise TraceError(f"no cycles= in the reply {message!r}")
-
-
-def _late_of(message: str) -> int:
-    """late=N of the guest's `trace stats` reply."""
-    for word in message.split():
-        if word.startswith("late="):
-            return int(word[5:].rstrip(";,"))
-    raise TraceError(f"no late= in the reply {message!r}")
-
-
 def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
                   iters: int, toggles: int, on_line=print,
                   buffer_bytes: int = 32 << 20, also: str = "",
@@ -225,7 +210,7 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
                 # the whole run).
                 s.must(f"start calltree threads={threads} iters={iters} depth=4")
             off = s.must("probe disable all")
-            windows.append((_cycles_of(on.message), _cycles_of(off.message)))
+            windows.append((cycles_of(on.message), cycles_of(off.message)))
             if n % 200 == 199:
                 on_line(f"  {n + 1} toggles")
         r = s.cmd("wait", timeout=1800)
@@ -233,7 +218,7 @@ def toggle_stress(arch: arches.Arch, mechanism: str, smp: int, threads: int,
         # A trap taken as its probe is being disarmed still runs the
         # instruction (and, in check mode, writes its CHECK record) but is
         # not a firing: the guest counts it as late and records nothing.
-        late = _late_of(s.must("trace stats").message)
+        late = reply_count(s.must("trace stats").message, "late")
         cap = s.finish()
         g.exit(0)
     # Counts and nesting are measured per window, but every firing is a
