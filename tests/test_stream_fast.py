@@ -5,9 +5,11 @@ random (records lost with and without DROPS, flipped, moved to another
 thread, back in time, late past HOLD, unknown probes, context switches
 that lie, arch_context_switch's entry on the outgoing stack, interrupts,
 the end-of-stream loss) give the reference's every problem, nesting
-break with its history, count and call line. Broken variants of the bulk
-path (a record queued and never walked, a return paired without looking
-at the innermost entry) are caught."""
+break with its history, count and call line; the bulk walk takes the
+records in the heap's order. Broken variants of the bulk path (a record
+queued and never walked, a return paired without looking at the innermost
+entry, a merge that walks ahead of the slowest CPU or one CPU after
+another) are caught."""
 
 import random
 
@@ -52,6 +54,8 @@ def test_a_100000_record_stream_is_verify_s_report_through_the_bulk_path():
     whole = verify(decode(fl, ORDER, WB), PROBES)
     same(rep, whole)
     assert rep.calls == whole.calls and rep.nesting_checked == sum(expect.values())
+    slow, reference = streamed(fl, 4, fast=False, batch=32)
+    identical(rep, reference, sv, slow)
 
 
 def spoil(per_cpu: dict, rnd: random.Random) -> dict:
@@ -200,3 +204,51 @@ def test_a_bulk_walk_that_pairs_any_return_is_caught(monkeypatch):
     _, bad = streamed(fl, 2)
     assert not any(p.startswith("nesting broken") for p in bad.problems), bad.problems
 
+
+
+
+class _WalksAhead(StreamVerifier):
+    """Broken: walks every record queued, not waiting for the slowest CPU."""
+
+    def _walk_merged(self, until_empty):
+        super()._walk_merged(True)
+
+
+class _SortsByCpu(StreamVerifier):
+    """Broken: merges the CPUs' records one CPU after the other."""
+
+    def _walk_merged(self, until_empty):
+        walk = self.walker.walk
+        self.walker.walk = lambda recs: walk(sorted(recs, key=lambda r: r[4]))
+        try:
+            super()._walk_merged(until_empty)
+        finally:
+            self.walker.walk = walk
+
+
+def walk_order(fl, cpus, fast, cls=StreamVerifier):
+    """(cycles, cpu) of every record in the order the walk took them."""
+    sv = cls(PROBES, ORDER, WB, cpus, fast=fast)
+    order = []
+    if fast:
+        walk = sv.walker.walk
+        sv.walker.walk = lambda recs: (order.extend((r[0], r[4]) for r in recs), walk(recs))
+    else:
+        step = sv.walker.step
+        sv.walker.step = lambda ev: (order.append((ev.cycles, ev.cpu)), step(ev))
+    for i in range(0, len(fl), 5):
+        sv.feed(fl[i:i + 5])
+    sv.report()
+    return order
+
+
+def test_the_bulk_walk_takes_the_records_in_the_heap_s_order():
+    per_cpu, expect = workload(cpus=4, threads_per_cpu=2, calls=100)
+    with_context_switches(per_cpu, random.Random(3))     # ties in a CPU's order
+    fl = frames_of(per_cpu, expect)
+    heap = walk_order(fl, 4, fast=False)
+    assert len(heap) == sum(len(r) for r in per_cpu.values())
+    assert walk_order(fl, 4, fast=True) == heap
+    assert walk_order(fl, 4, True, _SortsByCpu) != heap
+    _, ahead = streamed(fl, 4, cls=_WalksAhead)
+    assert any("came after the walk had passed" in p for p in ahead.problems)

@@ -310,15 +310,14 @@ class StreamVerifier:
         top = [(runs[c][heads[c]][0], c, heads[c]) for c in runs if len(runs[c]) > heads[c]]
         heapq.heapify(top)
         walked = []
-        while top and (until_empty or len(top) >= self.cpus or self.queued > self.HOLD):
+        while top and (until_empty or len(top) >= self.cpus
+                       or self.queued - len(walked) > self.HOLD):
             _, cpu, i = heapq.heappop(top)
             self.walker.walk([runs[cpu][i]])
             walked.append(runs[cpu][i])
-            self.queued -= 1
             heads[cpu] = i + 1
             if i + 1 < len(runs[cpu]):
                 heapq.heappush(top, (runs[cpu][i + 1][0], cpu, i + 1))
-        self.queued += len(walked)      # _walked() counts them
         self._walked(walked)
 
     def _walked(self, recs: list) -> None:
