@@ -252,3 +252,29 @@ def test_the_bulk_walk_takes_the_records_in_the_heap_s_order():
     assert walk_order(fl, 4, True, _SortsByCpu) != heap
     _, ahead = streamed(fl, 4, cls=_WalksAhead)
     assert any("came after the walk had passed" in p for p in ahead.problems)
+
+
+def test_a_damaged_events_frame_is_decode_s_error_at_the_same_record():
+    """Cut short, run over, left over, a short DROPS record: the bulk
+    decoder raises records.py's ProtocolError, word for word."""
+    import pytest
+    from bench.errors import ProtocolError
+    from test_stream import events_frame
+    per_cpu, _ = workload(cpus=1, threads_per_cpu=2, calls=3)
+    recs = per_cpu[0][:12]
+    w = [0] * len(vars(DROPS))
+    good = events_frame(0, recs, 0)
+    damaged = [wf.Frame(wf.T_EVENTS, 1, good.payload[:cut], 0)
+               for cut in (17, 30, 40, len(good.payload) - 1)]
+    damaged.append(wf.Frame(wf.T_EVENTS, 2, good.payload + b"\0" * 8, 0))
+    more = bytearray(good.payload)
+    more[2] += 1                                        # count one record more
+    damaged.append(wf.Frame(wf.T_EVENTS, 3, bytes(more), 0))
+    damaged.append(events_frame(0, recs[:3] + [(K_DROPS, 0, NO_PROBE, 1, w[:2])], 4))
+    damaged.append(events_frame(0, [(K_DROPS, 0, NO_PROBE, 1, w[:2])] + recs, 5))
+    for fr in damaged:
+        with pytest.raises(ProtocolError) as whole:
+            decode([fr], ORDER, WB)
+        with pytest.raises(ProtocolError) as bulk:
+            StreamVerifier(PROBES, ORDER, WB, 1).feed([fr])
+        assert str(bulk.value) == str(whole.value)

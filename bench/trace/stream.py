@@ -182,34 +182,37 @@ class StreamVerifier:
         recs, keys, switches, odd = [], [], 0, False
         before = self.last.get(cpu, -1)
         lowest = max(before, self.walked_to)    # any record below is a problem
-        for _ in range(head["count"]):
-            if off + hsize > plen:
-                raise records.past_end(fr, p)
-            kind, nwords, thread, probe, cycles = unpack(p, off)
-            off += hsize
-            end = off + nwords * word_bytes
-            if end > plen:
-                raise records.past_end(fr, p)
-            if kind in _WORDY:
-                words = word_structs.get(nwords)
-                if words is None:
-                    words = word_structs[nwords] = struct.Struct(
-                        f"{d.order}{nwords}{d.wfmt}").unpack_from
-                words = words(p, off)
-                if kind == K_SWITCH or kind == K_IRQ:
-                    switches += 1
+        # A record past the end is found by the next read that fails (a
+        # header or words: struct.error) or by where the last one ends:
+        # the same error, at the same record, as a check before each read.
+        try:
+            for _ in range(head["count"]):
+                kind, nwords, thread, probe, cycles = unpack(p, off)
+                off += hsize
+                if kind in _WORDY:
+                    words = word_structs.get(nwords)
+                    if words is None:
+                        words = word_structs[nwords] = struct.Struct(
+                            f"{d.order}{nwords}{d.wfmt}").unpack_from
+                    words = words(p, off)
+                    if kind == K_SWITCH or kind == K_IRQ:
+                        switches += 1
+                    else:
+                        odd = True
+                        if kind == K_DROPS and nwords < len(vars(DROPS)):
+                            raise records.short_drops(fr, nwords)
                 else:
+                    words = None
+                    keys.append(probe << 8 | kind)
+                if cycles < lowest:
                     odd = True
-                    if kind == K_DROPS and nwords < len(vars(DROPS)):
-                        raise records.short_drops(fr, nwords)
-            else:
-                words = None
-                keys.append(probe << 8 | kind)
-            if cycles < lowest:
-                odd = True
-            lowest = cycles
-            off = end
-            recs.append((cycles, thread, probe, kind, cpu, words))
+                lowest = cycles
+                off += nwords * word_bytes
+                recs.append((cycles, thread, probe, kind, cpu, words))
+        except struct.error:
+            raise records.past_end(fr, p) from None
+        if off > plen:
+            raise records.past_end(fr, p)
         if off != plen:
             raise records.left_over(fr, p, off)
         if odd or not self.tally.plain.issuperset(keys):
