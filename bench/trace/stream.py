@@ -63,6 +63,11 @@ class _Decoder(records._Decoder):
 
 
 _CYCLES = itemgetter(0)
+# _events_frame() takes a record's header apart in wire.h's field order.
+_HEADER = ("kind", "nwords", "thread", "probe", "cycles")
+if tuple(f.name for f in EVENT.fields) != _HEADER:
+    raise ImportError(f"struct wire_event is {[f.name for f in EVENT.fields]}, "
+                      f"bench/trace/stream.py reads it as {list(_HEADER)}")
 # Records whose words someone reads: the walk's, the checker's, a loss's.
 _WORDY = frozenset((K_SWITCH, K_IRQ, K_DROPS, K_CHECK))
 
@@ -104,12 +109,12 @@ class StreamVerifier:
         fast = self.fast
         for fr in frame_list:
             step = steps.get(fr.type)
-            if fast and step is _Decoder.events_frame:
-                step = StreamVerifier._events_frame
             if step is not None:
                 try:
-                    step(self if step is StreamVerifier._events_frame else self.decoder,
-                         fr, fr.payload)
+                    if fast and fr.type == records.frames.T_EVENTS:
+                        self._events_frame(fr, fr.payload)
+                    else:
+                        step(self.decoder, fr, fr.payload)
                 except records.cdefs.CdefsError as e:
                     raise records.ProtocolError(
                         f"{records.frames.FRAME_NAMES[fr.type]} frame seq "
