@@ -47,6 +47,7 @@ SWITCH_FUNCTION = "arch_context_switch"
 # the calls it interrupted.
 IRQ_FRAME = "<interrupt>"
 HISTORY = 6          # records of a thread shown with a break
+INF = float("inf")
 
 # Why a return was not checked (Report.unchecked's keys).
 LOST = "records were lost"
@@ -55,6 +56,7 @@ NO_ENTRY = "its function's entry site was refused"
 FIRST_RUN = "a thread's first run (its trampoline)"
 BEFORE = "its call began before the probes were armed"
 EXITED = "exited"
+_EXITS = frozenset(v for v, why in SWITCH_WHYS.items() if why == EXITED)
 
 
 @dataclass
@@ -118,6 +120,11 @@ class Walk:
     calls: Calls = field(default_factory=Calls)
 
 
+def by_thread(ev, thread):
+    """The key of one stack per thread, no windows (walk() is fast for it)."""
+    return thread
+
+
 class Walker:
     """on_call(thread, function, cpu, start, end, depth), if given, sees
     every call whose return paired with its entry (the exports draw them:
@@ -149,6 +156,18 @@ class Walker:
         starts = list(restarts) + ([since] if since is not None else [])
         self.restarts, self.restart = sorted(starts), 0
         self.out = Walk()
+        # walk()'s: the functions a record of a probe pushes or pops (those
+        # with both sites probed), one shared frame each (no on_call: a
+        # frame's start and cpu are read by nobody), the threads whose
+        # stack step() has made (thread: its state, stack and history),
+        # and the calls it counted, added to out.calls at close().
+        self.fast = (key is by_thread and since is None and not self.restarts
+                     and on_call is None)
+        self.function_of = {p.id: p.function for p in probes if p.function in self.both}
+        self.frame_of = {f: _Frame(f, False, f in self.no_return) for f in self.both}
+        self.known: dict = {}
+        self.entered = dict.fromkeys(self.both, 0)
+        self.paired = dict.fromkeys(self.both, 0)
 
     # ---- the steps ----
 
@@ -173,7 +192,96 @@ class Walker:
         elif ev.kind in (K_ENTRY, K_RETURN):
             self._record(ev)
 
+    def walk(self, recs) -> None:
+        """Records (cycles, thread, probe, kind, cpu, words) in the merged
+        order, each as step() would take it (bench/trace/stream.py's).
+        Inline, the common case: an entry, or a return that matches its
+        thread's innermost entry, of a thread step() has given a stack,
+        before the next loss begins, on a CPU that runs it and has no
+        SWITCH waiting for its next record; branch and insn records (no
+        part of the walk). Anything else goes through step()."""
+        if not self.fast:
+            for r in recs:
+                self.step(Event(r[4], r[1], r[2], r[3], r[0], r[5]))
+            return
+        function_of, frame_of, known = self.function_of, self.frame_of, self.known
+        on_cpu, pending, lost_cpus = self.on_cpu, self.pending, self.lost_cpus
+        cpu_history, entered, paired = self.cpu_history, self.entered, self.paired
+        losses, begun = self.losses, self.begun
+        next_loss = losses[begun].first if begun < len(losses) else INF
+        histories, threads = self.history, self.threads
+        checked = switches = 0
+        for rec in recs:
+            cycles, thread, probe, kind, cpu, words = rec
+            if cycles < next_loss:
+                if kind == K_ENTRY or kind == K_RETURN:
+                    f = function_of.get(probe)
+                    mine = known.get(thread)
+                    switched = pending.get(cpu)     # _owner()'s
+                    if f is not None and mine is not None and \
+                            (switched is None or kind != K_ENTRY or f != SWITCH_FUNCTION
+                             or thread != switched[1]) and \
+                            (on_cpu.get(cpu, thread) == thread or cpu in lost_cpus):
+                        t, st, history = mine
+                        if t.seen == begun:         # no loss to weigh
+                            if kind == K_ENTRY:
+                                if cycles > t.window_end:
+                                    if switched is not None:
+                                        del pending[cpu]
+                                    history.append(rec)
+                                    cpu_history[cpu].append(rec)
+                                    entered[f] += 1
+                                    st.append(frame_of[f])
+                                    t.first_run = False
+                                    continue
+                            elif st and st[-1].function == f:
+                                if switched is not None:
+                                    del pending[cpu]
+                                history.append(rec)
+                                cpu_history[cpu].append(rec)
+                                st.pop()
+                                checked += 1
+                                paired[f] += 1
+                                continue
+                elif kind == K_SWITCH:
+                    frm, to, why, first = (words[SWITCH.FROM], words[SWITCH.TO],
+                                           words[SWITCH.WHY], words[SWITCH.FIRST])
+                    was = on_cpu.get(cpu)
+                    if was is None or was == frm or cpu in lost_cpus:   # no break
+                        switches += 1
+                        on_cpu[cpu] = to
+                        pending[cpu] = (frm, to)
+                        line = (cycles, cpu, frm, (frm, to, why, first))
+                        histories[frm].append(line)
+                        cpu_history[cpu].append(line)
+                        histories[to].append(line)
+                        if why in _EXITS:
+                            threads[frm].exited = True
+                        if first:
+                            t = threads[to]
+                            t.born = t.first_run = True
+                        continue
+                elif kind != K_IRQ:
+                    continue                        # not the walk's
+            self.step(Event(cpu, thread, probe, kind, cycles, words))
+            if self.begun != begun:
+                begun = self.begun
+                next_loss = losses[begun].first if begun < len(losses) else INF
+            if thread not in known and thread in self.stacks:
+                known[thread] = (self.threads[thread], self.stacks[thread],
+                                 self.history[thread])
+        self.out.checked += checked
+        self.out.switches += switches
+
     def close(self) -> Walk:
+        calls = self.out.calls
+        for f, n in self.entered.items():
+            if n:
+                calls.entries[f] += n
+        for f, n in self.paired.items():
+            if n:
+                calls.returns[f] += n
+        self.entered, self.paired = dict.fromkeys(self.both, 0), dict.fromkeys(self.both, 0)
         self._close()
         return self.out
 
@@ -205,9 +313,7 @@ class Walker:
                                  f"SWITCH ran t{was}")
         self.on_cpu[sw.cpu] = to
         self.pending[sw.cpu] = (frm, to)
-        what = (f"SWITCH t{frm} -> t{to} ({SWITCH_WHYS.get(why, why)}"
-                f"{', first run' if first else ''})")
-        self._note(frm, sw, what)
+        self._note(frm, sw, (frm, to, why, first))
         self.history[to].append(self.history[frm][-1])
 
         if SWITCH_WHYS.get(why) == EXITED:
@@ -232,10 +338,10 @@ class Walker:
         if runs is None or ev.thread == runs or thread != ev.thread or \
                 ev.cpu in self.lost_cpus:
             return
-        self.cpu_history[ev.cpu].append(f"cycle {ev.cycles} cpu{ev.cpu} t{ev.thread} {what}")
+        self.cpu_history[ev.cpu].append((ev.cycles, ev.cpu, ev.thread, what))
         self.out.errors.append(NestingError(
             f"cpu{ev.cpu}: a record of t{ev.thread} on cpu{ev.cpu}, where the last "
-            f"SWITCH ran t{runs}", list(self.cpu_history[ev.cpu])))
+            f"SWITCH ran t{runs}", self._lines(self.cpu_history[ev.cpu])))
         self.on_cpu[ev.cpu] = ev.thread        # one break, not one a record
 
     def _record(self, ev: Event) -> None:
@@ -387,14 +493,33 @@ class Walker:
 
     # ---- what a break shows ----
 
+    # A history holds (cycles, cpu, thread, what: a line's end, or a
+    # SWITCH's (from, to, why, first)) or a walk()'s record
+    # (cycles, thread, probe, kind, cpu, words), both made lines only for
+    # a break: formatting every record's line cost more than walking it.
     def _note(self, thread: int, ev: Event, what: str) -> None:
-        line = f"cycle {ev.cycles} cpu{ev.cpu} t{thread} {what}"
+        line = (ev.cycles, ev.cpu, thread, what)
         self.history[thread].append(line)
         self.cpu_history[ev.cpu].append(line)
 
+    def _lines(self, shown) -> list[str]:
+        out = []
+        for item in shown:
+            if len(item) == 4:
+                cycles, cpu, thread, what = item
+                if isinstance(what, tuple):      # a SWITCH's (from, to, why, first)
+                    frm, to, why, first = what
+                    what = (f"SWITCH t{frm} -> t{to} ({SWITCH_WHYS.get(why, why)}"
+                            f"{', first run' if first else ''})")
+            else:
+                cycles, thread, probe, kind, cpu, _ = item
+                what = f"{'->' if kind == K_ENTRY else '<-'} {self.by_id[probe].function}"
+            out.append(f"cycle {cycles} cpu{cpu} t{thread} {what}")
+        return out
+
     def _break(self, ev: Event, k, message: str, thread=None) -> None:
         shown = self.history[k if thread is None else thread]
-        self.out.errors.append(NestingError(f"{k}: {message}", list(shown)))
+        self.out.errors.append(NestingError(f"{k}: {message}", self._lines(shown)))
 
 
 def _merged(events, switches):

@@ -180,6 +180,21 @@ def _loss(cpu: int, index: int, cycles: int, words, bits: int) -> Loss:
                 words[DROPS.THREADS], bits)
 
 
+# What is wrong with an EVENTS frame (a stream's decoder says it alike).
+def past_end(fr, p) -> ProtocolError:
+    return ProtocolError(f"EVENTS frame seq {fr.seq}: its records run past its "
+                         f"{len(p)} bytes")
+
+
+def left_over(fr, p, off: int) -> ProtocolError:
+    return ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} bytes left "
+                         "over after its records")
+
+
+def short_drops(fr, nwords: int) -> ProtocolError:
+    return ProtocolError(f"EVENTS frame seq {fr.seq}: a DROPS record of {nwords} words")
+
+
 def decode(frame_list, order: str, word_bytes: int) -> Capture:
     d = _Decoder(order, word_bytes)
     for fr in frame_list:
@@ -306,20 +321,17 @@ class _Decoder:
         unpack, names = self.event_struct.unpack_from, self.event_names
         for _ in range(head["count"]):
             if off + EVENT.size > len(p):
-                raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
-                                    f"run past its {len(p)} bytes")
+                raise past_end(fr, p)
             e = dict(zip(names, unpack(p, off)))
             off += EVENT.size
             n = e["nwords"]
             if off + n * word_bytes > len(p):
-                raise ProtocolError(f"EVENTS frame seq {fr.seq}: its records "
-                                    f"run past its {len(p)} bytes")
+                raise past_end(fr, p)
             words = struct.unpack_from(f"{order}{n}{self.wfmt}", p, off)
             off += n * word_bytes
             self._record(fr, cpu, e, words)
         if off != len(p):
-            raise ProtocolError(f"EVENTS frame seq {fr.seq}: {len(p) - off} "
-                                "bytes left over after its records")
+            raise left_over(fr, p, off)
 
     def _record(self, fr, cpu: int, e: dict, words) -> None:
         """One record of an EVENTS frame: a marked loss (DROPS), a CHECK
@@ -327,8 +339,7 @@ class _Decoder:
         index = self.ends.get(cpu, (0, 0))[0]
         if e["kind"] == K_DROPS:
             if len(words) < len(vars(DROPS)):
-                raise ProtocolError(f"EVENTS frame seq {fr.seq}: a DROPS "
-                                    f"record of {len(words)} words")
+                raise short_drops(fr, len(words))
             self.marked.append(_loss(cpu, index, e["cycles"], words,
                                      8 * self.word_bytes))
             return
