@@ -232,3 +232,44 @@ def test_the_spool_gives_back_every_frame_in_order_a_few_at_a_time():
         [(f.type, f.seq, bytes(f.payload)) for f in fl]
     _, rep = streamed(back, 4)
     assert rep.ok and rep.entries == expect
+
+
+def test_the_spool_merged_by_cpu_feeds_a_late_cpu_in_its_place():
+    """A CPU whose sub-buffers fill late (its frames arrive after millions
+    of the others' records, at the end of a run) holds the verifier back
+    past HOLD when fed in arrival order (the test above: a problem). The
+    spool keyed by StreamVerifier.frame_key hands it back in its place:
+    the verdict is verify()'s, nothing held past a few frames; a frame of
+    no CPU (STATS, EXPECT) still comes after the CPU frames that came
+    before it."""
+    from bench.trace.spool import Spool
+    per_cpu, expect = workload(cpus=2, threads_per_cpu=1, calls=300)
+    fl = frames_of(per_cpu, expect)
+    ev = [f for f in fl if f.type == wf.T_EVENTS]
+    # cpu1's frames all come after cpu0's, in their own order: a ring the
+    # consumer finds complete only late.
+    fl = [f for f in ev if f.payload[0] == 0] + [f for f in ev if f.payload[0] == 1] + \
+        [f for f in fl if f.type != wf.T_EVENTS]
+    sv = _Holds300(PROBES, ORDER, WB, 2)
+    sp, back = Spool(key=sv.frame_key), []
+    for i in range(0, len(fl), 13):
+        sp.put(fl[i:i + 13])
+    while len(sp):
+        got = sp.get(5)
+        back += got
+        sv.feed(got)
+    sp.close()
+    rep = sv.report()
+    assert rep.ok and rep.entries == expect, rep.problems
+    same(rep, verify(decode(fl, ORDER, WB), PROBES))
+    assert sv.peak_queued <= 2 * PER_FRAME
+    assert sorted(f.seq for f in back) == sorted(f.seq for f in fl)
+    first_other = next(i for i, f in enumerate(back) if f.type != wf.T_EVENTS)
+    assert all(f.type != wf.T_EVENTS for f in back[first_other:])
+    # Without the key, the same frames come back as they came: the late
+    # frame is a problem (what the key is for).
+    plain = Spool()
+    plain.put(fl)
+    _, bad = streamed(plain.get(len(fl)), 2, cls=_Holds300)
+    plain.close()
+    assert any("came after the walk had passed" in p for p in bad.problems)

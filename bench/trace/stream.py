@@ -103,6 +103,22 @@ class StreamVerifier:
         self.walked_to = -1                     # cycles of the last record walked
         self.peak_queued = 0                    # most records held back at once
 
+    def frame_key(self, fr):
+        """bench/trace/spool.py's key: an EVENTS frame's CPU and the cycle
+        of its first record (None: it has none), so a spool can hand the
+        frames back merged by CPU; None for any other frame, or one too
+        damaged to say, which feed() then meets in its arrival order."""
+        if fr.type != records.frames.T_EVENTS:
+            return None
+        p = fr.payload
+        try:
+            head = EVENTS_HEAD.unpack(p, self.decoder.order)
+        except records.cdefs.CdefsError:
+            return None
+        if not head["count"] or len(p) < EVENTS_HEAD.size + EVENT.size:
+            return head["cpu"], None
+        return head["cpu"], self.decoder.event_struct.unpack_from(p, EVENTS_HEAD.size)[4]
+
     def feed(self, frame_list) -> None:
         """Frames in arrival order (any, as decode() takes them)."""
         steps = self.decoder.FRAMES

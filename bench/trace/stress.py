@@ -99,7 +99,7 @@ def lossless(arch: arches.Arch, mechanism: str, smp: int, threads: int, iters: i
                 f"trace over {g.channel_used}")
         sv = StreamVerifier(s.probes, g.byte_order, g.hello["word_bytes"], smp,
                             s.refused)
-        done, failed, spool = threading.Event(), [], Spool()
+        done, failed, spool = threading.Event(), [], Spool(key=sv.frame_key)
         feeder = threading.Thread(target=_feed,
                                   args=(g.trace_frames, sv, spool, done, failed),
                                   name="stream-verify", daemon=True)
