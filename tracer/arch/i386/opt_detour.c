@@ -111,15 +111,18 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	uintptr_t c = d, probe = (uintptr_t)p;
 	uintptr_t hits = (uintptr_t)&tracer_hits[0][p->id];
 	uintptr_t fired = (uintptr_t)&tracer_fired[0].n;
-	/* Where the counting path's tests go: the stub, or straight into C. */
-	uintptr_t slow = d + (fast ? OPT_SLOW_OFFSET : OPT_C_OFFSET);
+	/* Where the counting path's tests go: stamps asked and a gate (a
+	 * program, a pass, a maximum) straight into C, which the recording
+	 * path would send them to; a record to its stub, if it has one. */
+	uintptr_t to_c = d + OPT_C_OFFSET;
+	uintptr_t slow = fast ? d + OPT_SLOW_OFFSET : to_c;
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
-	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(slow - (c + 2)) }, 2);
-	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(slow - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(to_c - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(to_c - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(slow - (c + 2)) }, 2);
 	/* A probe whose return rides on it counts in its own counting path,
 	 * which trampolines the call (jmp ride, over this one's first two

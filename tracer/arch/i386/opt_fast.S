@@ -1,23 +1,16 @@
 /*
- * opt_fast.S — an opt entry probe's recording path (opt_fast.h): the
- * detour's stub (opt_detour.c, at OPT_SLOW_OFFSET when site.fast says so)
- *
- *     pushl $probe; call opt_fast_entry; leal 4(%esp), %esp
- *     jne   C                  not recorded here: the way into C after it
- *     popfl; jmp copy
- *
- * calls it with eflags pushed and interrupts masked. For a plain probe
- * (recording, not gated, enabled, the convention's argument words) on
- * a thread's own stack (or the boot thread's boot stack) with its
- * argument words inside it, it writes the
- * ENTRY record (pc, sp, nargs words from sp + 4: record.h's) into this
- * CPU's ring, and for an entry whose return rides on it trampolines the
- * call as opt_return_enter would (the template's frame push,
- * opt_detour.S), and counts the firing; it returns with ZF set. Anything
- * else (a riding return probe not riding, no shadow stack yet or a full
- * one, a ring C must pad, kick, commit or open) returns ZF clear before
- * anything is stored, and the stub goes into C, which does it all. Every
- * register but eflags (pushed by the slot) comes back unchanged.
+ * opt_fast.S — an opt entry probe's recording path (opt_fast.h). The
+ * detour's stub (opt_detour.S: pushl $probe; call opt_fast_entry) calls
+ * it with eflags pushed and interrupts masked. For a plain probe
+ * (recording, not gated, enabled, no argument map) on its thread's own
+ * stack (or the boot stack) with its argument words inside it, it writes
+ * the ENTRY record (pc, sp, nargs words from sp + 4, as record.h's) into
+ * this CPU's ring, trampolines the call of an entry whose return rides on
+ * it as opt_return_enter would (the riding template's frame push), counts
+ * the firing and returns with ZF set. Anything else (a return probe not
+ * riding, no shadow stack yet or a full one, a ring C must pad, kick,
+ * commit or open) returns ZF clear with nothing stored: the stub goes
+ * into C, which does it all. Every register but eflags comes back.
  */
 #include "opt_fast.h"
 

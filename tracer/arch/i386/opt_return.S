@@ -13,6 +13,9 @@
  *   frame, count the firing (tracer_fire_count: its CPU's hit row and
  *   fired count), write the real address into the slot, and
  *     popfl; ret               no call, no frame, four registers saved
+ *   a plain recording return probe (site.fast, opt_fast.h) whose record
+ *   the ring takes as put() or subbuf_put() would: its RETURN record
+ *   written here, the frame popped, counted, and popfl; ret as above;
  *   anything else goes to C:
  *     pushl %cs; pushl $opt_return_trampoline; pushl $0; pushl $0
  *     pushal; push the segments   a struct trapframe (opt_detour.S's
