@@ -126,7 +126,7 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(slow - (c + 2)) }, 2);
 	/* A probe whose return rides on it counts in its own counting path,
 	 * which trampolines the call (jmp ride, over this one's first two
-	 * bytes, below); a record goes straight to C, as any. */
+	 * bytes, below); a record goes to slow, as any. */
 	uintptr_t count = c;
 	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
 	c += put(c, cpu_id, sizeof cpu_id);
