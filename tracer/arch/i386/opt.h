@@ -12,10 +12,13 @@
  * a plain detour, after the head in check mode's (opt_detour.S). */
 #define OPT_COPY_OFFSET    73
 #define OPT_COPY_OFFSET_CHECKED 23
-#define OPT_SLOW_OFFSET    90      /* a plain detour's way into C */
+/* A plain detour's way out of the counting path: the stub into the
+ * recording path (opt_fast.h) if its probe takes it, then the way into C. */
+#define OPT_SLOW_OFFSET    90
+#define OPT_C_OFFSET       109     /* OPT_SLOW_OFFSET + OPT_FAST_STUB_BYTES */
 /* A plain detour of an entry whose return rides on it: its own counting
  * path, opt_detour.S's opt_ride_template, after the way into C. */
-#define OPT_RIDE_OFFSET    128
+#define OPT_RIDE_OFFSET    148
 #define OPT_MAX_COPY       12      /* bytes displaced: >= 5, whole instructions */
 /* A detour written in check mode (opt_check.c) follows the copy with a
  * second call, OPT_AFTER_BYTES before the jmp back. */

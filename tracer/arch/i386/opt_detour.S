@@ -10,11 +10,11 @@
  *
  *     pushfl                   eflags as at the site
  *     cli                      one CPU, one producer per CPU buffer, from here
- *     cmpb $0, probe.gated     a probe that counts only, and no stage
- *     jne slow                 stamps asked for: counted here, as
- *     cmpb $NULL, probe.action tracer_fire_count does (tracer.h), in its
- *     jne slow                 CPU's row of tracer_hits and the CPU's
- *     cmpl $0, tracer_stamp_cpu  tracer_fired: %fs:id and the increments
+ *     cmpl $0, tracer_stamp_cpu  no stage stamps asked for, and a probe
+ *     jne C                    that counts only: counted here, as
+ *     cmpb $0, probe.gated     tracer_fire_count does (tracer.h), in its
+ *     jne C                    CPU's row of tracer_hits and the CPU's
+ *     cmpb $NULL, probe.action tracer_fired: %fs:id and the increments
  *     jne slow                 are on one CPU, interrupts being masked
  *     pushl %eax
  *     movl %fs:id, %eax;  imull $row, %eax, %eax;  incl hits[id](%eax)
@@ -25,7 +25,13 @@
  *   copy:                      (OPT_COPY_OFFSET)
  *     <the displaced instructions, byte for byte>
  *     jmp   site + len
- *   slow:                      (OPT_SLOW_OFFSET)
+ *   slow:                      (OPT_SLOW_OFFSET; an entry that takes the
+ *     pushl $probe              recording path, opt_fast.h: a plain
+ *     call  opt_fast_entry      record written in assembly, ZF set;
+ *     leal  4(%esp), %esp       else the tests above jump straight to
+ *     jne   C                   C, at OPT_C_OFFSET)
+ *     popfl; jmp copy
+ *   C:                         (OPT_C_OFFSET)
  *     pushl %cs
  *     pushl $site              the frame's eip: the probed address
  *     pushl $probe             the frame's error slot: the probe

@@ -25,6 +25,7 @@
 #include "cpu.h"
 #include "console.h"
 #include "opt.h"
+#include "opt_fast.h"
 #include "opt_slots.h"
 #include "stamp.h"
 #include "tracer.h"
@@ -44,7 +45,8 @@ _Static_assert(offsetof(struct probe, id) == OPT_PROBE_ID &&
 _Static_assert(OPT_COPY_OFFSET_CHECKED + OPT_MAX_COPY + OPT_AFTER_BYTES + 5 <= OPT_DETOUR_BYTES,
 	       "opt.h: check mode's detour (head, copy, second call, jmp) fits a slot");
 _Static_assert(OPT_COPY_OFFSET + OPT_MAX_COPY + 5 <= OPT_SLOW_OFFSET &&
-	       OPT_SLOW_OFFSET + 37 <= OPT_RIDE_OFFSET,
+	       OPT_SLOW_OFFSET + OPT_FAST_STUB_BYTES == OPT_C_OFFSET &&
+	       OPT_C_OFFSET + 37 <= OPT_RIDE_OFFSET,
 	       "opt.h: a plain detour (counting path, copy, jmp, way into C) fits a slot");
 
 /* Bytes at d, in order; the number written. */
@@ -92,12 +94,14 @@ static void write_ride(uintptr_t d, const struct probe *e)
 	uintptr_t copy_end = t + (uintptr_t)(opt_ride_to_copy - opt_ride_template);
 	patch32(t, opt_ride_to_copy, (uint32_t)(d + OPT_COPY_OFFSET - copy_end));
 	uintptr_t slow_end = t + (uintptr_t)(opt_ride_to_slow - opt_ride_template);
-	patch32(t, opt_ride_to_slow, (uint32_t)(d + OPT_SLOW_OFFSET - slow_end));
+	patch32(t, opt_ride_to_slow, (uint32_t)(d + OPT_C_OFFSET - slow_end));
 }
 
 /* The plain detour (opt_detour.S): the counting path, the copy, the jmp
- * back, and the way into C. */
-static void write_plain(uintptr_t d, const struct opt_slot *s, const struct probe *p)
+ * back, the stub into the recording path if fast (opt_fast.S), and the
+ * way into C. */
+static void write_plain(uintptr_t d, const struct opt_slot *s, const struct probe *p,
+			uint8_t fast)
 {
 	static const uint8_t cmpb[] = { 0x80, 0x3d }, cmpl[] = { 0x83, 0x3d };
 	static const uint8_t cpu_id[] = { 0x64, 0xa1, OPT_CPU_ID, 0, 0, 0 };  /* movl %fs:id,%eax */
@@ -107,17 +111,22 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 	uintptr_t c = d, probe = (uintptr_t)p;
 	uintptr_t hits = (uintptr_t)&tracer_hits[0][p->id];
 	uintptr_t fired = (uintptr_t)&tracer_fired[0].n;
+	/* Where the counting path's tests go: stamps asked and a gate (a
+	 * program, a pass, a maximum) straight into C, which the recording
+	 * path would send them to; a record to its stub, if it has one. */
+	uintptr_t to_c = d + OPT_C_OFFSET;
+	uintptr_t slow = fast ? d + OPT_SLOW_OFFSET : to_c;
 
 	c += put(c, (const uint8_t[]){ 0x9c, 0xfa }, 2);              /* pushfl; cli */
-	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
-	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
 	c += put_disp(c, cmpl, 2, (uint32_t)(uintptr_t)&tracer_stamp_cpu, 0);
-	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(d + OPT_SLOW_OFFSET - (c + 2)) }, 2);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(to_c - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_GATED, 0);          /* cmpb $0,gated */
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(to_c - (c + 2)) }, 2);
+	c += put_disp(c, cmpb, 2, probe + OPT_PROBE_ACTION, OPT_ACTION_NULL);
+	c += put(c, (const uint8_t[]){ 0x75, (uint8_t)(slow - (c + 2)) }, 2);
 	/* A probe whose return rides on it counts in its own counting path,
 	 * which trampolines the call (jmp ride, over this one's first two
-	 * bytes, below); a record goes straight to C, as any. */
+	 * bytes, below); a record goes to slow, as any. */
 	uintptr_t count = c;
 	c += put(c, (const uint8_t[]){ 0x50 }, 1);                   /* pushl %eax */
 	c += put(c, cpu_id, sizeof cpu_id);
@@ -150,7 +159,23 @@ static void write_plain(uintptr_t d, const struct opt_slot *s, const struct prob
 		0x83, 0xc4, 0x14, 0x61,                       /* addl $20,%esp; popal */
 		0x8d, 0x64, 0x24, 0x10, 0x9d,                 /* leal 16(%esp),%esp; popfl */
 	};
-	c = d + OPT_SLOW_OFFSET;
+	if (fast) {
+		/* pushl $probe; call opt_fast_entry; leal 4(%esp),%esp;
+		 * jne C (ZF clear: not recorded); popfl; jmp copy */
+		c = d + OPT_SLOW_OFFSET;
+		store(c, 0x68);
+		store32(c + 1, (uint32_t)probe);
+		store(c + 5, 0xe8);
+		store32(c + 6, (uint32_t)((uintptr_t)opt_fast_entry - (c + 10)));
+		c += 10;
+		c += put(c, (const uint8_t[]){ 0x8d, 0x64, 0x24, 0x04, 0x75, 0x03, 0x9d,
+					       0xeb }, 8);
+		store(c, (uint8_t)(d + OPT_COPY_OFFSET - (c + 1)));
+		if (c + 1 != d + OPT_C_OFFSET)
+			panic("opt: the recording path's stub is %u bytes, opt.h says %u",
+			      (unsigned)(c + 1 - d - OPT_SLOW_OFFSET), OPT_FAST_STUB_BYTES);
+	}
+	c = d + OPT_C_OFFSET;
 	store(c, 0x0e);                                               /* pushl %cs */
 	store(c + 1, 0x68);                                           /* pushl $site */
 	store32(c + 2, (uint32_t)p->addr);
@@ -205,10 +230,12 @@ void opt_write_slot(unsigned i, const struct probe *p)
 	struct opt_slot *s = &opt_slots[i];
 	bool checked = tracer_check_mode;
 	uintptr_t d = (uintptr_t)slot_code_at(i);
+	uint8_t fast = opt_fast_kind(p, checked);
 	if (checked)
 		write_checked(d, s, p);
 	else
-		write_plain(d, s, p);
+		write_plain(d, s, p, fast);
 	s->checked = checked;
+	s->fast = fast;
 	s->ride = p->site.ride;
 }

@@ -13,6 +13,9 @@
  *   frame, count the firing (tracer_fire_count: its CPU's hit row and
  *   fired count), write the real address into the slot, and
  *     popfl; ret               no call, no frame, four registers saved
+ *   a plain recording return probe (site.fast, opt_fast.h) whose record
+ *   the ring takes as put() or subbuf_put() would: its RETURN record
+ *   written here, the frame popped, counted, and popfl; ret as above;
  *   anything else goes to C:
  *     pushl %cs; pushl $opt_return_trampoline; pushl $0; pushl $0
  *     pushal; push the segments   a struct trapframe (opt_detour.S's
@@ -34,7 +37,7 @@
  * shares opt's page (OPT_HOT_SECTION, opt.h) with i386_opt_return, so the
  * call is a chained jump under TCG, not a block lookup.
  */
-#include "opt.h"
+#include "opt_fast.h"
 
 	.section OPT_HOT_SECTION, "ax"
 	.global	opt_return_trampoline
@@ -62,10 +65,7 @@ opt_return_trampoline:
 	leal	OPT_RET_FRAMES - OPT_RET_FRAME(%edx,%ecx), %ecx  /* innermost */
 	movl	OPT_FRAME_RET(%ecx), %eax           /* the return probe */
 	/* Each test is a branch, and under TCG each branch ends a block:
-	 * fields side by side are tested together, and a record leaves
-	 * first. The null action and no gate: one word. */
-	cmpw	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
-	jne	.Lto_c
+	 * fields side by side are tested together. */
 	leal	20(%esp), %ebx
 	cmpl	%ebx, OPT_FRAME_SLOT(%ecx)
 	jne	.Lto_c              /* frames to drop, or none of ours: C */
@@ -78,6 +78,9 @@ opt_return_trampoline:
 	jne	.Lto_c              /* enabled, a return, under opt ... */
 	cmpw	$0, OPT_PROBE_RIDE(%eax)
 	je	.Lto_c              /* ... riding */
+	/* The null action and no gate: one word. */
+	cmpw	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
+	jne	.Lrecord
 	decl	OPT_RET_DEPTH(%edx)                 /* popped */
 	movl	(%ecx), %ebx                        /* the real address */
 	movl	%ebx, 20(%esp)
@@ -89,6 +92,63 @@ opt_return_trampoline:
 	popl	%eax
 	popfl
 	ret
+	/* The recording path (opt_fast.h), for a plain probe whose site.fast
+	 * says so (tarch_probe_ride): recording, not gated; the RETURN
+	 * record (pc, sp = the slot, eax, and edx for a two-word value)
+	 * written as i386_opt_return's record, the frame popped and the
+	 * real address put back, as it does. Anything the reservation does
+	 * not take goes into C with nothing stored. */
+.Lrecord:
+	cmpw	$0, OPT_PROBE_ACTION(%eax)         /* TRACER_ACTION_RECORD, ungated */
+	jne	.Lto_c
+	cmpb	$OPT_FAST_RETURN, OPT_PROBE_FAST(%eax)
+	jb	.Lto_c
+	pushl	%esi
+	pushl	%edi
+	pushl	%ecx                /* the frame */
+	pushl	%edx                /* its stack: the slot is 36(%esp) now */
+	movl	%eax, %esi
+	xorl	%ecx, %ecx
+	cmpb	$2, OPT_PROBE_NARGS(%esi)
+	setae	%cl
+	addl	$3, %ecx            /* pc, sp, eax, and edx for two value words */
+	OPT_FAST_RESERVE %ecx, .Lrecord_no
+	movl	(%esi), %eax
+	movl	%eax, 16(%edi)      /* pc: the probe's address */
+	leal	36(%esp), %eax
+	movl	%eax, 20(%edi)      /* sp: the slot */
+	movl	28(%esp), %eax      /* the function's eax */
+	cmpb	$OPT_FAST_RETURN_BROKEN, OPT_PROBE_FAST(%esi)
+	cmove	16(%esp), %eax      /* tests: its edx instead */
+	movl	%eax, 24(%edi)
+	xorl	%ecx, %ecx
+	cmpb	$2, OPT_PROBE_NARGS(%esi)
+	setae	%cl
+	addl	$3, %ecx
+	cmpl	$4, %ecx
+	jne	1f
+	movl	16(%esp), %eax      /* the function's edx */
+	movl	%eax, 28(%edi)
+1:	OPT_FAST_COMMIT OPT_EVENT_RETURN
+	popl	%edx
+	popl	%ecx
+	decl	OPT_RET_DEPTH(%edx)                 /* popped */
+	movl	(%ecx), %ebx                        /* the real address */
+	movl	%ebx, 28(%esp)
+	popl	%edi
+	popl	%esi
+	popl	%edx
+	popl	%ecx
+	popl	%ebx
+	popl	%eax
+	popfl
+	ret
+.Lrecord_no:
+	popl	%edx
+	popl	%ecx
+	popl	%edi
+	popl	%esi
+	jmp	.Lto_c
 	/* Where the way into C falls moves the blocks after its call and its
 	 * popfl; QEMU's jump cache (4,096 entries, by address) had the one
 	 * after popfl and i386_opt_return's after tracer_fire in one entry,

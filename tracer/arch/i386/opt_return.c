@@ -42,6 +42,7 @@
 #include "cpu.h"
 #include "fire.h"
 #include "opt.h"
+#include "opt_fast.h"
 #include "opt_return.h"
 #include "record.h"
 #include "retaddr.h"
@@ -229,6 +230,7 @@ int tarch_probe_ride(struct probe *entry, struct probe *ret, const char **why)
 		entry->site.ride = (uint16_t)(ret->id + 1);
 	ret->site.ride = (uint16_t)(entry->id + 1);
 	ret->site.trapping = 0;
+	ret->site.fast = opt_fast_kind(ret, false);   /* its trampoline's record */
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "opt.h"
+#include "opt_fast.h"
 #include "tracer.h"
 
 extern char opt_detours[], opt_detours_end[];
@@ -40,6 +41,7 @@ struct opt_slot {
 	uint8_t   stage;           /* enum opt_stage */
 	bool      want;            /* armed: the jmp is wanted, else the original */
 	bool      checked;         /* written as check mode's detour */
+	uint8_t   fast;            /* with the recording path's stub (opt_fast.h) */
 	uint16_t  ride;            /* ... for a probe whose return probe (id + 1)
 				    * rides on it, 0: none (the riding counting
 				    * path has that probe's address in it, so a
@@ -79,7 +81,8 @@ static inline bool written(const struct opt_slot *s)
 static inline bool current(const struct opt_slot *s)
 {
 	return written(s) && s->checked == tracer_check_mode &&
-	       s->ride == s->probe->site.ride;
+	       s->ride == s->probe->site.ride &&
+	       s->fast == opt_fast_kind(s->probe, tracer_check_mode);
 }
 
 /* Code goes in through the text alias (tracer.h): one byte, a word. */

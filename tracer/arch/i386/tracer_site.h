@@ -29,6 +29,9 @@ struct tarch_site {
 	 * riding return probe's int3 is written (the fallback). */
 	uint16_t         ride;
 	uint8_t          trapping;
+	/* Under opt: what its recording path does (opt_fast.h), set at
+	 * arming; 0: its records go into C. */
+	uint8_t          fast;
 };
 
 #endif
