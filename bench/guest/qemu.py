@@ -38,6 +38,7 @@ from ..errors import LaunchError, UsageError
 from ..paths import LOG_DIR
 from ..wire import frames as wire
 from .conversation import _EOF, Conversation, ExitInfo, _OnChannel
+from . import cputime
 from .qemu_args import gdbstub_args, machine_args, virtio_channel_args
 from .shm_channel import ShmChannel
 
@@ -172,6 +173,11 @@ class Guest(Conversation):
 
     def _qemu_pid(self) -> int:
         return self.proc.pid
+
+    def vcpu_ns(self) -> int | None:
+        """Nanoseconds QEMU's vCPU threads have run so far (summed over
+        them); None where QEMU does not name them (cputime.py)."""
+        return cputime.vcpu_ns(self._qemu_pid()) if self.alive else None
 
     def shm_drain_all(self) -> int:
         """Under shm, read every ring empty now, even with the reading
