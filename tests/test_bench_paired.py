@@ -12,7 +12,7 @@ import pytest
 from bench import arches
 from bench.guest.cputime import vcpu_ns
 from bench.suite.perf import core
-from bench.suite.perf.paired import alternate, per_pair, put_ratios
+from bench.suite.perf.paired import alone, alternate, per_pair, put_ratios
 from bench.suite.perf.table import judge
 
 PROBED_MS, HOOKED_MS = 12.0, 10.0          # the true ratio: 1.2
@@ -87,6 +87,45 @@ def test_a_pair_without_a_value_is_unresolved_not_dropped():
     assert f["repetitions"] == 1 and f["unresolved"] == 2, f
     with pytest.raises(ValueError):
         per_pair([1.0, 2.0], [1.0])
+
+
+class StillGuest:
+    """A guest that can be stopped, as Guest.freeze stops QEMU."""
+    def __init__(self, name):
+        self.name, self.frozen = name, False
+
+    def freeze(self, frozen=True):
+        self.frozen = frozen
+
+
+def _who_ran_alone(wrap) -> list:
+    """Pairs of runs on two StillGuests, each run wrapped by wrap(guest,
+    other, run); what each run and each check saw: (guest, whether it
+    was going, whether the other was stopped)."""
+    a, b = StillGuest("a"), StillGuest("b")
+    seen = []
+
+    def run(guest, other):
+        seen.append((guest.name, not guest.frozen, other.frozen))
+
+        def finish():
+            seen.append((guest.name + " check", not guest.frozen, None))
+        return finish
+    alternate(lambda: wrap(a, b, lambda: run(a, b)),
+              lambda: wrap(b, a, lambda: run(b, a)), 2, warmup=1)
+    return seen
+
+
+def test_each_run_has_the_host_to_itself():
+    seen = _who_ran_alone(alone)
+    assert [s for s in seen if s[2] is not None] == [("a", True, True), ("b", True, True)] * 3
+    assert all(going for _, going, _ in seen), seen      # checks too
+
+
+def test_a_partner_left_running_is_caught():
+    """The broken variant: runs not wrapped leave the other guest going."""
+    seen = _who_ran_alone(lambda guest, other, run: run())
+    assert ("a", True, True) not in seen, seen
 
 
 def _rows(seconds, cpu, missed=0):

@@ -179,6 +179,14 @@ class Guest(Conversation):
         them); None where QEMU does not name them (cputime.py)."""
         return cputime.vcpu_ns(self._qemu_pid()) if self.alive else None
 
+    def freeze(self, frozen: bool = True) -> None:
+        """Stop QEMU's process (SIGSTOP), or let it go on (SIGCONT): a
+        guest kept off the host's CPUs while another guest is measured
+        (bench/suite/perf/paired.py). An idle sparc64 guest's vCPU spins
+        (about 60% of a core); an idle one still takes its timer ticks.
+        Its guest clock runs on meanwhile: time it only while going."""
+        os.kill(self._qemu_pid(), signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def shm_drain_all(self) -> int:
         """Under shm, read every ring empty now, even with the reading
         paused; the record bytes read."""

@@ -7,8 +7,9 @@ seconds apart read 0.6 to 1.3 for the same code. So boot B (the
 instrumented image, hooks on) gets the plain image booted beside it (its
 probes armed under mechanism M), the runs go A, B, A, B, ... with each
 pair's two runs milliseconds apart (their drain and check wait until both
-have run: fbt.start), and the ratio is taken per pair, probed over
-hooked: a slowdown lasting seconds stretches both runs of a pair alike.
+have run: fbt.start), the other guest's QEMU stopped during each run,
+and the ratio is taken per pair, probed over hooked: a slowdown lasting
+seconds stretches both runs of a pair alike.
 The figure is the pairs' median, their spread kept. Each run's QEMU
 vCPU time (bench/guest/cputime.py) gives a second paired ratio beside
 it, shown, not judged: the issue's target is on guest time, and the CPU
@@ -81,6 +82,22 @@ def put_ratios(b: Bench, wl: str, mechanism: str, probed: list[dict],
                        "in the pairs' runs (their ratio counts a lossy run)")
 
 
+def alone(guest: Guest, other: Guest, run: Run) -> Callable[[], object]:
+    """run (a repetition's first half) on guest with the other guest's
+    QEMU stopped, so that the guest not measured takes no CPU from the one
+    that is (an idle sparc64 guest spins: 60% of a core, on a host of 2);
+    its second half lets guest go on again first, since the other's run
+    may have stopped it meanwhile."""
+    other.freeze(True)
+    guest.freeze(False)
+    finish = run()
+
+    def done():
+        guest.freeze(False)
+        return finish()
+    return done
+
+
 def paired(b: Bench, g: Guest) -> None:
     """Boot B's experiment: g is the instrumented image; the plain image
     is booted beside it for the experiment's length."""
@@ -88,16 +105,27 @@ def paired(b: Bench, g: Guest) -> None:
     with b.guest("B-plain") as plain:
         hooked_s, plain_s = session(g), session(plain)
         hook_probes = prepare(b, g, hooked_s, wl, spec, "finstrument", hooks=True)
-        for m in [m for m in b.arch.mechanisms if m not in b.arch.lossy]:
-            probes = prepare(b, plain, plain_s, wl, spec, m, hooks=False)
-            probed, hooks = alternate(
-                partial(start, plain, plain_s, cmd, m, False, probes),
-                partial(start, g, hooked_s, cmd, "finstrument", True, hook_probes),
-                b.reps, WARMUP)
-            put_ratios(b, wl, m, probed, hooks)
-            f = b.figures[f"ratio_{wl}_{m}_over_finstrument"]
-            c = b.figures[f"ratio_{wl}_{m}_over_finstrument_cpu"]
-            b.say(f"  {wl} {m} / finstrument, paired: guest time {f['median']:.2f} "
-                  f"[{f['spread'][0]:.2f}..{f['spread'][1]:.2f}], QEMU CPU "
-                  + (f"{c['median']:.2f}" if c["median"] is not None else "-"))
+        try:
+            for m in [m for m in b.arch.mechanisms if m not in b.arch.lossy]:
+                probes = prepare(b, plain, plain_s, wl, spec, m, hooks=False)
+                probed, hooks = alternate(
+                    partial(alone, plain, g,
+                            partial(start, plain, plain_s, cmd, m, False, probes)),
+                    partial(alone, g, plain,
+                            partial(start, g, hooked_s, cmd, "finstrument", True,
+                                    hook_probes)),
+                    b.reps, WARMUP)
+                put_ratios(b, wl, m, probed, hooks)
+                _say(b, wl, m)
+        finally:
+            g.freeze(False)
+            plain.freeze(False)
         plain.exit(0)
+
+
+def _say(b: Bench, wl: str, m: str) -> None:
+    f = b.figures[f"ratio_{wl}_{m}_over_finstrument"]
+    c = b.figures[f"ratio_{wl}_{m}_over_finstrument_cpu"]
+    b.say(f"  {wl} {m} / finstrument, paired: guest time {f['median']:.2f} "
+          f"[{f['spread'][0]:.2f}..{f['spread'][1]:.2f}], QEMU CPU "
+          + (f"{c['median']:.2f}" if c["median"] is not None else "-"))
