@@ -182,9 +182,10 @@ class Guest(Conversation):
     def freeze(self, frozen: bool = True) -> None:
         """Stop QEMU's process (SIGSTOP), or let it go on (SIGCONT): a
         guest kept off the host's CPUs while another guest is measured
-        (bench/suite/perf/paired.py). An idle sparc64 guest's vCPU spins
-        (about 60% of a core); an idle one still takes its timer ticks.
-        Its guest clock runs on meanwhile: time it only while going."""
+        (bench/suite/perf/paired.py). An idle guest whose idle loop does
+        not halt (sun4u's) spins at about 60% of a core; one that halts
+        still wakes for its ticks. Its guest clock runs on while it is
+        stopped: time it only while it goes."""
         os.kill(self._qemu_pid(), signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def shm_drain_all(self) -> int:
