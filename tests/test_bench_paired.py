@@ -96,6 +96,7 @@ class StillGuest:
 
     def freeze(self, frozen=True):
         self.frozen = frozen
+        return True
 
 
 def _who_ran_alone(wrap) -> list:

@@ -105,6 +105,9 @@ def paired(b: Bench, g: Guest) -> None:
     with b.guest("B-plain") as plain:
         hooked_s, plain_s = session(g), session(plain)
         hook_probes = prepare(b, g, hooked_s, wl, spec, "finstrument", hooks=True)
+        if not (g.freeze(False) and plain.freeze(False)):
+            b.notes.append(f"{wl} paired: a QEMU on another host cannot be stopped; "
+                           "the guest not measured ran beside each run")
         try:
             for m in [m for m in b.arch.mechanisms if m not in b.arch.lossy]:
                 probes = prepare(b, plain, plain_s, wl, spec, m, hooks=False)
