@@ -1,11 +1,10 @@
 """The bench's figures for returns that take no trap (bench/suite/perf/
-firepath.py's _returns, fbt.py's against_hooks), on made-up stage lines
-and fbt figures: which ratios exist, which are judged, and that a
-trampoline no cheaper than the trap misses its target."""
+firepath.py's _returns), on made-up stage lines: which ratios exist,
+which are judged, and that a trampoline no cheaper than the trap misses
+its target. (calltree against the compiler's hooks: test_bench_paired.py.)"""
 
 from bench import arches
 from bench.suite.perf import core
-from bench.suite.perf.fbt import against_hooks
 from bench.suite.perf.firepath import _returns
 from bench.suite.perf.table import judge
 
@@ -41,23 +40,3 @@ def test_no_return_rows_where_no_mechanism_rides():
     _returns(b, _stages(1500, 250))
     assert not [k for k in b.figures if "return" in k], sorted(b.figures)
 
-
-def _fbt(b, m, seconds):
-    b.figures[f"fbt_calltree_{m}"] = {"guest_seconds": core.figure(seconds, "s")}
-
-
-def test_calltree_against_the_compilers_hooks():
-    b = _bench()
-    _fbt(b, "finstrument", [1.0, 1.0, 1.0])
-    _fbt(b, "opt", [1.2, 1.25, 1.1])
-    _fbt(b, "int3", [2.5, 2.5, 2.5])
-    _fbt(b, "step", [2.0, 2.0, 2.0])
-    against_hooks(b, "calltree")
-    opt = b.figures["ratio_calltree_opt_over_finstrument"]
-    assert opt["median"] == 1.2 and judge(opt) == "≤ 1.3 met", opt
-    # int3 is shown, not judged; the lossy baseline is not compared.
-    assert judge(b.figures["ratio_calltree_int3_over_finstrument"]) == ""
-    assert "ratio_calltree_step_over_finstrument" not in b.figures
-    _fbt(b, "opt", [1.5, 1.5, 1.5])
-    against_hooks(b, "calltree")
-    assert judge(b.figures["ratio_calltree_opt_over_finstrument"]) == "≤ 1.3 MISSED"

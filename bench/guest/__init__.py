@@ -9,4 +9,5 @@
   libvirtd  a private libvirt session daemon (on loopback TCP too)
   backend   open_guest(): picks the backend (--backend/--connect)
   symbols   addresses to names in trap dumps
+  cputime   QEMU's vCPU threads' own CPU time (schedstat)
 """

@@ -38,6 +38,7 @@ from ..errors import LaunchError, UsageError
 from ..paths import LOG_DIR
 from ..wire import frames as wire
 from .conversation import _EOF, Conversation, ExitInfo, _OnChannel
+from . import cputime
 from .qemu_args import gdbstub_args, machine_args, virtio_channel_args
 from .shm_channel import ShmChannel
 
@@ -172,6 +173,30 @@ class Guest(Conversation):
 
     def _qemu_pid(self) -> int:
         return self.proc.pid
+
+    def vcpu_ns(self) -> int | None:
+        """Nanoseconds QEMU's vCPU threads have run so far (summed over
+        them); None where QEMU does not name them (cputime.py) or runs
+        on another host (a remote libvirt domain)."""
+        try:
+            return cputime.vcpu_ns(self._qemu_pid()) if self.alive else None
+        except LaunchError:
+            return None
+
+    def freeze(self, frozen: bool = True) -> bool:
+        """Stop QEMU's process (SIGSTOP), or let it go on (SIGCONT): a
+        guest kept off the host's CPUs while another guest is measured
+        (bench/suite/perf/paired.py). An idle guest whose idle loop does
+        not halt (sun4u's) spins at about 60% of a core; one that halts
+        still wakes for its ticks. Its guest clock runs on while it is
+        stopped: time it only while it goes. False (nothing done) where
+        QEMU runs on another host."""
+        try:
+            pid = self._qemu_pid()
+        except LaunchError:
+            return False
+        os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        return True
 
     def shm_drain_all(self) -> int:
         """Under shm, read every ring empty now, even with the reading

@@ -5,6 +5,8 @@ is listed here exists: the arch's machine and its exit device (the guest's
 exit status comes back as QEMU's exit code, guest-kernel/include/exit.h),
 COM1 on QEMU's stdio (pipes: the harness's commands in, frames out), the
 arch's boot arguments with the image filled in, then the caller's extras.
+QEMU names its threads (debug-threads=on), so that the vCPUs' own CPU
+time can be told from the rest (bench/guest/cputime.py).
 Two optional parts are added to it: the virtio trace port (a
 virtio-serial controller and a virtserialport named wire.VIRTIO_PORT on a
 unix socket QEMU listens on; ioeventfd off, so a vCPU's write is served
@@ -23,6 +25,7 @@ def machine_args(arch, image: Path, smp: int, memory_mb: int,
                  extra_args=()) -> list[str]:
     return [
         arch.qemu, *arch.machine, "-accel", "tcg",
+        "-name", "trapbench,debug-threads=on",
         "-m", str(memory_mb), "-smp", str(smp),
         "-display", "none", "-nodefaults", "-no-user-config",
         "-monitor", "none", "-serial", "stdio",

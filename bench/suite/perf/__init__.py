@@ -8,6 +8,7 @@
   watch       the cost of a watch firing
   channels    the drain against the raw channel; the sustained run
   fbt         function-boundary tracing vs -finstrument-functions
+  paired      calltree probed vs hooked, two guests up, runs alternating
   scaling     firings/s by vCPUs against the bare trap's
   kernel      every kernel function probed
   interrupts  seed 003: the tracer's own TLB misses and faults

@@ -151,21 +151,29 @@ class Bench:
     def put(self, name: str, values, unit: str, **extra) -> None:
         self.figures[name] = figure(values, unit, **extra)
 
-    @contextlib.contextmanager
-    def boot(self, label: str, smp: int = 1, instrumented: bool = False):
-        t0 = time.monotonic()      # the instrumented image's build counts
+    def guest(self, label: str, smp: int = 1, instrumented: bool = False):
+        """A guest of the plain image or the instrumented one, as every
+        boot's (not yet launched: use it with `with`). A boot's own is
+        b.boot's; an experiment that needs a second guest up beside it
+        opens one here (paired.py)."""
         kw = {}
         if instrumented:
             image, elf = build.instrumented_image(self.arch)
             kw = {"image": image, "elf": elf}
+        # shm unless --channel says otherwise: the bench holds the channels
+        # against each other in its boots (bench/suite/perf/shm.py).
+        return open_guest(self.arch, label=f"bench-{label}", smp=smp,
+                          memory_mb=self.arch.max_memory_mb, command_timeout=600,
+                          channel=chosen_channel() or "shm", **kw)
+
+    @contextlib.contextmanager
+    def boot(self, label: str, smp: int = 1, instrumented: bool = False):
+        t0 = time.monotonic()      # the instrumented image's build counts
+        guest = self.guest(label, smp, instrumented)
         self.say(f"bench {self.arch.name}: boot {label} ({smp} CPU"
                  f"{'s' if smp > 1 else ''}{', -finstrument-functions' if instrumented else ''})")
         self._boot_label = label
-        # shm unless --channel says otherwise: the bench holds the channels
-        # against each other in its boots (bench/suite/perf/shm.py).
-        with open_guest(self.arch, label=f"bench-{label}", smp=smp,
-                        memory_mb=self.arch.max_memory_mb, command_timeout=600,
-                        channel=chosen_channel() or "shm", **kw) as g:
+        with guest as g:
             self.hz = g.hello["cycles_hz"]
             self.boots.append({"label": label, "smp": smp, "instrumented": instrumented,
                                "cycles_hz": self.hz})

@@ -2,7 +2,9 @@
 
 Every figure is measured `reps` times in one run and kept with its unit,
 repetitions, median and spread; a ratio is taken per repetition from two
-loops of the same boot (then its median), never across boots. PLAN says
+loops of the same boot, or of two guests up at once whose runs alternate
+(paired.py), then its median; never across boots run one after the
+other, whose host speeds differ by up to 2x. PLAN says
 which boots an arch gets (A: one CPU, the image; B: -finstrument-functions;
 C and D: 4 CPUs, where the arch has them; E: the whole kernel probed) and
 what each measures; `measure` runs it and times every experiment.
@@ -36,6 +38,7 @@ from .firepath import firepath
 from .interrupts import avoid
 from .kernel import kernel
 from .lang import lang
+from .paired import paired
 from .profile import profile
 from .scaling import scaling
 from .shm import hooked_virtio, probed_virtio, record_cost, shm_raw
@@ -138,9 +141,13 @@ PLAN = (
         Experiment("", _byte_ring_channel),
         Experiment("avoid", avoid),
     )),
-    # The same workloads built with -finstrument-functions, hooks off/on.
+    # The same workloads built with -finstrument-functions, hooks off/on;
+    # then, with the plain image booted beside it, calltree under each
+    # lossless mechanism against the hooks, the two guests' runs
+    # alternating (the judged ratio).
     Boot("B", (Experiment("fbt", hooked),
-               Experiment("fbt virtio", hooked_virtio, when=_shm_and_virtio)),
+               Experiment("fbt virtio", hooked_virtio, when=_shm_and_virtio),
+               Experiment("paired", paired)),
          instrumented=True),
     # 4 CPUs: calltree on 8 threads under every mechanism; firings/s by
     # vCPUs against the bare trap's; the sustained run over each channel.

@@ -108,8 +108,8 @@ def kernel_rows(b: Bench) -> list:
 def fbt_rows(b: Bench) -> list:
     F = b.figures
     fbt = [k for k in F if k.startswith("fbt_")]
-    rows = [("function-boundary tracing (median of reps)", "ms guest | rec/s | "
-             "missed | dropped | wire B", "")] if fbt else []
+    rows = [("function-boundary tracing (median of reps)", "ms guest | ms QEMU CPU | "
+             "rec/s | missed | dropped | wire B", "")] if fbt else []
     for key in fbt:
         f = F[key]
         lossless = f["mechanism"] not in b.arch.lossy and f["mechanism"] not in (
@@ -121,8 +121,10 @@ def fbt_rows(b: Bench) -> list:
             worst = f["missed"]["spread"][1]
             target = f"missed {text} {'met' if ok(worst) else 'MISSED'}"
         dropped = f["dropped"]["median"]
+        cpu = f["qemu_cpu_seconds"]["median"]
         rows.append((f"  {key[4:]}",
                      f"{f['guest_seconds']['median'] * 1e3:,.1f} | "
+                     f"{'-' if cpu is None else f'{cpu * 1e3:,.1f}'} | "
                      f"{f['events_per_s']['median']:,.0f} | "
                      f"{'-' if missed is None else int(missed)} | "
                      f"{'-' if dropped is None else int(dropped)} | "
