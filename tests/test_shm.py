@@ -348,3 +348,37 @@ def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
     n = len(asked)
     ch._raise_priority()
     assert len(asked) == n and ch.priority.startswith("not raised (TRAPBENCH_SHM_PRIORITY=0")
+
+
+def _started_channel(tmp_path, monkeypatch, raise_priority=False):
+    """A channel over the synthetic RAM, its consumer thread polling."""
+    import threading
+    from bench.guest import shm_channel
+    monkeypatch.setattr(shm_channel, "_raise", raise_priority)
+    ram, w, r = _setup("<")
+    ch = shm_channel.ShmChannel(1, False, path="", log_path=tmp_path / "run.shm")
+    ch.reader, ch._order, ch._word = r, "<", WORD
+    got = []
+    ch.start(got.extend, threading.Event())
+    return ch, w, got
+
+
+def test_the_log_writer_is_started_by_the_opener_not_the_consumer(tmp_path, monkeypatch):
+    """The log's writer exists before the consumer's first poll, so it never
+    inherits the consumer's SCHED_RR (where the host grants it here, the
+    writer is checked to run as an ordinary thread)."""
+    import os
+    import time
+    ch, w, got = _started_channel(tmp_path, monkeypatch, raise_priority=True)
+    try:
+        writer = ch._log_thread
+        assert writer is not None and writer.is_alive(), \
+            "no log writer until the consumer hands it a batch"
+        deadline = time.monotonic() + 5
+        while ch.priority == "not raised" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if ch.priority.startswith("SCHED_RR"):
+            assert os.sched_getscheduler(ch._thread.native_id) == os.SCHED_RR
+            assert os.sched_getscheduler(writer.native_id) == os.SCHED_OTHER
+    finally:
+        ch.close()

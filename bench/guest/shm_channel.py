@@ -246,7 +246,10 @@ class ShmChannel:
         """Read the rings from now on: deliver(frames) gets each poll's
         EVENTS frames; paused (set) stops the polling thread."""
         self._deliver, self._paused = deliver, paused
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        if self.log_path:
+            self._start_log()
+        self._thread = threading.Thread(target=self._run, name="shm-consumer",
+                                        daemon=True)
         self._thread.start()
 
     def drain(self, force: bool = False) -> int:
@@ -274,25 +277,23 @@ class ShmChannel:
                 self._deliver(out)
         return len(subs)
 
-    def _to_log(self, batch: list) -> None:
-        """Hand frames to the log's writer thread (started on the first)."""
-        if self._log_thread is None:
-            self._log_queue = queue.Queue()
-            self._log_thread = threading.Thread(target=self._write_log, name="shm-log",
-                                                daemon=True)
-            self._log_thread.start()
-        self._log_queue.put(batch)
+    def _start_log(self) -> None:
+        """The log's writer thread, started by the thread that opens the
+        channel (start()): one started by the consumer would inherit its
+        SCHED_RR, which is for the consumer's wake-ups alone, and a writer
+        at real-time priority takes the core from the vCPU on every write."""
+        self._log_queue = queue.Queue()
+        self._log_thread = threading.Thread(target=wire_shm.write_log_batches,
+                                            args=(self.log_path, self._log_queue),
+                                            name="shm-log", daemon=True)
+        self._log_thread.start()
 
-    def _write_log(self) -> None:
-        """The log's writer: a thread started by the consumer inherits its
-        SCHED_RR, which is for the consumer's wake-ups alone."""
-        if self.priority.startswith("SCHED_RR"):
-            try:
-                os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER,
-                                      os.sched_param(0))
-            except OSError:
-                pass
-        wire_shm.write_log_batches(self.log_path, self._log_queue)
+    def _to_log(self, batch: list) -> None:
+        """Hand frames to the log's writer thread (start() started it; a
+        channel driven by drain() alone, as in the tests, starts it here)."""
+        if self._log_thread is None:
+            self._start_log()
+        self._log_queue.put(batch)
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
