@@ -41,6 +41,7 @@ import threading
 import time
 
 from ..wire import shm as wire_shm
+from . import gc_hold
 
 # Between polls that found nothing: from POLL_IDLE_S, doubling up to
 # POLL_IDLE_MAX_S while the rings stay empty, so an idle guest costs the
@@ -218,6 +219,7 @@ class ShmChannel:
         self.oversleep = 0.0
         self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
         self.priority = "not raised"    # what the consumer thread got (_raise_priority)
+        self._gc_held = False
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -246,6 +248,10 @@ class ShmChannel:
         """Read the rings from now on: deliver(frames) gets each poll's
         EVENTS frames; paused (set) stops the polling thread."""
         self._deliver, self._paused = deliver, paused
+        # No full collection of the harness's heap while the rings are
+        # read (gc_hold.py: one took 294 ms; a ring fills in 35).
+        gc_hold.hold()
+        self._gc_held = True
         if self.log_path:
             self._start_log()
         self._thread = threading.Thread(target=self._run, name="shm-consumer",
@@ -313,7 +319,8 @@ class ShmChannel:
                 f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
                 f"{self.oversleep * 1e3:.1f} ms, longest poll "
                 f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
-                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}")
+                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}; "
+                f"gc while read: {gc_hold.summary()}")
 
     def _raise_priority(self) -> None:
         """This (the consumer) thread first in the host's run queue: SCHED_RR,
@@ -383,6 +390,9 @@ class ShmChannel:
             elif self.log_path and self.delivered:
                 wire_shm.write_log(self.log_path, self.delivered)
             self.delivered = []
+        if self._gc_held:
+            self._gc_held = False
+            gc_hold.release()
         if self.path:
             try:
                 os.unlink(self.path)
