@@ -15,7 +15,11 @@ full garbage collection while the rings are read (bench/guest/gc_hold.py).
 
 from __future__ import annotations
 
+import gc
+import os
 import struct
+import threading
+import time
 
 import pytest
 
@@ -325,7 +329,6 @@ def test_the_channel_writes_its_log_as_it_goes_and_keeps_none_of_it(tmp_path, mo
 def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
     """SCHED_RR for the consumer thread, else a negative nice, else as it
     was: each refusal is logged in stats()'s priority, never raised."""
-    import os
 
     from bench.guest import shm_channel
     asked = []
@@ -354,7 +357,6 @@ def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
 
 def _started_channel(tmp_path, monkeypatch, raise_priority=False):
     """A channel over the synthetic RAM, its consumer thread polling."""
-    import threading
     from bench.guest import shm_channel
     monkeypatch.setattr(shm_channel, "_raise", raise_priority)
     ram, w, r = _setup("<")
@@ -367,7 +369,6 @@ def _started_channel(tmp_path, monkeypatch, raise_priority=False):
 
 def _collections_while(provoke) -> set:
     """The generations the collector ran while provoke() allocated."""
-    import gc
     gens = set()
     def watch(phase, info):
         if phase == "start":
@@ -383,7 +384,6 @@ def _collections_while(provoke) -> set:
 def _a_growing_heap():
     """Enough containers kept alive that the collector's own rule calls for
     a full collection (more than a quarter of the long-lived heap pending)."""
-    import gc
     keep = [[] for _ in range(len(gc.get_objects()) + 200_000)]
     return len(keep)
 
@@ -394,7 +394,6 @@ def test_no_full_collection_while_the_rings_are_read(tmp_path, monkeypatch):
     while a consumer reads, the collector keeps to the young generations;
     its close puts the thresholds back. The broken variant (a channel that
     leaves the collector as it is) gets its full collection."""
-    import gc
     from bench.guest import gc_hold
     before = gc.get_threshold()
     ch, w, got = _started_channel(tmp_path, monkeypatch)
@@ -418,7 +417,6 @@ def test_no_full_collection_while_the_rings_are_read(tmp_path, monkeypatch):
 
 def test_holds_nest_and_the_last_release_restores(monkeypatch):
     """Two guests' channels at once: the first to close leaves the hold on."""
-    import gc
     from bench.guest import gc_hold
     before = gc.get_threshold()
     gc_hold.hold()
@@ -434,8 +432,6 @@ def test_the_log_writer_is_started_by_the_opener_not_the_consumer(tmp_path, monk
     """The log's writer exists before the consumer's first poll, so it never
     inherits the consumer's SCHED_RR (where the host grants it here, the
     writer is checked to run as an ordinary thread)."""
-    import os
-    import time
     ch, w, got = _started_channel(tmp_path, monkeypatch, raise_priority=True)
     try:
         writer = ch._log_thread
