@@ -41,6 +41,7 @@ import threading
 import time
 
 from ..wire import shm as wire_shm
+from . import gc_hold
 
 # Between polls that found nothing: from POLL_IDLE_S, doubling up to
 # POLL_IDLE_MAX_S while the rings stay empty, so an idle guest costs the
@@ -218,6 +219,7 @@ class ShmChannel:
         self.oversleep = 0.0
         self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
         self.priority = "not raised"    # what the consumer thread got (_raise_priority)
+        self._gc_held = False
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -246,7 +248,14 @@ class ShmChannel:
         """Read the rings from now on: deliver(frames) gets each poll's
         EVENTS frames; paused (set) stops the polling thread."""
         self._deliver, self._paused = deliver, paused
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        # No full collection of the harness's heap while the rings are
+        # read (gc_hold.py: one took 294 ms; a ring fills in 35).
+        gc_hold.hold()
+        self._gc_held = True
+        if self.log_path:
+            self._start_log()
+        self._thread = threading.Thread(target=self._run, name="shm-consumer",
+                                        daemon=True)
         self._thread.start()
 
     def drain(self, force: bool = False) -> int:
@@ -274,25 +283,23 @@ class ShmChannel:
                 self._deliver(out)
         return len(subs)
 
-    def _to_log(self, batch: list) -> None:
-        """Hand frames to the log's writer thread (started on the first)."""
-        if self._log_thread is None:
-            self._log_queue = queue.Queue()
-            self._log_thread = threading.Thread(target=self._write_log, name="shm-log",
-                                                daemon=True)
-            self._log_thread.start()
-        self._log_queue.put(batch)
+    def _start_log(self) -> None:
+        """The log's writer thread, started by the thread that opens the
+        channel (start()): one started by the consumer would inherit its
+        SCHED_RR, which is for the consumer's wake-ups alone, and a writer
+        at real-time priority takes the core from the vCPU on every write."""
+        self._log_queue = queue.Queue()
+        self._log_thread = threading.Thread(target=wire_shm.write_log_batches,
+                                            args=(self.log_path, self._log_queue),
+                                            name="shm-log", daemon=True)
+        self._log_thread.start()
 
-    def _write_log(self) -> None:
-        """The log's writer: a thread started by the consumer inherits its
-        SCHED_RR, which is for the consumer's wake-ups alone."""
-        if self.priority.startswith("SCHED_RR"):
-            try:
-                os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER,
-                                      os.sched_param(0))
-            except OSError:
-                pass
-        wire_shm.write_log_batches(self.log_path, self._log_queue)
+    def _to_log(self, batch: list) -> None:
+        """Hand frames to the log's writer thread (start() started it; a
+        channel driven by drain() alone, as in the tests, starts it here)."""
+        if self._log_thread is None:
+            self._start_log()
+        self._log_queue.put(batch)
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
@@ -312,7 +319,8 @@ class ShmChannel:
                 f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
                 f"{self.oversleep * 1e3:.1f} ms, longest poll "
                 f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
-                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}")
+                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}; "
+                f"gc while read: {gc_hold.summary()}")
 
     def _raise_priority(self) -> None:
         """This (the consumer) thread first in the host's run queue: SCHED_RR,
@@ -382,6 +390,9 @@ class ShmChannel:
             elif self.log_path and self.delivered:
                 wire_shm.write_log(self.log_path, self.delivered)
             self.delivered = []
+        if self._gc_held:
+            self._gc_held = False
+            gc_hold.release()
         if self.path:
             try:
                 os.unlink(self.path)
