@@ -15,17 +15,17 @@ eax happened to equal edx) and nothing else does."""
 
 import pytest
 
+import fastpaths
+
 from bench import arches
-from bench.debug import rsp
 from bench.guest.qemu import Guest
 from bench.trace.session import open_session
-from bench.trace.verify import verify
 
 ARCH = "i386"
 SPEC = "fbt:fib:entry,fbt:fib:return,fbt:ct_*:entry,fbt:ct_*:return"
 RUNS = ("fib n=10", "calltree threads=1 iters=3 depth=3",
         "calltree threads=4 iters=3 depth=3")
-ENTRY, RETURN = 1, 2
+ENTRY, RETURN = fastpaths.ENTRY, fastpaths.RETURN
 SP, VALUE = 1, 2        # WIRE_ENTRY_SP == WIRE_RETURN_SP; WIRE_RETURN_VALUE
 SB_ON = 96              # opt_fast.h's OPT_T_SB_ON
 NEAR = 1 << 16          # a word this near a thread's sp is a stack address
@@ -38,28 +38,17 @@ def i386(built):
 
 
 def _set(g, s, name, value):
-    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-        stub.halt()
-        stub.write_identity(s.image.symbols[name], value.to_bytes(4, "little"))
-        stub.detach()
+    fastpaths.poke(g, s, name, value, "little")
 
 
 def _fast_records(g, s) -> int:
     """Records the recording paths wrote so far (opt_fast_recorded, 4 CPUs)."""
-    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-        stub.halt()
-        raw = stub.read_identity(s.image.symbols["opt_fast_recorded"], 16)
-        stub.detach()
+    raw = fastpaths.peek(g, s, "opt_fast_recorded", 0, 16)
     return sum(int.from_bytes(raw[i:i + 4], "little") for i in range(0, 16, 4))
 
 
 def _sub_buffers(g, s) -> bool:
-    """Whether CPU 0's ring is in its sub-buffer form (tcpu[0].sb.on)."""
-    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-        stub.halt()
-        on = stub.read_identity(s.image.symbols["tcpu"] + SB_ON, 1)
-        stub.detach()
-    return on != b"\0"
+    return fastpaths.sub_buffers(g, s, SB_ON)
 
 
 def _word(w, base):
@@ -71,21 +60,7 @@ def _traced(g, s):
     (kind, probe, words) with stack addresses relative, the sequences
     sorted (which thread ran which part of a run is the scheduler's)."""
     runs = []
-    for line in RUNS:
-        since = len(g.trace_frames)
-        s.must("probe clear")
-        s.setup(SPEC, "opt", buffer_bytes=4 << 20)
-        s.enable(True, strict=True)
-        r = s.must(f"run {line}", timeout=300)
-        s.enable(False)
-        s.must("trace flush", timeout=120)
-        cap = g.capture(since)
-        assert r.ok
-        rep = verify(cap, s.probes, g.link_errors)
-        assert rep.ok and rep.missed == 0 and rep.dropped == 0, rep.problems
-        ids = {p.id for p in s.probes}
-        events = [e for e in cap.events if e.probe in ids]
-        assert events and {e.kind for e in events} == {ENTRY, RETURN}
+    for events in fastpaths.probe_events(g, s, SPEC, "opt", RUNS, 4 << 20, 300):
         threads = {}
         for e in events:
             seq = threads.setdefault(e.thread, [])

@@ -16,17 +16,17 @@ and nothing else does."""
 
 import pytest
 
+import fastpaths
+
 from bench import arches
-from bench.debug import rsp
 from bench.guest.qemu import Guest
 from bench.trace.session import open_session
-from bench.trace.verify import verify
 
 ARCH = "sparc64"
 SPEC = "fbt:fib:entry,fbt:fib:return,fbt:ct_*:entry,fbt:ct_*:return," \
        "fbt:fm_*:entry,fbt:fm_*:return"
 RUNS = ("fib n=10", "calltree threads=1 iters=3 depth=3", "forms n=6")
-ENTRY, RETURN = 1, 2
+ENTRY, RETURN = fastpaths.ENTRY, fastpaths.RETURN
 SP = 1                  # WIRE_ENTRY_SP == WIRE_RETURN_SP
 SB_ON = 112             # tramp.h's TRAMP_T_SB_ON
 
@@ -38,40 +38,18 @@ def sparc64(built):
 
 
 def _set(g, s, name, value):
-    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-        stub.halt()
-        stub.write_identity(s.image.symbols[name], value.to_bytes(4, "big"))
-        stub.detach()
+    fastpaths.poke(g, s, name, value, "big")
 
 
 def _sub_buffers(g, s) -> bool:
-    """Whether CPU 0's ring is in its sub-buffer form (tcpu[0].sb.on)."""
-    with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
-        stub.halt()
-        on = stub.read_identity(s.image.symbols["tcpu"] + SB_ON, 1)
-        stub.detach()
-    return on != b"\0"
+    return fastpaths.sub_buffers(g, s, SB_ON)
 
 
 def _traced(g, s):
     """Each run's records of the probes, thread and stack made relative
     to the run's first record: (kind, probe, words) each."""
     runs = []
-    for line in RUNS:
-        since = len(g.trace_frames)
-        s.must("probe clear")
-        s.setup(SPEC, "tramp", buffer_bytes=16 << 20)
-        s.enable(True, strict=True)
-        r = s.must(f"run {line}", timeout=600)
-        s.enable(False)
-        s.must("trace flush", timeout=120)
-        cap = g.capture(since)
-        assert r.ok
-        rep = verify(cap, s.probes, g.link_errors)
-        assert rep.ok and rep.missed == 0 and rep.dropped == 0, rep.problems
-        ids = {p.id for p in s.probes}
-        events = [e for e in cap.events if e.probe in ids]
-        assert events and {e.kind for e in events} == {ENTRY, RETURN}
+    for events in fastpaths.probe_events(g, s, SPEC, "tramp", RUNS, 16 << 20, 600):
         order, base = {}, {}
         for e in events:                # threads in the order they appear
             order.setdefault(e.thread, len(order))
