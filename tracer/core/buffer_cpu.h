@@ -7,8 +7,9 @@
  * The few switches the drains and the rings' owner both read (paused,
  * shm wanted) are here too. Private to those two files: the rest of the
  * tracer sees buffer.h and tracer.h; but for one writer in assembly that
- * writes a record as put() and subbuf_put() do (sparc64's tramp slots),
- * whose offsets into this structure are asserted where it is written.
+ * writes a record as put() and subbuf_put() do (sparc64's tramp slots,
+ * i386's opt), whose offsets into this structure each asserts with
+ * TRACER_CPU_OFFSETS below.
  */
 #ifndef TRACER_BUFFER_CPU_H
 #define TRACER_BUFFER_CPU_H
@@ -41,6 +42,29 @@ struct tracer_cpu {
 } __attribute__((aligned(64)));
 
 #define BITS_PER_WORD (8 * sizeof(unsigned long))
+
+/* What an assembly writer of records reads of struct tracer_cpu, as
+ * numbers of its own (P##_T_DATA, ...): each asserted at its offset. */
+#define TRACER_CPU_AT(field, at) \
+	_Static_assert(__builtin_offsetof(struct tracer_cpu, field) == at, #at)
+#define TRACER_CPU_OFFSETS(P) \
+	TRACER_CPU_AT(data, P##_T_DATA); \
+	TRACER_CPU_AT(phys, P##_T_PHYS); \
+	TRACER_CPU_AT(size, P##_T_SIZE); \
+	TRACER_CPU_AT(head, P##_T_HEAD); \
+	TRACER_CPU_AT(tail, P##_T_TAIL); \
+	TRACER_CPU_AT(recorded, P##_T_RECORDED); \
+	TRACER_CPU_AT(kicked, P##_T_KICKED); \
+	TRACER_CPU_AT(lost, P##_T_LOST); \
+	TRACER_CPU_AT(sb.on, P##_T_SB_ON); \
+	TRACER_CPU_AT(sb.open, P##_T_SB_OPEN); \
+	TRACER_CPU_AT(sb.subbuf, P##_T_SB_SUBBUF); \
+	TRACER_CPU_AT(sb.off, P##_T_SB_OFF); \
+	TRACER_CPU_AT(sb.count, P##_T_SB_COUNT); \
+	TRACER_CPU_AT(sb.last_off, P##_T_SB_LAST_OFF); \
+	TRACER_CPU_AT(sb.first, P##_T_SB_FIRST); \
+	TRACER_CPU_AT(sb.last, P##_T_SB_LAST); \
+	TRACER_CPU_AT(sb.cur, P##_T_SB_CUR)
 
 /* Per CPU; `tcpu` is also the name bench/debug/gdbext.py reads. */
 extern struct tracer_cpu tcpu[KERNEL_MAX_CPUS];

@@ -55,25 +55,7 @@ _Static_assert(sizeof(struct wire_event) == 16 &&
 	       WIRE_RETURN_VALUE == 2 && WIRE_RETURN_VALUE_HIGH == 3,
 	       "the record the recording path writes is put()'s");
 _Static_assert(sizeof(struct tracer_cpu) == OPT_T_BYTES, "OPT_T_BYTES");
-#define TCPU_AT(field, at) \
-	_Static_assert(offsetof(struct tracer_cpu, field) == at, #at)
-TCPU_AT(data, OPT_T_DATA);
-TCPU_AT(phys, OPT_T_PHYS);
-TCPU_AT(size, OPT_T_SIZE);
-TCPU_AT(head, OPT_T_HEAD);
-TCPU_AT(tail, OPT_T_TAIL);
-TCPU_AT(recorded, OPT_T_RECORDED);
-TCPU_AT(kicked, OPT_T_KICKED);
-TCPU_AT(lost, OPT_T_LOST);
-TCPU_AT(sb.on, OPT_T_SB_ON);
-TCPU_AT(sb.open, OPT_T_SB_OPEN);
-TCPU_AT(sb.subbuf, OPT_T_SB_SUBBUF);
-TCPU_AT(sb.off, OPT_T_SB_OFF);
-TCPU_AT(sb.count, OPT_T_SB_COUNT);
-TCPU_AT(sb.last_off, OPT_T_SB_LAST_OFF);
-TCPU_AT(sb.first, OPT_T_SB_FIRST);
-TCPU_AT(sb.last, OPT_T_SB_LAST);
-TCPU_AT(sb.cur, OPT_T_SB_CUR);
+TRACER_CPU_OFFSETS(OPT);
 _Static_assert(sizeof ((struct tracer_cpu *)0)->lost == 4 &&
 	       sizeof ((struct tracer_cpu *)0)->phys == 4 &&
 	       sizeof ((struct tracer_cpu *)0)->sb.count == 4,

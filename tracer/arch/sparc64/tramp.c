@@ -51,25 +51,7 @@ _Static_assert(offsetof(struct cpu, current) == TRAMP_CPU_CURRENT, "TRAMP_CPU_CU
 _Static_assert(offsetof(struct thread, id) == TRAMP_THREAD_ID, "TRAMP_THREAD_ID");
 _Static_assert(sizeof(struct tracer_cpu) == TRAMP_T_BYTES, "TRAMP_T_BYTES");
 /* Where the recording path finds a CPU's ring (buffer_cpu.h). */
-#define TCPU_AT(field, at) \
-	_Static_assert(offsetof(struct tracer_cpu, field) == at, #at)
-TCPU_AT(data, TRAMP_T_DATA);
-TCPU_AT(phys, TRAMP_T_PHYS);
-TCPU_AT(size, TRAMP_T_SIZE);
-TCPU_AT(head, TRAMP_T_HEAD);
-TCPU_AT(tail, TRAMP_T_TAIL);
-TCPU_AT(recorded, TRAMP_T_RECORDED);
-TCPU_AT(kicked, TRAMP_T_KICKED);
-TCPU_AT(lost, TRAMP_T_LOST);
-TCPU_AT(sb.on, TRAMP_T_SB_ON);
-TCPU_AT(sb.open, TRAMP_T_SB_OPEN);
-TCPU_AT(sb.subbuf, TRAMP_T_SB_SUBBUF);
-TCPU_AT(sb.off, TRAMP_T_SB_OFF);
-TCPU_AT(sb.count, TRAMP_T_SB_COUNT);
-TCPU_AT(sb.last_off, TRAMP_T_SB_LAST_OFF);
-TCPU_AT(sb.first, TRAMP_T_SB_FIRST);
-TCPU_AT(sb.last, TRAMP_T_SB_LAST);
-TCPU_AT(sb.cur, TRAMP_T_SB_CUR);
+TRACER_CPU_OFFSETS(TRAMP);
 _Static_assert(sizeof(struct wire_event) == 16 && WIRE_ENTRY_PC == 0 &&
 	       WIRE_ENTRY_SP == 1 && WIRE_ENTRY_ARG0 == 2 && WIRE_RETURN_PC == 0 &&
 	       WIRE_RETURN_SP == 1 && WIRE_RETURN_VALUE == 2,
