@@ -115,6 +115,10 @@ def test_gdb_batch_in_fire_path(arch, channel, built, tmp_path):
 
 
 RETURNS_SCRIPT = """\
+break kernel_main
+continue
+delete
+set var *(unsigned *)&opt_fast_off = 1
 break i386_opt_return
 continue
 continue
@@ -130,7 +134,10 @@ detach
 
 def test_tb_returns_shows_the_real_addresses_behind_the_trampoline(built, tmp_path):
     """Under opt fib's returns ride on its entry: stopped in the trampoline's
-    C half, gdb's backtrace names the trampoline, and `tb returns` lists the
+    C half (its recording path switched off, opt_fast_off, once the kernel
+    has cleared its BSS and before the probes are armed, so that a return
+    goes there), gdb's backtrace names the
+    trampoline, and `tb returns` lists the
     thread's open calls with their real return addresses, in fib or its
     caller (the verdict's `fib = 8` shows each one went back there)."""
     built("i386")

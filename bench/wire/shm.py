@@ -324,12 +324,20 @@ def write_log(path, events) -> None:
 
 def write_log_batches(path, batches) -> None:
     """write_log's file, from lists of EVENTS frames taken off a queue
-    until None (bench/guest/shm_channel.py's log writer)."""
-    with open(path, "wb") as f:
+    until None (bench/guest/shm_channel.py's log writer). The file is made
+    with the first frame: a run that read none leaves none, as the other
+    channels' logs do."""
+    f = None
+    try:
         while (events := batches.get()) is not None:
             for fr in events:
+                if f is None:
+                    f = open(path, "wb")
                 f.write(struct.pack("<I", len(fr.payload)))
                 f.write(fr.payload)
+    finally:
+        if f is not None:
+            f.close()
 
 
 def read_log(data: bytes) -> list[bytes]:
