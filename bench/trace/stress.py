@@ -8,7 +8,8 @@ enough that a drop is a failure of the run, not of the drain. Its records
 are not kept in memory: a thread moves the frames off the guest's list
 as they come into a spool file (bench/trace/spool.py: the frames as they
 arrived, some 33 bytes a record on i386), and once the run is flushed
-they are verified from it a few frames at a time (bench/trace/stream.py):
+they are read back merged by CPU and verified a few frames at a time
+(bench/trace/stream.py):
 a run of 10^8 records must not hold them all. Not while the run goes: a
 verifying thread held the interpreter's lock from the shm consumer for up
 to 1.1 s at a time (10^7 records at 256 KiB a CPU lost 2.5 million).
