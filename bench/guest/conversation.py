@@ -158,12 +158,16 @@ class Conversation:
                                               f"up to seq {frames - 1}"))
 
     def pause_channel(self, paused: bool = True) -> None:
-        """Stop (or resume) reading the virtio stream: QEMU's socket fills
-        and the guest's channel with it, as with a host that falls behind."""
+        """Stop (or resume) reading the trace channel: QEMU's socket fills
+        and the guest's virtio port with it, as with a host that falls
+        behind; under shm the consumer process is stopped (SIGSTOP) and the
+        rings fill."""
         if paused:
             self._chan_paused.set()
         else:
             self._chan_paused.clear()
+        if self._shm:
+            self._shm.pause(paused)
 
     def exit(self, status: int = 0, timeout: float = 10) -> ExitInfo:
         self._send(f"exit {status}")

@@ -168,7 +168,9 @@ class Guest(Conversation):
             self._note(f"# no shm channel: {self.channel_absent}")
             return
         self._note(f"# shm: guest RAM mapped from {self._shm.how}")
-        self._shm.start(self.trace_frames.extend, self._chan_paused)
+        self._shm.start(self.trace_frames.extend)
+        if self._chan_paused.is_set():
+            self._shm.pause(True)
         self.channel_used = "shm"
 
     def _qemu_pid(self) -> int:

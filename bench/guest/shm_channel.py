@@ -12,67 +12,64 @@ anonymous mapping). A libvirt domain on this host (bench/guest/libvirt.py)
 is no child of ours: on pc its RAM is a shared memfd (<memoryBacking>),
 mapped through /proc/PID/fd; on sun4u, /proc/PID/mem again. After HELLO
 announces the ring table (include/shm.h), `channel shm` makes the guest
-record into sub-buffers, and a thread of ours is the consumer
-(bench/wire/shm.py): it polls every ring, copies out each complete
-sub-buffer and hands its records on as EVENTS frames, so the trace is read
-as it is from the other channels. Nothing runs in the guest for it. Every
-REPLY is followed by one more poll (drain()), so a reply never overtakes
-its records: a `trace flush` has committed every ring before it replies.
-The frames it delivered are written to the guest's log (NAME.shm: each
-EVENTS payload after its length, 4 bytes little-endian) by a thread of
-their own, LOG_BATCH frames at a time, and the rest when the channel
-closes: a file write per sub-buffer would cost the consumer as much as its
-copy, and keeping them all to the end held a 10^8-record run's whole
-trace in memory. bench/export/logs.py reads them back.
+record into sub-buffers, and the consumer, a process of its own forked
+once the RAM is mapped (shm_consumer.py), polls every ring and appends
+each complete sub-buffer, as an EVENTS frame, to the stream file (the
+run's log, NAME.shm, else a file of its own that goes at close). A
+thread here follows that file and hands the frames on, so the trace is
+read as it is from the other channels; nothing runs in the guest for it.
+Every REPLY is followed by one more poll (drain()), read up to where the
+consumer says it ended, so a reply never overtakes its records: a `trace
+flush` has committed every ring before it replies. pause() stops the
+consumer with SIGSTOP (a host that stops reading); bench/export/logs.py
+reads the log back.
 """
-
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import itertools
+import json
 import mmap
 import os
-import queue
 import re
 import secrets
+import signal
+import socket
 import struct
+import tempfile
 import threading
 import time
 
+from ..wire import frames
 from ..wire import shm as wire_shm
-from . import gc_hold
+from . import shm_consumer
 
-# Between polls that found nothing: from POLL_IDLE_S, doubling up to
-# POLL_IDLE_MAX_S while the rings stay empty, so an idle guest costs the
-# host (and QEMU's vCPUs beside it on the same cores) little; a 256 KiB
-# ring takes tens of milliseconds to fill at the fastest firing rates.
-POLL_IDLE_S = 0.0005
-POLL_IDLE_MAX_S = 0.004
 _names = itertools.count()
-# Frames (sub-buffers, 32 KiB each at 256 KiB a ring) handed to the log's
-# writer at a time: few writes, and a few tens of MB held at most.
-LOG_BATCH = 1024
-# The consumer thread asks the host's scheduler for SCHED_RR at this
-# priority (the lowest real-time one: it sleeps between polls, and a poll
-# is short), else a nice of CONSUMER_NICE: what loses records at 256 KiB
-# is how late a loaded host wakes it (docs/channel.md, Limits). Refused
-# (no privilege, a container), it runs as it was and stats() says so.
-# TRAPBENCH_SHM_PRIORITY=0 leaves it as it was (to measure the difference).
-# make bench leaves it too (raise_priority(False)): a consumer that takes a
-# core whenever it wakes takes it from the vCPU on a busy host, and what the
-# bench times is guest time (calltree under i386's opt over the
-# -finstrument-functions hooks: 0.93-0.97 as it was, 1.08-2.87 raised,
-# docs/bench.md).
-CONSUMER_RT_PRIORITY = 1
-CONSUMER_NICE = -10
+# The consumer asks the host's scheduler for SCHED_RR (shm_consumer.py);
+# refused (no privilege, a container), it runs as it was and stats() says
+# so. TRAPBENCH_SHM_PRIORITY=0 leaves it as it was (to measure the
+# difference). make bench leaves it too (raise_priority(False)): a consumer
+# that takes a core whenever it wakes takes it from the vCPU on a busy
+# host, and what the bench times is guest time (calltree under i386's opt
+# over the -finstrument-functions hooks: 0.93-0.97 as it was, 1.08-2.87
+# raised, docs/bench.md).
 _raise = os.environ.get("TRAPBENCH_SHM_PRIORITY", "1") != "0"
+# False: the consumer runs as a thread of the harness's process, sharing its
+# interpreter lock: the broken variant tests/test_shm_consumer.py catches.
+_own_process = True
+# How long the parent waits for the consumer's answer to a request.
+ANSWER_TIMEOUT_S = 60
+# What the follower reads of the stream at a time.
+FOLLOW_BYTES = 8 << 20
 
 
 def raise_priority(on: bool) -> None:
     """Whether consumers started from now on raise their priority."""
     global _raise
     _raise = on
+
+
 _ALIGN = 2 << 20        # QEMU's RAM blocks start 2 MiB-aligned on x86-64 hosts
 
 
@@ -182,6 +179,10 @@ class ProcessRam:
     def write(self, at: int, data: bytes) -> None:
         os.pwrite(self.fd, data, self.base + at)
 
+    def keep_fds(self) -> tuple[int, ...]:
+        """What the consumer process must keep open to read it."""
+        return (self.fd,)
+
     def close(self) -> None:
         os.close(self.fd)
 
@@ -199,27 +200,22 @@ class ShmChannel:
         self.reader: wire_shm.RingReader | None = None
         self.error: wire_shm.ShmError | None = None
         self._ram = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._paused = threading.Event()
-        self._deliver = None
         self.how = ""           # where the RAM was mapped from, once it is
         self.log_path = log_path
-        self.delivered: list = []   # frames not yet handed to the log's writer
-        self.seq = 0                # frames delivered so far (their seqs)
-        self._log_queue: queue.Queue | None = None
-        self._log_thread: threading.Thread | None = None
-        # What the consumer thread saw (stats()): polls, and of those that
-        # found sub-buffers waiting, the longest time since the one before
-        # and the longest it had slept past its wake-up (the host's
-        # scheduler, or another thread holding the GIL).
-        self.polls = 0
-        self.longest_gap = 0.0
-        self.oversleep = 0.0
-        self.longest_poll = 0.0     # inside drain(): copies, checks, arenas
-        self.priority = "not raised"    # what the consumer thread got (_raise_priority)
-        self._gc_held = False
+        self.pid = 0            # the consumer process, once started
+        self.paused = False
+        self._sock: socket.socket | None = None
+        self._ask_lock = threading.Lock()
+        self._stream = ""       # the file the consumer appends to
+        self._stream_fd = -1    # ours, to read it
+        self._stream_ours = False   # a file of its own (no log): goes at close
+        self._follow_lock = threading.Lock()
+        self._off = 0           # how far the stream has been handed on
+        self.seq = 0            # frames handed on so far (their seqs)
+        self._deliver = None
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
+        self._last_stats: dict = {}
 
     def qemu_args(self) -> list[str]:
         if not self.path:
@@ -244,157 +240,237 @@ class ShmChannel:
         self._order, self._word = order, word_bytes
         return ""
 
-    def start(self, deliver, paused: threading.Event) -> None:
-        """Read the rings from now on: deliver(frames) gets each poll's
-        EVENTS frames; paused (set) stops the polling thread."""
-        self._deliver, self._paused = deliver, paused
-        # No full collection of the harness's heap while the rings are
-        # read (gc_hold.py: one took 294 ms; a ring fills in 35).
-        gc_hold.hold()
-        self._gc_held = True
+    def start(self, deliver) -> None:
+        """Fork the consumer (shm_consumer.py) on the mapped RAM and follow
+        its stream: deliver(frames) gets the EVENTS frames in order."""
+        self._deliver = deliver
         if self.log_path:
-            self._start_log()
-        self._thread = threading.Thread(target=self._run, name="shm-consumer",
-                                        daemon=True)
-        self._thread.start()
+            self._stream = str(self.log_path)
+        else:
+            fd, self._stream = tempfile.mkstemp(prefix="trapbench-shm-", suffix=".shm")
+            os.close(fd)
+            self._stream_ours = True
+        out_fd = os.open(self._stream, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                         | os.O_APPEND, 0o644)
+        self._stream_fd = os.open(self._stream, os.O_RDONLY)
+        ours, theirs = socket.socketpair()
+        consumer = shm_consumer.Consumer(self.reader, self._order, self._word, out_fd)
+        keep = {theirs.fileno(), out_fd, *getattr(self._ram, "keep_fds", tuple)()}
+        if not _own_process:    # the broken variant: a thread of ours
+            threading.Thread(target=shm_consumer.serve, name="shm-consumer",
+                             args=(consumer, theirs.fileno(), _raise), daemon=True).start()
+            self._sock, self.pid, self._held = ours, -1, (theirs, out_fd)
+            self._sock.settimeout(ANSWER_TIMEOUT_S)
+            self._start_follower()
+            return
+        pid = os.fork()
+        if pid == 0:            # the consumer: nothing of the harness's runs here
+            code = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                _close_all_but(keep)
+                shm_consumer.serve(consumer, theirs.fileno(), _raise)
+                code = 0
+            finally:
+                os._exit(code)
+        self.pid = pid
+        theirs.close()
+        os.close(out_fd)
+        self._sock = ours
+        self._sock.settimeout(ANSWER_TIMEOUT_S)
+        self._start_follower()
 
-    def drain(self, force: bool = False) -> int:
-        """Read every complete sub-buffer now (unless paused, or forced);
-        how many there were. Raises the ShmError a poll met, here or in
-        the thread."""
+    def _start_follower(self) -> None:
+        self._follower = threading.Thread(target=self._follow, name="shm-follow",
+                                          daemon=True)
+        self._follower.start()
+
+    def _ask(self, request: str) -> dict:
+        """A request to the consumer and its answer (shm_consumer.py)."""
+        with self._ask_lock:
+            try:
+                self._sock.sendall(request.encode() + b"\n")
+                line = b""
+                while not line.endswith(b"\n"):
+                    got = self._sock.recv(65536)
+                    if not got:
+                        raise OSError("it ended")
+                    line += got
+            except (OSError, socket.timeout) as e:
+                raise wire_shm.ShmError(
+                    f"the shm consumer (pid {self.pid}) did not answer {request!r}: "
+                    f"{e or 'no answer in %d s' % ANSWER_TIMEOUT_S}") from None
+        out = json.loads(line)
+        if out.get("error") and not self.error:
+            self.error = wire_shm.ShmError(out["error"])
+        return out
+
+    def drain(self) -> int:
+        """One more poll of every ring (unless paused), its frames handed
+        on before this returns; how many sub-buffers it read. Raises the
+        ShmError the consumer met, now or before."""
         if self.error:
             raise self.error
-        if not self._deliver or (self._paused.is_set() and not force):
+        if not self.pid or self.paused:
             return 0
-        with self._lock:
-            try:
-                subs = self.reader.poll()
-            except wire_shm.ShmError as e:
-                self.error = e
-                raise
-            if subs:
-                out = wire_shm.events_frames(subs, self._order, self._word, self.seq)
-                self.seq += len(out)
-                if self.log_path:
-                    self.delivered += out
-                    if len(self.delivered) >= LOG_BATCH:
-                        self._to_log(self.delivered)
-                        self.delivered = []
-                self._deliver(out)
-        return len(subs)
-
-    def _start_log(self) -> None:
-        """The log's writer thread, started by the thread that opens the
-        channel (start()): one started by the consumer would inherit its
-        SCHED_RR, which is for the consumer's wake-ups alone, and a writer
-        at real-time priority takes the core from the vCPU on every write."""
-        self._log_queue = queue.Queue()
-        self._log_thread = threading.Thread(target=wire_shm.write_log_batches,
-                                            args=(self.log_path, self._log_queue),
-                                            name="shm-log", daemon=True)
-        self._log_thread.start()
-
-    def _to_log(self, batch: list) -> None:
-        """Hand frames to the log's writer thread (start() started it; a
-        channel driven by drain() alone, as in the tests, starts it here)."""
-        if self._log_thread is None:
-            self._start_log()
-        self._log_queue.put(batch)
+        out = self._ask("d")
+        self._follow_to(out["end"])
+        if self.error:
+            raise self.error
+        return out["n"]
 
     def drain_all(self) -> int:
         """Read until every ring is empty, paused or not; the record bytes
         read (the bench's raw rate of this channel)."""
-        before = self.reader.bytes
-        while self.drain(force=True):
-            pass
-        return self.reader.bytes - before
+        if self.error:
+            raise self.error
+        was = self.paused
+        self.pause(False)
+        try:
+            out = self._ask("a")
+            self._follow_to(out["end"])
+        finally:
+            self.pause(was)
+        if self.error:
+            raise self.error
+        return out["bytes"]
+
+    def pause(self, paused: bool = True) -> None:
+        """Stop the consumer (SIGSTOP: a host that stops reading), or let
+        it go on; the gaps it reports leave the pause out."""
+        if not self.pid or paused == self.paused:
+            return
+        if self.pid < 0:
+            raise wire_shm.ShmError("a consumer thread cannot be stopped")
+        os.kill(self.pid, signal.SIGSTOP if paused else signal.SIGCONT)
+        self.paused = paused
+        if not paused:
+            with self._ask_lock:
+                self._sock.sendall(b"r\n")
+
+    def _follow(self) -> None:
+        """Hand on what the consumer appended, as it comes."""
+        while not self._stop.wait(0.005):
+            try:
+                self._follow_to(0)
+            except (OSError, ValueError):
+                return          # closed under us
+
+    def _follow_to(self, end: int) -> None:
+        """Hand on every whole frame in the stream, at least up to end."""
+        with self._follow_lock:
+            while True:
+                size = os.fstat(self._stream_fd).st_size
+                if size - self._off < 4:
+                    break
+                buf = os.pread(self._stream_fd, min(size - self._off, FOLLOW_BYTES),
+                               self._off)
+                payloads, used = wire_shm.log_entries(buf)
+                if not used:    # one frame longer than the read: all of it
+                    n = 4 + struct.unpack_from("<I", buf)[0]
+                    if size - self._off < n:
+                        break
+                    payloads, used = wire_shm.log_entries(
+                        os.pread(self._stream_fd, n, self._off))
+                self._off += used
+                out = [frames.Frame(frames.T_EVENTS, self.seq + i, p, -1)
+                       for i, p in enumerate(payloads)]
+                self.seq += len(out)
+                self._deliver(out)
+            if self._off < end:
+                raise wire_shm.ShmError(f"the shm stream {self._stream} ends at "
+                                        f"{self._off} bytes, its consumer said {end}")
+
+    def account(self) -> dict:
+        """What the consumer says of itself (shm_consumer.Consumer.stats):
+        asked now while it runs, else its last word ({} if none)."""
+        if self.pid and not self.paused and self._sock is not None:
+            try:
+                self._last_stats = self._ask("s")
+            except wire_shm.ShmError:
+                pass
+        return self._last_stats
 
     def stats(self) -> str:
         """The consumer's account of itself, for the run's report."""
-        r = self.reader
-        if r is None:
+        if not self.pid and not self._last_stats:
             return "shm consumer: not started"
-        return (f"shm consumer: {self.polls} polls, {r.subbuffers} sub-buffers, "
-                f"{r.bytes} bytes; longest gap between polls "
-                f"{self.longest_gap * 1e3:.1f} ms (overslept up to "
-                f"{self.oversleep * 1e3:.1f} ms, longest poll "
-                f"{self.longest_poll * 1e3:.1f} ms); fullest ring {r.fullest} of "
-                f"{r.fullest_of} sub-buffers waiting; priority {self.priority}; "
-                f"gc while read: {gc_hold.summary()}")
-
-    def _raise_priority(self) -> None:
-        """This (the consumer) thread first in the host's run queue: SCHED_RR,
-        else a negative nice, else as it was; self.priority says which."""
-        if not _raise:
-            self.priority = "not raised (TRAPBENCH_SHM_PRIORITY=0, or make bench)"
-            return
-        tid = threading.get_native_id()
-        try:
-            os.sched_setscheduler(tid, os.SCHED_RR,
-                                  os.sched_param(CONSUMER_RT_PRIORITY))
-            self.priority = f"SCHED_RR {CONSUMER_RT_PRIORITY}"
-            return
-        except (OSError, AttributeError) as e:
-            why = f"SCHED_RR refused ({e})"
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, CONSUMER_NICE)
-            self.priority = f"nice {CONSUMER_NICE} ({why})"
-        except OSError as e:
-            self.priority = f"not raised ({why}; nice {CONSUMER_NICE} refused: {e})"
-
-    def _run(self) -> None:
-        self._raise_priority()
-        idle = POLL_IDLE_S
-        last, late = None, 0.0
-        while not self._stop.is_set():
-            if self._paused.is_set():
-                time.sleep(0.01)
-                last = None
-                continue
-            now = time.monotonic()
-            self.polls += 1
-            try:
-                n = self.drain()
-            except wire_shm.ShmError:
-                return          # kept in self.error; the next REPLY raises it
-            except (ValueError, OSError):
-                return          # the RAM was closed under us
-            if n:
-                # Only polls that found records: an idle poll while the
-                # main thread decodes waits on the GIL, harmlessly.
-                self.longest_poll = max(self.longest_poll, time.monotonic() - now)
-                if last is not None:
-                    self.longest_gap = max(self.longest_gap, now - last)
-                    self.oversleep = max(self.oversleep, late)
-                idle, late = POLL_IDLE_S, 0.0
-            else:
-                t = time.monotonic()
-                time.sleep(idle)
-                late = time.monotonic() - t - idle
-                idle = min(2 * idle, POLL_IDLE_MAX_S)
-            last = now
+        s = self.account()
+        if not s:
+            return "shm consumer: no account of itself"
+        ms = {k: s[k] * 1e3 for k in ("longest_gap", "oversleep", "longest_poll",
+                                      "longest_write")}
+        return (f"shm consumer (pid {s['pid']}): {s['polls']} polls, "
+                f"{s['subbuffers']} sub-buffers, {s['bytes']} bytes; longest gap "
+                f"between polls {ms['longest_gap']:.1f} ms (overslept up to "
+                f"{ms['oversleep']:.1f} ms, longest poll {ms['longest_poll']:.1f} ms, "
+                f"longest write {ms['longest_write']:.1f} ms); fullest ring "
+                f"{s['fullest']} of {s['fullest_of']} sub-buffers waiting; "
+                f"priority {s['priority']}")
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=5)
-        with self._lock:
-            if self._ram is not None:
-                self._ram.close()
-                self._ram = None
-            if self._log_thread is not None:
-                self._log_queue.put(self.delivered)
-                self._log_queue.put(None)
-                self._log_thread.join()
-                self._log_thread = None
-            elif self.log_path and self.delivered:
-                wire_shm.write_log(self.log_path, self.delivered)
-            self.delivered = []
-        if self._gc_held:
-            self._gc_held = False
-            gc_hold.release()
+        """End the consumer (its account kept for stats()), hand on what it
+        wrote, close the RAM; a stream with nothing in it is removed."""
+        if self.pid:
+            self.pause(False)
+            try:
+                self._last_stats = self._ask("q")
+            except wire_shm.ShmError:
+                if self.pid > 0:
+                    os.kill(self.pid, signal.SIGKILL)
+            if self.pid > 0:
+                _reap(self.pid)
+            else:
+                os.close(self._held[1])
+                self._held[0].close()
+            self._sock.close()
+            self._sock = None
+            self._stop.set()
+            self._follower.join(timeout=5)
+            try:
+                self._follow_to(0)
+            except (OSError, wire_shm.ShmError):
+                pass
+            os.close(self._stream_fd)
+            if self._stream_ours or self._off == 0:
+                try:
+                    os.unlink(self._stream)
+                except OSError:
+                    pass
+            self.pid = 0
+        if self._ram is not None:
+            self._ram.close()
+            self._ram = None
         if self.path:
             try:
                 os.unlink(self.path)
             except OSError:
                 pass
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """In the consumer: every descriptor but stdio and keep closed, so it
+    holds none of the harness's pipes and sockets open (a gdb waiting for
+    its stdin to end, a socket's peer waiting for it to close)."""
+    lo = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(lo, fd)
+        lo = fd + 1
+    os.closerange(lo, os.sysconf("SC_OPEN_MAX"))
+
+
+def _reap(pid: int, timeout: float = 5) -> None:
+    """Wait for the consumer to exit; kill it if it has not in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.005)

@@ -322,34 +322,27 @@ def write_log(path, events) -> None:
             f.write(fr.payload)
 
 
-def write_log_batches(path, batches) -> None:
-    """write_log's file, from lists of EVENTS frames taken off a queue
-    until None (bench/guest/shm_channel.py's log writer). The file is made
-    with the first frame: a run that read none leaves none, as the other
-    channels' logs do."""
-    f = None
-    try:
-        while (events := batches.get()) is not None:
-            for fr in events:
-                if f is None:
-                    f = open(path, "wb")
-                f.write(struct.pack("<I", len(fr.payload)))
-                f.write(fr.payload)
-    finally:
-        if f is not None:
-            f.close()
+def log_entries(data) -> tuple[list[memoryview], int]:
+    """The whole payloads at the start of a NAME.shm's bytes, and how many
+    bytes they take: a payload cut short by the end of data is left for
+    later (the consumer may still be writing it)."""
+    out, off, view = [], 0, memoryview(data)
+    while off + 4 <= len(data):
+        n = struct.unpack_from("<I", data, off)[0]
+        if off + 4 + n > len(data):
+            break
+        out.append(view[off + 4:off + 4 + n])
+        off += 4 + n
+    return out, off
 
 
 def read_log(data: bytes) -> list[bytes]:
     """The EVENTS payloads of a NAME.shm; ShmError if it is cut short."""
-    out, off = [], 0
-    while off < len(data):
-        if off + 4 > len(data):
-            raise ShmError(f"shm log: {len(data) - off} bytes left at {off}")
+    payloads, off = log_entries(data)
+    if off + 4 > len(data) > off:
+        raise ShmError(f"shm log: {len(data) - off} bytes left at {off}")
+    if off < len(data):
         n = struct.unpack_from("<I", data, off)[0]
-        if off + 4 + n > len(data):
-            raise ShmError(f"shm log: a payload of {n} bytes at {off} is cut "
-                           f"short ({len(data) - off - 4} left)")
-        out.append(data[off + 4:off + 4 + n])
-        off += 4 + n
-    return out
+        raise ShmError(f"shm log: a payload of {n} bytes at {off} is cut "
+                       f"short ({len(data) - off - 4} left)")
+    return [bytes(p) for p in payloads]

@@ -1,0 +1,196 @@
+"""The shm channel's consumer: a process of its own, reading the rings.
+
+A consumer thread in the harness's process shares its interpreter lock
+and its collector: in a 10^8-record i386 run it overslept 93 ms waiting
+for the lock another harness thread held, and a full collection once
+stopped it for 294 ms, while a 256 KiB ring fills in about 35 ms. So
+the consumer is a child forked by ShmChannel.start() (shm_channel.py):
+one thread, the collector off, at the priority the host grants it,
+doing nothing but poll every ring (bench/wire/shm.py's RingReader, over
+the RAM its parent mapped) and append each sub-buffer's EVENTS frame to
+the stream file (the run's NAME.shm log: each payload after its length,
+4 bytes little-endian). The file is the queue between the two
+processes: the page cache holds what the harness has not read yet, so a
+harness that stalls delays its verdict and never the consumer.
+
+The parent drives it over a socket pair, a request a line, a JSON line
+back for each:
+
+    d    poll once now                   {"end", "n", "error"}
+    a    poll until every ring is empty  {"end", "bytes", "error"}
+    r    reset the clock of the gaps (after a SIGSTOP ends)
+    s    the consumer's account of itself (stats)
+    q    the account, then exit
+
+"end" is the stream's length once the poll's frames are in it: the
+parent reads up to there before it answers for the poll (a REPLY never
+overtakes its records). A protocol error (ShmError) stops the polling
+and is in every answer after it; a RAM that went away (QEMU ended)
+stops it silently. End of file on the socket (the harness is gone)
+ends the child. Between polls that found nothing it waits on the
+socket, from POLL_IDLE_S doubling up to POLL_IDLE_MAX_S.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import struct
+import time
+
+from ..wire import shm as wire_shm
+
+# A 256 KiB ring takes tens of milliseconds to fill at the fastest firing
+# rates; an idle guest costs the host (and its vCPUs) little.
+POLL_IDLE_S = 0.0005
+POLL_IDLE_MAX_S = 0.004
+# SCHED_RR at the lowest real-time priority (it sleeps between polls, and a
+# poll is short), else a nice of CONSUMER_NICE: what loses records at
+# 256 KiB is how late a loaded host wakes it (docs/channel.md, Limits).
+CONSUMER_RT_PRIORITY = 1
+CONSUMER_NICE = -10
+# iovecs per writev (Linux's IOV_MAX is 1024: two per frame).
+_IOV = 1024
+
+
+def raise_priority(on: bool) -> str:
+    """This process first in the host's run queue: SCHED_RR, else a
+    negative nice, else as it was; what it got, for stats()."""
+    if not on:
+        return "not raised (TRAPBENCH_SHM_PRIORITY=0, or make bench)"
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(CONSUMER_RT_PRIORITY))
+        return f"SCHED_RR {CONSUMER_RT_PRIORITY}"
+    except (OSError, AttributeError) as e:
+        why = f"SCHED_RR refused ({e})"
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, CONSUMER_NICE)
+        return f"nice {CONSUMER_NICE} ({why})"
+    except OSError as e:
+        return f"not raised ({why}; nice {CONSUMER_NICE} refused: {e})"
+
+
+class Consumer:
+    """The child's state: the reader, the stream it appends to, and what
+    it saw (polls; of those that found sub-buffers waiting, the longest
+    time since the poll before and the longest it slept past its wake-up;
+    the longest poll, the longest write)."""
+
+    def __init__(self, reader: wire_shm.RingReader, order: str, word_bytes: int,
+                 out_fd: int):
+        self.reader, self.order, self.word = reader, order, word_bytes
+        self.out_fd, self.end, self.seq = out_fd, 0, 0
+        self.error = ""
+        self.gone = False           # the RAM cannot be read any more
+        self.polls = 0
+        self.longest_gap = self.oversleep = self.longest_poll = self.longest_write = 0.0
+        self.priority = "not raised"
+        self.last: float | None = None      # the poll before, for the gaps
+
+    def poll(self, late: float = 0.0) -> int:
+        """One poll of every ring, its frames appended; the sub-buffers read."""
+        if self.error or self.gone:
+            return 0
+        now = time.monotonic()
+        self.polls += 1
+        try:
+            subs = self.reader.poll()
+        except wire_shm.ShmError as e:
+            self.error = str(e)
+            return 0
+        except (ValueError, OSError):
+            self.gone = True
+            return 0
+        if subs:
+            self._append(wire_shm.events_frames(subs, self.order, self.word, self.seq))
+            self.longest_poll = max(self.longest_poll, time.monotonic() - now)
+            if self.last is not None:
+                self.longest_gap = max(self.longest_gap, now - self.last)
+                self.oversleep = max(self.oversleep, late)
+        self.last = now
+        return len(subs)
+
+    def _append(self, frames: list) -> None:
+        t = time.monotonic()
+        iov = []
+        for fr in frames:
+            iov += [struct.pack("<I", len(fr.payload)), fr.payload]
+        self.seq += len(frames)
+        try:
+            for i in range(0, len(iov), _IOV):
+                part = iov[i:i + _IOV]
+                want = sum(len(b) for b in part)
+                got = os.writev(self.out_fd, part)
+                if got != want:     # a short write: the rest, whole
+                    os.write(self.out_fd, b"".join(bytes(b) for b in part)[got:])
+                self.end += want
+        except OSError as e:
+            self.error = f"the stream file cannot take the records: {e}"
+        self.longest_write = max(self.longest_write, time.monotonic() - t)
+
+    def stats(self) -> dict:
+        r = self.reader
+        return {"polls": self.polls, "subbuffers": r.subbuffers, "bytes": r.bytes,
+                "longest_gap": self.longest_gap, "oversleep": self.oversleep,
+                "longest_poll": self.longest_poll, "longest_write": self.longest_write,
+                "fullest": r.fullest, "fullest_of": r.fullest_of,
+                "priority": self.priority, "pid": os.getpid()}
+
+    def answer(self, request: str) -> dict | None:
+        """The answer to one request; None for one that has none."""
+        if request == "d":
+            n = self.poll()
+            return {"end": self.end, "n": n, "error": self.error}
+        if request == "a":
+            before = self.reader.bytes
+            while self.poll():
+                pass
+            return {"end": self.end, "bytes": self.reader.bytes - before,
+                    "error": self.error}
+        if request == "r":
+            self.last = None
+            return None
+        if request in ("s", "q"):
+            return self.stats()
+        return {"error": f"the consumer has no request {request!r}"}
+
+
+def serve(consumer: Consumer, sock_fd: int, raise_prio: bool) -> None:
+    """The child's life: poll, answer, until q or the parent is gone."""
+    gc.disable()
+    consumer.priority = raise_priority(raise_prio)
+    idle, pending, wait_from = POLL_IDLE_S, b"", time.monotonic()
+    wait = 0.0
+    while True:
+        polling = not (consumer.error or consumer.gone)
+        ready, _, _ = select.select([sock_fd], [], [], wait if polling else None)
+        if ready:
+            data = os.read(sock_fd, 4096)
+            if not data:
+                return                  # the harness is gone
+            pending += data
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                request = line.decode("ascii", "replace").strip()
+                out = consumer.answer(request)
+                if out is not None:
+                    _send(sock_fd, out)
+                if request == "q":
+                    return
+            idle, wait_from = POLL_IDLE_S, time.monotonic()
+            wait = 0.0
+            continue
+        late = max(0.0, time.monotonic() - wait_from - wait)
+        if consumer.poll(late):
+            idle, wait = POLL_IDLE_S, 0.0
+        else:
+            wait, idle = idle, min(2 * idle, POLL_IDLE_MAX_S)
+        wait_from = time.monotonic()
+
+
+def _send(sock_fd: int, obj: dict) -> None:
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(sock_fd, data):]

@@ -1,0 +1,212 @@
+"""The shm channel's consumer process, over a synthetic guest RAM.
+
+The RAM is an anonymous shared mapping, so the forked consumer
+(bench/guest/shm_consumer.py) sees what test_shm's Writer stores here,
+as it sees QEMU's. Pinned: every sub-buffer reaches the harness as an
+EVENTS frame, numbered in order, and the stream file is the run's log;
+a drain answers only once its frames are handed on; the consumer reads
+on while the harness holds its interpreter lock (the broken variant, a
+consumer thread in the harness's process, is caught); a stopped
+consumer (SIGSTOP) costs the records counted as discarded and no more;
+a protocol error reaches the harness; the consumer keeps none of the
+harness's descriptors and ends when the harness does; it asks for its
+priority and says what it got.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+import time
+
+import pytest
+
+from bench.guest import shm_channel, shm_consumer
+from bench.wire import shm
+from test_shm import TABLE_AT, WORD, Writer
+
+RAM = 64 << 10
+
+
+class _Ram(shm.BufferRam):
+    def close(self):
+        pass
+
+
+def _channel(tmp_path, monkeypatch, log=True, **kw):
+    """A started channel over shared RAM, its Writer, and what it hands on."""
+    monkeypatch.setattr(shm_channel, "_raise", False)
+    ram = mmap.mmap(-1, RAM)
+    w = Writer(ram, "<", **kw)
+    ch = shm_channel.ShmChannel(1, False, path="",
+                                log_path=tmp_path / "run.shm" if log else None)
+    ch._ram = _Ram(ram)
+    ch.reader = shm.RingReader(ch._ram, TABLE_AT, "<", WORD)
+    ch._order, ch._word = "<", WORD
+    got = []
+    ch.start(got.extend)
+    return ch, w, got
+
+
+def _records(frames):
+    out = []
+    for f in frames:
+        body = bytes(f.payload)[shm.EVENTS_HEAD.size:]
+        out += [body[off:off + size] for off, _k, size in shm.records_in(body, "<", WORD)]
+    return out
+
+
+def _fill(w, subbuffers, discard=False) -> int:
+    """subbuffers' worth of records put (each kept, unless discard), the
+    last sub-buffer committed; how many were put."""
+    per = (w.subbuf - shm.SUBBUF.size) // 32
+    for _ in range(subbuffers * per):
+        assert w.put() or discard
+    w.flush()
+    return subbuffers * per
+
+
+def test_every_record_reaches_the_harness_in_order_and_the_stream_is_the_log(
+        tmp_path, monkeypatch):
+    ch, w, got = _channel(tmp_path, monkeypatch)
+    try:
+        assert ch.pid > 0 and ch.pid != os.getpid()
+        for _ in range(5):
+            _fill(w, 2)
+            ch.drain()          # answers once this poll's frames are handed on
+            assert _records(got) == w.written
+        acct = ch.account()
+        assert acct["pid"] == ch.pid and acct["subbuffers"] == len(got)
+    finally:
+        ch.close()
+    assert [f.seq for f in got] == list(range(len(got))) and len(got) >= 10
+    assert shm.read_log((tmp_path / "run.shm").read_bytes()) == \
+        [bytes(f.payload) for f in got]
+    assert "shm consumer (pid" in ch.stats()    # its last word, after close
+
+
+def test_a_run_without_a_log_leaves_no_stream_and_an_empty_log_goes(tmp_path, monkeypatch):
+    ch, w, got = _channel(tmp_path, monkeypatch, log=False)
+    stream = ch._stream
+    _fill(w, 1)
+    ch.drain()
+    ch.close()
+    assert got and not os.path.exists(stream)
+    ch, w, got = _channel(tmp_path, monkeypatch)
+    ch.close()
+    assert not got and not (tmp_path / "run.shm").exists()
+
+
+def _lock_held_while_rings_fill(ch, w) -> int:
+    """Three sub-buffers filled and then 500 ms in a C call that keeps the
+    interpreter lock (as a long collection does), no other thread of this
+    process let in meanwhile; the sub-buffer the consumer reached by the
+    time the lock is let go."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60)       # no other thread of ours runs meanwhile
+    try:
+        _fill(w, 3)
+        ctypes.PyDLL(None).usleep(500_000)
+        return w.consumed()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def test_the_consumer_reads_on_while_the_harness_holds_its_interpreter_lock(
+        tmp_path, monkeypatch):
+    """The broken variant, the consumer a thread of the harness's process
+    (as it was), cannot poll until the lock is let go."""
+    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+    try:
+        ch.drain()
+        assert _lock_held_while_rings_fill(ch, w) == 3
+    finally:
+        ch.close()
+    monkeypatch.setattr(shm_channel, "_own_process", False)
+    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+    try:
+        ch.drain()
+        assert _lock_held_while_rings_fill(ch, w) == 0
+    finally:
+        ch.close()
+        import gc
+        gc.enable()             # the thread's serve() turned it off here
+
+
+def test_a_stopped_consumer_costs_exactly_what_the_writer_counts(tmp_path, monkeypatch):
+    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+    try:
+        ch.pause(True)
+        assert open(f"/proc/{ch.pid}/stat").read().split(") ")[1][0] == "T"
+        put = _fill(w, 6, discard=True)     # 4 slots: the rest discarded
+        assert w.discarded > 0 and ch.drain() == 0 and not got
+        ch.pause(False)
+        ch.drain()
+        put += _fill(w, 1)
+        ch.drain()
+        live = ch.reader.discarded()
+    finally:
+        ch.close()
+    assert _records(got) == w.written               # every record kept, read
+    assert put == len(w.written) + w.discarded and live == [w.discarded]
+
+
+def test_a_protocol_error_reaches_the_harness(tmp_path, monkeypatch):
+    ch, w, got = _channel(tmp_path, monkeypatch)
+    try:
+        _fill(w, 2)
+        slot = w.slot(0)
+        w.store(slot, b"\xff\xff\xff\xff")          # a torn header's magic
+        with pytest.raises(shm.ShmError, match="torn or out-of-order"):
+            ch.drain()
+        with pytest.raises(shm.ShmError):
+            ch.drain()                              # and every drain after
+        assert not got
+    finally:
+        ch.close()
+
+
+def test_the_consumer_holds_nothing_of_the_harness_and_ends_with_it(tmp_path, monkeypatch):
+    r, keep = os.pipe()         # a pipe whose reader waits for its end
+    try:
+        ch, w, got = _channel(tmp_path, monkeypatch)
+        ch.drain()              # it answers: it is serving
+        fds = {int(n) for n in os.listdir(f"/proc/{ch.pid}/fd")}
+        assert keep not in fds and r not in fds, fds
+        assert len(fds - {0, 1, 2}) == 2, [os.readlink(f"/proc/{ch.pid}/fd/{n}")
+                                          for n in fds]    # the socket, the stream
+    finally:
+        os.close(r)
+        os.close(keep)
+    pid = ch.pid
+    ch._sock.close()            # as when the harness dies
+    deadline = time.monotonic() + 5
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        assert time.monotonic() < deadline, "the consumer outlived its harness"
+        time.sleep(0.01)
+    ch.pid = 0
+    ch.close()
+
+
+def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
+    """SCHED_RR, else a negative nice, else as it was: each refusal is
+    said in stats()'s priority, never raised."""
+    asked = []
+
+    def refuse(*a):
+        asked.append(a)
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "sched_setscheduler", lambda *a: asked.append(a))
+    assert shm_consumer.raise_priority(True) == "SCHED_RR 1" and asked[-1][1] == os.SCHED_RR
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    monkeypatch.setattr(os, "setpriority", lambda *a: asked.append(a))
+    assert shm_consumer.raise_priority(True).startswith("nice -10 (SCHED_RR refused") \
+        and asked[-1][2] == -10
+    monkeypatch.setattr(os, "setpriority", refuse)
+    got = shm_consumer.raise_priority(True)
+    assert got.startswith("not raised (SCHED_RR refused") and "nice -10 refused" in got
+    n = len(asked)
+    assert shm_consumer.raise_priority(False).startswith("not raised (TRAPBENCH")
+    assert len(asked) == n
