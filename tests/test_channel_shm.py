@@ -39,7 +39,7 @@ def test_qemu_gets_ram_the_host_can_read():
 
 def test_shm_is_the_default_and_its_qemu_runs_below_its_consumer():
     """The default channel where the harness starts QEMU is shm, and that
-    QEMU runs niced (its vCPUs must not starve the consumer thread that
+    QEMU runs niced (its vCPUs must not starve the consumer process that
     keeps the rings from filling); virtio's QEMU does not."""
     from bench.guest import qemu
     g = Guest("i386")

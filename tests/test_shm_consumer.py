@@ -6,7 +6,9 @@ as it sees QEMU's. Pinned: every sub-buffer reaches the harness as an
 EVENTS frame, numbered in order, and the stream file is the run's log;
 a drain answers only once its frames are handed on; the consumer reads
 on while the harness holds its interpreter lock (the broken variant, a
-consumer thread in the harness's process, is caught); a stopped
+consumer thread in the harness's process, is caught); a write that
+blocks holds up the writer thread, not the polls (the broken variant, a
+poller that writes itself, is caught); a stopped
 consumer (SIGSTOP) costs the records counted as discarded and no more;
 a protocol error reaches the harness; the consumer keeps none of the
 harness's descriptors and ends when the harness does; it asks for its
@@ -16,6 +18,7 @@ priority and says what it got.
 from __future__ import annotations
 
 import ctypes
+import gc
 import mmap
 import os
 import sys
@@ -100,7 +103,7 @@ def test_a_run_without_a_log_leaves_no_stream_and_an_empty_log_goes(tmp_path, mo
 
 
 def _lock_held_while_rings_fill(ch, w) -> int:
-    """Three sub-buffers filled and then 500 ms in a C call that keeps the
+    """Three sub-buffers filled and then 1 s in a C call that keeps the
     interpreter lock (as a long collection does), no other thread of this
     process let in meanwhile; the sub-buffer the consumer reached by the
     time the lock is let go."""
@@ -108,7 +111,7 @@ def _lock_held_while_rings_fill(ch, w) -> int:
     sys.setswitchinterval(60)       # no other thread of ours runs meanwhile
     try:
         _fill(w, 3)
-        ctypes.PyDLL(None).usleep(500_000)
+        ctypes.PyDLL(None).usleep(1_000_000)
         return w.consumed()
     finally:
         sys.setswitchinterval(interval)
@@ -131,8 +134,49 @@ def test_the_consumer_reads_on_while_the_harness_holds_its_interpreter_lock(
         assert _lock_held_while_rings_fill(ch, w) == 0
     finally:
         ch.close()
-        import gc
-        gc.enable()             # the thread's serve() turned it off here
+        gc.enable()             # the thread's serve() changed them here
+        sys.setswitchinterval(0.005)
+
+
+def _until(what, want, within: float):
+    """what() once it gives want, or what it gives after within seconds."""
+    deadline = time.monotonic() + within
+    while (got := what()) != want and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return got
+
+
+def _consumed_while_writes_block(tmp_path, monkeypatch) -> list[int]:
+    """Every write to the stream 1 s late; two sub-buffers filled, and two
+    more once the consumer took those: where it was 0.6 s after each."""
+    real = os.writev
+
+    def slow(fd, bufs):
+        time.sleep(1.0)
+        return real(fd, bufs)
+    monkeypatch.setattr(os, "writev", slow)        # in the child too: forked
+    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+    try:
+        _fill(w, 2)
+        seen = [_until(w.consumed, 2, 0.6)]
+        _fill(w, 2)
+        seen.append(_until(w.consumed, 4, 0.6))
+        ch.drain()
+        assert _records(got) == w.written
+    finally:
+        ch.close()
+        monkeypatch.setattr(os, "writev", real)
+    return seen
+
+
+def test_a_write_that_blocks_does_not_stop_the_polls(tmp_path, monkeypatch):
+    """The page cache's writeback once held a write 55.5 ms (a 10^8-record
+    run, rings that fill in 35): the consumer's writer thread waits for it,
+    the polls go on. The broken variant, a poller that writes itself, is
+    still in its first write when the next two sub-buffers are due."""
+    assert _consumed_while_writes_block(tmp_path, monkeypatch) == [2, 4]
+    monkeypatch.setattr(shm_consumer, "_write_inline", True)
+    assert _consumed_while_writes_block(tmp_path, monkeypatch) == [2, 2]
 
 
 def test_a_stopped_consumer_costs_exactly_what_the_writer_counts(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ NAME.virtio, the trace channel's stream, when the run had one (its own
 deframer and seq, as live; its frames follow the serial line's, each
 stream in its own order, which is all a run on one channel needs), and
 NAME.shm, the EVENTS frames read out of guest RAM under the shm channel
-(bench/guest/shm_channel.py writes it when the channel closes); the
+(bench/guest/shm_consumer.py writes it as it reads); the
 transcript gives the ELF (`# elf: PATH`, written when the guest started)
 and the probes: every `>> probe add ID ADDR KIND [NARGS]` that the guest
 answered OK, forgotten again at an OK `probe clear`, with its function

@@ -279,8 +279,10 @@ class LibvirtGuest(Guest):
 
     def _plan_shm(self) -> None:
         """The RAM is libvirt's to place (<memoryBacking>, domain_xml): no
-        file of ours; shm_channel maps what QEMU has once it runs."""
-        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend, path="")
+        file of ours; shm_channel maps what QEMU has once it runs. The
+        frames read go to NAME.shm, as under our own QEMU."""
+        self._shm = ShmChannel(self.memory_mb, self.arch.ram_backend, path="",
+                               log_path=LOG_DIR / f"{self.name}.shm")
 
     def _qemu_pid(self) -> int:
         """The pid of this domain's QEMU, found by its -name on this host."""

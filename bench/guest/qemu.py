@@ -44,7 +44,7 @@ from .shm_channel import ShmChannel
 
 _serial = itertools.count()
 CHANNELS = tuple(wire.CHANNEL_IDS)
-# Under shm the guest never waits for the host: a consumer thread the
+# Under shm the guest never waits for the host: a consumer the
 # host's scheduler leaves asleep while QEMU's vCPUs run is records lost.
 # Three boots at once on a loaded 2-core host (i386, 4 CPUs, a million
 # records at 256 KiB per CPU, load 5-18): with QEMU at nice 0, 3 runs of

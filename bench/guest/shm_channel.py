@@ -343,6 +343,8 @@ class ShmChannel:
         if self.pid < 0:
             raise wire_shm.ShmError("a consumer thread cannot be stopped")
         os.kill(self.pid, signal.SIGSTOP if paused else signal.SIGCONT)
+        if paused:              # returns once it has stopped
+            os.waitpid(self.pid, os.WUNTRACED)
         self.paused = paused
         if not paused:
             with self._ask_lock:
@@ -404,7 +406,8 @@ class ShmChannel:
                 f"{s['subbuffers']} sub-buffers, {s['bytes']} bytes; longest gap "
                 f"between polls {ms['longest_gap']:.1f} ms (overslept up to "
                 f"{ms['oversleep']:.1f} ms, longest poll {ms['longest_poll']:.1f} ms, "
-                f"longest write {ms['longest_write']:.1f} ms); fullest ring "
+                f"longest write {ms['longest_write']:.1f} ms, at most "
+                f"{s['most_queued'] / 1e6:.1f} MB waiting for it); fullest ring "
                 f"{s['fullest']} of {s['fullest_of']} sub-buffers waiting; "
                 f"priority {s['priority']}")
 

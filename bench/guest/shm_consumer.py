@@ -5,13 +5,14 @@ and its collector: in a 10^8-record i386 run it overslept 93 ms waiting
 for the lock another harness thread held, and a full collection once
 stopped it for 294 ms, while a 256 KiB ring fills in about 35 ms. So
 the consumer is a child forked by ShmChannel.start() (shm_channel.py):
-one thread, the collector off, at the priority the host grants it,
-doing nothing but poll every ring (bench/wire/shm.py's RingReader, over
-the RAM its parent mapped) and append each sub-buffer's EVENTS frame to
-the stream file (the run's NAME.shm log: each payload after its length,
-4 bytes little-endian). The file is the queue between the two
-processes: the page cache holds what the harness has not read yet, so a
-harness that stalls delays its verdict and never the consumer.
+the collector off, at the priority the host grants it, doing nothing
+but poll every ring (bench/wire/shm.py's RingReader, over the RAM its
+parent mapped) and hand each sub-buffer's EVENTS frame to its writer
+thread, which appends it to the stream file (the run's NAME.shm log:
+each payload after its length, 4 bytes little-endian). The file is the
+queue between the two processes: the page cache holds what the harness
+has not read yet, so a harness that stalls delays its verdict and never
+the consumer; and a write that blocks delays the writer, not the polls.
 
 The parent drives it over a socket pair, a request a line, a JSON line
 back for each:
@@ -22,7 +23,7 @@ back for each:
     s    the consumer's account of itself (stats)
     q    the account, then exit
 
-"end" is the stream's length once the poll's frames are in it: the
+"end" is the stream's length once the poll's frames are written: the
 parent reads up to there before it answers for the poll (a REPLY never
 overtakes its records). A protocol error (ShmError) stops the polling
 and is in every answer after it; a RAM that went away (QEMU ended)
@@ -38,6 +39,8 @@ import json
 import os
 import select
 import struct
+import sys
+import threading
 import time
 
 from ..wire import shm as wire_shm
@@ -51,6 +54,9 @@ POLL_IDLE_MAX_S = 0.004
 # 256 KiB is how late a loaded host wakes it (docs/channel.md, Limits).
 CONSUMER_RT_PRIORITY = 1
 CONSUMER_NICE = -10
+# True: the poller writes its frames itself, a write that blocks stopping
+# the polls: the broken variant tests/test_shm_consumer.py catches.
+_write_inline = False
 # iovecs per writev (Linux's IOV_MAX is 1024: two per frame).
 _IOV = 1024
 
@@ -81,7 +87,12 @@ class Consumer:
     def __init__(self, reader: wire_shm.RingReader, order: str, word_bytes: int,
                  out_fd: int):
         self.reader, self.order, self.word = reader, order, word_bytes
-        self.out_fd, self.end, self.seq = out_fd, 0, 0
+        self.out_fd, self.seq = out_fd, 0
+        # Frames polled and not yet written (the writer thread's), the
+        # stream's end once they are, and its end now.
+        self.written = threading.Condition()
+        self.queued: list[list] = []
+        self.queued_end = self.end = self.most_queued = 0
         self.error = ""
         self.gone = False           # the RAM cannot be read any more
         self.polls = 0
@@ -113,28 +124,62 @@ class Consumer:
         return len(subs)
 
     def _append(self, frames: list) -> None:
-        t = time.monotonic()
+        """Hand the frames to the writer thread (write() writes them)."""
         iov = []
         for fr in frames:
             iov += [struct.pack("<I", len(fr.payload)), fr.payload]
         self.seq += len(frames)
+        with self.written:
+            self.queued_end += sum(len(b) for b in iov)
+            self.most_queued = max(self.most_queued, self.queued_end - self.end)
+            if not _write_inline:
+                self.queued.append(iov)
+                self.written.notify_all()
+        if _write_inline:
+            self._write([iov])
+
+    def write(self) -> None:
+        """The writer thread: the queued frames appended to the stream, in
+        order. Its writes can block (the page cache's writeback: 55.5 ms
+        once in a 10^8-record run) while the rings go on filling, so the
+        poller only queues."""
+        while True:
+            with self.written:
+                self.written.wait_for(lambda: self.queued)
+                batch, self.queued = self.queued, []
+            self._write(batch)
+
+    def _write(self, batch: list) -> None:
+        t = time.monotonic()
+        done = 0
         try:
-            for i in range(0, len(iov), _IOV):
-                part = iov[i:i + _IOV]
-                want = sum(len(b) for b in part)
-                got = os.writev(self.out_fd, part)
-                if got != want:     # a short write: the rest, whole
-                    os.write(self.out_fd, b"".join(bytes(b) for b in part)[got:])
-                self.end += want
+            for iov in batch:
+                for i in range(0, len(iov), _IOV):
+                    part = iov[i:i + _IOV]
+                    want = sum(len(b) for b in part)
+                    got = os.writev(self.out_fd, part)
+                    if got != want:     # a short write: the rest, whole
+                        os.write(self.out_fd, b"".join(bytes(b) for b in part)[got:])
+                    done += want
         except OSError as e:
             self.error = f"the stream file cannot take the records: {e}"
         self.longest_write = max(self.longest_write, time.monotonic() - t)
+        with self.written:
+            self.end += done
+            self.written.notify_all()
+
+    def flushed(self) -> int:
+        """The stream's end once every frame queued so far is in it."""
+        with self.written:
+            self.written.wait_for(lambda: self.end == self.queued_end or self.error)
+            return self.end
 
     def stats(self) -> dict:
         r = self.reader
         return {"polls": self.polls, "subbuffers": r.subbuffers, "bytes": r.bytes,
                 "longest_gap": self.longest_gap, "oversleep": self.oversleep,
                 "longest_poll": self.longest_poll, "longest_write": self.longest_write,
+                "most_queued": self.most_queued,
                 "fullest": r.fullest, "fullest_of": r.fullest_of,
                 "priority": self.priority, "pid": os.getpid()}
 
@@ -142,16 +187,18 @@ class Consumer:
         """The answer to one request; None for one that has none."""
         if request == "d":
             n = self.poll()
-            return {"end": self.end, "n": n, "error": self.error}
+            return {"end": self.flushed(), "n": n, "error": self.error}
         if request == "a":
             before = self.reader.bytes
             while self.poll():
                 pass
-            return {"end": self.end, "bytes": self.reader.bytes - before,
+            return {"end": self.flushed(), "bytes": self.reader.bytes - before,
                     "error": self.error}
         if request == "r":
             self.last = None
             return None
+        if request == "q":
+            self.flushed()
         if request in ("s", "q"):
             return self.stats()
         return {"error": f"the consumer has no request {request!r}"}
@@ -160,7 +207,11 @@ class Consumer:
 def serve(consumer: Consumer, sock_fd: int, raise_prio: bool) -> None:
     """The child's life: poll, answer, until q or the parent is gone."""
     gc.disable()
+    # The writer thread takes the interpreter's lock only between writes;
+    # the poller waits for it at most this long.
+    sys.setswitchinterval(0.0005)
     consumer.priority = raise_priority(raise_prio)
+    threading.Thread(target=consumer.write, name="shm-write", daemon=True).start()
     idle, pending, wait_from = POLL_IDLE_S, b"", time.monotonic()
     wait = 0.0
     while True:

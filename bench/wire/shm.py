@@ -314,7 +314,7 @@ def _frame(cpu: int, count: int, body: bytes, order: str, seq: int) -> frames.Fr
 
 def write_log(path, events) -> None:
     """The EVENTS frames as a run's NAME.shm log holds them: each payload
-    after its length, 4 bytes little-endian (bench/guest/shm_channel.py
+    after its length, 4 bytes little-endian (bench/guest/shm_consumer.py
     writes it, bench/export/logs.py reads it back)."""
     with open(path, "wb") as f:
         for fr in events:
