@@ -85,7 +85,7 @@ def test_bench_json_holds_every_figure(arch, built, bench_run):
                  "virtio_raw_over_serial", f"dp5_{m}_log_virtio", f"dp5_{m}_log_serial"]
     if a.default_channel == "virtio":
         # The shm channel beside the port in boot A, calltree over both.
-        want += ["shm_raw", "shm_raw_over_virtio", "record_cost_serial",
+        want += ["shm_raw", "shm_raw_handed_on", "shm_raw_over_virtio", "record_cost_serial",
                  "record_cost_virtio", "record_cost_shm"]
         want += [f"fbt_calltree_{m}_virtio" for m in ("untraced", *a.mechanisms,
                                                       "hooks_off", "finstrument")]
@@ -284,7 +284,7 @@ PINNED_FIGURES = {
         fbt_calltree_emulate_virtio fbt_calltree_finstrument_virtio
         fbt_calltree_hooks_off_virtio fbt_calltree_shellgame_virtio
         fbt_calltree_untraced_virtio record_cost_serial record_cost_shm
-        record_cost_virtio shm_raw shm_raw_over_virtio
+        record_cost_virtio shm_raw shm_raw_handed_on shm_raw_over_virtio
         cost_tramp fbt_calltree_tramp fbt_calltree_tramp_virtio fbt_fib_tramp
         ool_tramp_null ratio_calltree_tramp_over_finstrument
         ratio_calltree_tramp_over_finstrument_cpu
@@ -339,10 +339,10 @@ PINNED_FIGURES = {
         fbt_calltree_finstrument_virtio fbt_calltree_hooks_off_virtio
         fbt_calltree_int3_virtio fbt_calltree_opt_virtio fbt_calltree_step_virtio
         fbt_calltree_ud_virtio fbt_calltree_untraced_virtio record_cost_serial
-        record_cost_shm record_cost_virtio shm_raw shm_raw_over_virtio sustained_shm
+        record_cost_shm record_cost_virtio shm_raw shm_raw_handed_on shm_raw_over_virtio sustained_shm
     """,
 }
-PINNED_ROWS = {"sparc64": 106, "i386": 133}
+PINNED_ROWS = {"sparc64": 107, "i386": 134}
 
 
 def _masked(text: str) -> str:

@@ -8,7 +8,9 @@ a drain answers only once its frames are handed on; the consumer reads
 on while the harness holds its interpreter lock (the broken variant, a
 consumer thread in the harness's process, is caught); a write that
 blocks holds up the writer thread, not the polls (the broken variant, a
-poller that writes itself, is caught); a stopped
+poller that writes itself, is caught); copy buffers are taken again once
+written and never before (the broken variant, given back at once, is
+caught); a stopped
 consumer (SIGSTOP) costs the records counted as discarded and no more;
 a protocol error reaches the harness; the consumer keeps none of the
 harness's descriptors and ends when the harness does; it asks for its
@@ -177,6 +179,54 @@ def test_a_write_that_blocks_does_not_stop_the_polls(tmp_path, monkeypatch):
     assert _consumed_while_writes_block(tmp_path, monkeypatch) == [2, 4]
     monkeypatch.setattr(shm_consumer, "_write_inline", True)
     assert _consumed_while_writes_block(tmp_path, monkeypatch) == [2, 2]
+
+
+def _through_small_buffers(tmp_path, monkeypatch) -> tuple[bool, int]:
+    """Copy buffers of 4 KiB (7 of this ring's sub-buffers each) and a
+    first write 0.3 s late: 30 sub-buffers polled meanwhile, then 40 more
+    drained one poll at a time. Whether every record came through as
+    written, and how many buffers the consumer made."""
+    monkeypatch.setattr(shm.Arena, "FIRST", 4096)
+    monkeypatch.setattr(shm.Arena, "MOST", 4096)
+    real, late = os.writev, [0.3]
+
+    def first_late(fd, bufs):
+        time.sleep(late.pop() if late else 0)
+        return real(fd, bufs)
+    monkeypatch.setattr(os, "writev", first_late)
+    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+    try:
+        for i in range(10):
+            _fill(w, 3)
+            assert _until(w.consumed, 3 * (i + 1), 2) == 3 * (i + 1)
+        for _ in range(40):
+            _fill(w, 1)
+            ch.drain()
+        made = ch.account()["mappings"]
+    finally:
+        ch.close()
+        monkeypatch.setattr(os, "writev", real)
+    return _records(got) == w.written, made
+
+
+def test_copy_buffers_are_taken_again_once_written_and_never_before(tmp_path, monkeypatch):
+    """The consumer copies into buffers it has faulted in already (a fresh
+    page can cost a poll a reclaim when the page cache is full of the
+    run's log): 70 sub-buffers through 5 or 6 buffers (10 new ones
+    without it), every record intact. The broken variant gives a buffer back as soon as it is
+    filled, before its frames are written: what the log gets is not
+    what the guest wrote."""
+    intact, made = _through_small_buffers(tmp_path, monkeypatch)
+    assert intact and made <= 7, made          # a new buffer per 7 without it
+    take = shm.Arena.take
+
+    def given_back_at_once(self, n):
+        out = take(self, n)
+        self.release(out)
+        return out
+    monkeypatch.setattr(shm.Arena, "take", given_back_at_once)
+    intact, made = _through_small_buffers(tmp_path, monkeypatch)
+    assert not intact, "a buffer taken again before it was written went unnoticed"
 
 
 def test_a_stopped_consumer_costs_exactly_what_the_writer_counts(tmp_path, monkeypatch):

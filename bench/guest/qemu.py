@@ -200,9 +200,10 @@ class Guest(Conversation):
         os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
         return True
 
-    def shm_drain_all(self) -> int:
+    def shm_drain_all(self) -> tuple[int, float]:
         """Under shm, read every ring empty now, even with the reading
-        paused; the record bytes read."""
+        paused; the record bytes read and the consumer's seconds copying
+        them out of the RAM."""
         if not self._shm or self.channel_used != "shm":
             raise UsageError("this guest's trace does not come over shm")
         return self._shm.drain_all()

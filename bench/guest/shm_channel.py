@@ -319,9 +319,10 @@ class ShmChannel:
             raise self.error
         return out["n"]
 
-    def drain_all(self) -> int:
-        """Read until every ring is empty, paused or not; the record bytes
-        read (the bench's raw rate of this channel)."""
+    def drain_all(self) -> tuple[int, float]:
+        """Read until every ring is empty, paused or not, and hand it all
+        on; the record bytes read and the consumer's seconds copying them
+        out of the RAM (the bench's raw rate of this channel)."""
         if self.error:
             raise self.error
         was = self.paused
@@ -333,7 +334,7 @@ class ShmChannel:
             self.pause(was)
         if self.error:
             raise self.error
-        return out["bytes"]
+        return out["bytes"], out["seconds"]
 
     def pause(self, paused: bool = True) -> None:
         """Stop the consumer (SIGSTOP: a host that stops reading), or let
@@ -407,7 +408,8 @@ class ShmChannel:
                 f"between polls {ms['longest_gap']:.1f} ms (overslept up to "
                 f"{ms['oversleep']:.1f} ms, longest poll {ms['longest_poll']:.1f} ms, "
                 f"longest write {ms['longest_write']:.1f} ms, at most "
-                f"{s['most_queued'] / 1e6:.1f} MB waiting for it); fullest ring "
+                f"{s['most_queued'] / 1e6:.1f} MB waiting for it, "
+                f"{s['mappings']} copy buffers); fullest ring "
                 f"{s['fullest']} of {s['fullest_of']} sub-buffers waiting; "
                 f"priority {s['priority']}")
 

@@ -18,12 +18,14 @@ The parent drives it over a socket pair, a request a line, a JSON line
 back for each:
 
     d    poll once now                   {"end", "n", "error"}
-    a    poll until every ring is empty  {"end", "bytes", "error"}
+    a    poll until every ring is empty  {"end", "bytes", "seconds", "error"}
     r    reset the clock of the gaps (after a SIGSTOP ends)
     s    the consumer's account of itself (stats)
     q    the account, then exit
 
-"end" is the stream's length once the poll's frames are written: the
+("seconds": the polls' own time, copies out of the RAM, writes not
+waited for.) "end" is the stream's length once the poll's frames are
+written: the
 parent reads up to there before it answers for the poll (a REPLY never
 overtakes its records). A protocol error (ShmError) stops the polling
 and is in every answer after it; a RAM that went away (QEMU ended)
@@ -87,6 +89,9 @@ class Consumer:
     def __init__(self, reader: wire_shm.RingReader, order: str, word_bytes: int,
                  out_fd: int):
         self.reader, self.order, self.word = reader, order, word_bytes
+        # Written frames give their memory back (Arena's recycle): no
+        # fresh pages faulted in while the run goes.
+        reader.arena = wire_shm.Arena(recycle=True)
         self.out_fd, self.seq = out_fd, 0
         # Frames polled and not yet written (the writer thread's), the
         # stream's end once they are, and its end now.
@@ -128,6 +133,7 @@ class Consumer:
         iov = []
         for fr in frames:
             iov += [struct.pack("<I", len(fr.payload)), fr.payload]
+        # (the payloads are iov[1::2]: given back to the arena once written)
         self.seq += len(frames)
         with self.written:
             self.queued_end += sum(len(b) for b in iov)
@@ -164,6 +170,9 @@ class Consumer:
         except OSError as e:
             self.error = f"the stream file cannot take the records: {e}"
         self.longest_write = max(self.longest_write, time.monotonic() - t)
+        for iov in batch:
+            for payload in iov[1::2]:
+                self.reader.arena.release(payload)
         with self.written:
             self.end += done
             self.written.notify_all()
@@ -179,7 +188,7 @@ class Consumer:
         return {"polls": self.polls, "subbuffers": r.subbuffers, "bytes": r.bytes,
                 "longest_gap": self.longest_gap, "oversleep": self.oversleep,
                 "longest_poll": self.longest_poll, "longest_write": self.longest_write,
-                "most_queued": self.most_queued,
+                "most_queued": self.most_queued, "mappings": self.reader.arena.made,
                 "fullest": r.fullest, "fullest_of": r.fullest_of,
                 "priority": self.priority, "pid": os.getpid()}
 
@@ -189,11 +198,12 @@ class Consumer:
             n = self.poll()
             return {"end": self.flushed(), "n": n, "error": self.error}
         if request == "a":
-            before = self.reader.bytes
+            before, t = self.reader.bytes, time.monotonic()
             while self.poll():
                 pass
+            seconds = time.monotonic() - t
             return {"end": self.flushed(), "bytes": self.reader.bytes - before,
-                    "error": self.error}
+                    "seconds": seconds, "error": self.error}
         if request == "r":
             self.last = None
             return None

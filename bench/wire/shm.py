@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+import threading
 from dataclasses import dataclass
 
 from ..errors import ProtocolError
@@ -111,20 +112,58 @@ class Arena:
     holds it. MOST is small because populating is done in the poll: on a
     loaded host 16 MiB took 4 to 53 ms, and a 64 MiB arena stopped the
     consumer for long enough that 256 KiB rings filled (a poll 463 ms
-    after the one before, in a ten-million-record run that lost 1.2 %)."""
+    after the one before, in a ten-million-record run that lost 1.2 %).
+
+    recycle=True (the consumer process, whose frames are written out and
+    dropped in the order they were taken): a mapping whose slices have
+    all been given back (release()) is taken again instead of a new one,
+    so a long run faults in no fresh memory once it is under way (with
+    the page cache full of the run's own log, a fresh page can cost the
+    poll a reclaim)."""
     FIRST, MOST = 1 << 20, 4 << 20
 
-    def __init__(self):
+    def __init__(self, recycle: bool = False):
         self.size, self.view, self.off = 0, memoryview(b""), 0
+        self.recycle = recycle
+        self._lock = threading.Lock()
+        self._out: dict[int, int] = {}      # id(mapping): slices not given back
+        self._maps: list = []               # every mapping, oldest first
+        self.made = 0                       # mappings made (not taken again)
 
     def take(self, n: int) -> memoryview:
         if self.off + n > len(self.view):
-            self.size = max(n, min(self.MOST, 2 * self.size or self.FIRST))
-            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
-            self.view, self.off = memoryview(mmap.mmap(-1, self.size, flags=flags)), 0
+            self._next(n)
         out = self.view[self.off:self.off + n]
         self.off += (n + 7) & ~7
+        if self.recycle:
+            with self._lock:
+                self._out[id(out.obj)] += 1
         return out
+
+    def release(self, payload: memoryview) -> None:
+        """payload (a slice take() gave) will not be read again."""
+        if self.recycle and isinstance(payload, memoryview):
+            with self._lock:
+                key = id(payload.obj)
+                if key in self._out:
+                    self._out[key] -= 1
+
+    def _next(self, n: int) -> None:
+        if self.recycle:
+            with self._lock:
+                for m in self._maps:
+                    if self._out[id(m)] == 0 and len(m) >= n and m is not self.view.obj:
+                        self.view, self.off = memoryview(m), 0
+                        return
+        self.size = max(n, min(self.MOST, 2 * self.size or self.FIRST))
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+        m = mmap.mmap(-1, self.size, flags=flags)
+        self.view, self.off = memoryview(m), 0
+        self.made += 1
+        if self.recycle:
+            with self._lock:
+                self._maps.append(m)
+                self._out[id(m)] = 0
 
 
 def _before(n: int, write: int) -> bool:
