@@ -12,9 +12,10 @@ poller that writes itself, is caught); copy buffers are taken again once
 written and never before (the broken variant, given back at once, is
 caught); a stopped
 consumer (SIGSTOP) costs the records counted as discarded and no more;
-a protocol error reaches the harness; the consumer keeps none of the
-harness's descriptors and ends when the harness does; it asks for its
-priority and says what it got.
+a protocol error reaches the harness, and so does a consumer that dies
+(its traceback on stderr); the consumer keeps none of the harness's
+descriptors and ends when the harness does; it asks for its priority
+and says what it got.
 """
 
 from __future__ import annotations
@@ -304,3 +305,18 @@ def test_the_consumer_asks_for_priority_and_says_what_it_got(monkeypatch):
     n = len(asked)
     assert shm_consumer.raise_priority(False).startswith("not raised (TRAPBENCH")
     assert len(asked) == n
+
+
+def test_a_consumer_that_dies_is_said_at_the_next_drain(tmp_path, monkeypatch, capfd):
+    """Its traceback on stderr, and the harness's next drain fails with
+    why instead of waiting."""
+    def broken(consumer, sock_fd, raise_prio):
+        raise RuntimeError("a consumer bug")
+    monkeypatch.setattr(shm_consumer, "serve", broken)
+    ch, w, got = _channel(tmp_path, monkeypatch)
+    try:
+        with pytest.raises(shm.ShmError, match="did not answer 'd': it ended"):
+            ch.drain()
+    finally:
+        ch.close()
+    assert "RuntimeError: a consumer bug" in capfd.readouterr().err
