@@ -230,13 +230,21 @@ def test_copy_buffers_are_taken_again_once_written_and_never_before(tmp_path, mo
     assert not intact, "a buffer taken again before it was written went unnoticed"
 
 
+def _state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().split(") ")[1][0]
+
+
 def test_a_stopped_consumer_costs_exactly_what_the_writer_counts(tmp_path, monkeypatch):
     ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
     try:
         ch.pause(True)
-        assert open(f"/proc/{ch.pid}/stat").read().split(") ")[1][0] == "T"
+        assert _state(ch.pid) == "T"
         put = _fill(w, 6, discard=True)     # 4 slots: the rest discarded
         assert w.discarded > 0 and ch.drain() == 0 and not got
+        # What the bench's raw rate times: every ring emptied by the one
+        # request (no poll of the consumer's own first), stopped again after.
+        nbytes, _ = ch.drain_all()
+        assert nbytes == sum(map(len, w.written)) and _state(ch.pid) == "T"
         ch.pause(False)
         ch.drain()
         put += _fill(w, 1)

@@ -288,11 +288,15 @@ class ShmChannel:
                                           daemon=True)
         self._follower.start()
 
-    def _ask(self, request: str) -> dict:
-        """A request to the consumer and its answer (shm_consumer.py)."""
+    def _ask(self, request: str, resume: bool = False) -> dict:
+        """A request to the consumer and its answer (shm_consumer.py);
+        resume: the consumer is stopped, and is let go once the request
+        waits for it."""
         with self._ask_lock:
             try:
                 self._sock.sendall(request.encode() + b"\n")
+                if resume:
+                    self._resume()
                 line = b""
                 while not line.endswith(b"\n"):
                     got = self._sock.recv(65536)
@@ -329,13 +333,14 @@ class ShmChannel:
     def drain_all(self) -> tuple[int, float]:
         """Read until every ring is empty, paused or not, and hand it all
         on; the record bytes read and the consumer's seconds copying them
-        out of the RAM (the bench's raw rate of this channel)."""
+        out of the RAM since it was last let go (the bench's raw rate of
+        this channel). A stopped consumer is let go with the request
+        waiting for it, and stopped again after."""
         if self.error:
             raise self.error
         was = self.paused
-        self.pause(False)
         try:
-            out = self._ask("a")
+            out = self._ask("a", resume=was)
             self._follow_to(out["end"])
         finally:
             self.pause(was)
@@ -345,18 +350,22 @@ class ShmChannel:
 
     def pause(self, paused: bool = True) -> None:
         """Stop the consumer (SIGSTOP: a host that stops reading), or let
-        it go on; the gaps it reports leave the pause out."""
+        it go on; told first, it reports no gap across the stop."""
         if not self.pid or paused == self.paused:
             return
         if self.pid < 0:
             raise wire_shm.ShmError("a consumer thread cannot be stopped")
-        os.kill(self.pid, signal.SIGSTOP if paused else signal.SIGCONT)
         if paused:              # returns once it has stopped
+            self._ask("r")
+            os.kill(self.pid, signal.SIGSTOP)
             os.waitpid(self.pid, os.WUNTRACED)
-        self.paused = paused
-        if not paused:
-            with self._ask_lock:
-                self._sock.sendall(b"r\n")
+            self.paused = True
+        else:
+            self._resume()
+
+    def _resume(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+        self.paused = False
 
     def _follow(self) -> None:
         """Hand on what the consumer appended, as it comes."""

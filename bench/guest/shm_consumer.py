@@ -19,14 +19,14 @@ back for each:
 
     d    poll once now                   {"end", "n", "error"}
     a    poll until every ring is empty  {"end", "bytes", "seconds", "error"}
-    r    reset the clock of the gaps (after a SIGSTOP ends)
+         (bytes and seconds: read since the last r, and its copying)
+    r    a stop (SIGSTOP) follows: count anew, and take no gap across it  {}
     s    the consumer's account of itself (stats)
     q    the account, then exit
 
-("seconds": the polls' own time, copies out of the RAM, writes not
-waited for.) "end" is the stream's length once the poll's frames are
-written: the
-parent reads up to there before it answers for the poll (a REPLY never
+("seconds": the polls' checks and copies out of the RAM alone.) "end"
+is the stream's length once the poll's frames are written: the parent
+reads up to there before it answers for the poll (a REPLY never
 overtakes its records). A protocol error (ShmError) stops the polling
 and is in every answer after it; a RAM that went away (QEMU ended)
 stops it silently. End of file on the socket (the harness is gone)
@@ -104,6 +104,14 @@ class Consumer:
         self.longest_gap = self.oversleep = self.longest_poll = self.longest_write = 0.0
         self.priority = "not raised"
         self.last: float | None = None      # the poll before, for the gaps
+        # Record bytes read since the last r, and the seconds the polls
+        # that read them took to check and copy them out of the RAM (the
+        # frames' hand-off to the writer not counted; a stopped consumer let
+        # go may poll once before it reads its socket: its copy is counted
+        # all the same); fresh:
+        # the next poll that finds records counts no gap (the stop's).
+        self.since_bytes, self.since_seconds = 0, 0.0
+        self.fresh = False
 
     def poll(self, late: float = 0.0) -> int:
         """One poll of every ring, its frames appended; the sub-buffers read."""
@@ -120,11 +128,16 @@ class Consumer:
             self.gone = True
             return 0
         if subs:
+            copied = time.monotonic() - now
             self._append(wire_shm.events_frames(subs, self.order, self.word, self.seq))
             self.longest_poll = max(self.longest_poll, time.monotonic() - now)
-            if self.last is not None:
+            self.since_bytes += sum(len(sb.payload) - wire_shm.EVENTS_HEAD.size
+                                    for sb in subs)
+            self.since_seconds += copied
+            if self.last is not None and not self.fresh:
                 self.longest_gap = max(self.longest_gap, now - self.last)
                 self.oversleep = max(self.oversleep, late)
+            self.fresh = False
         self.last = now
         return len(subs)
 
@@ -198,15 +211,14 @@ class Consumer:
             n = self.poll()
             return {"end": self.flushed(), "n": n, "error": self.error}
         if request == "a":
-            before, t = self.reader.bytes, time.monotonic()
             while self.poll():
                 pass
-            seconds = time.monotonic() - t
-            return {"end": self.flushed(), "bytes": self.reader.bytes - before,
-                    "seconds": seconds, "error": self.error}
+            return {"end": self.flushed(), "bytes": self.since_bytes,
+                    "seconds": self.since_seconds, "error": self.error}
         if request == "r":
-            self.last = None
-            return None
+            self.fresh = True
+            self.since_bytes, self.since_seconds = 0, 0.0
+            return {}
         if request == "q":
             self.flushed()
         if request in ("s", "q"):

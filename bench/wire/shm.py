@@ -327,10 +327,11 @@ def events_frames(subs, order: str, word_bytes: int, seq0: int = 0) -> list[fram
     """The sub-buffers as EVENTS frames (at most 65535 records each, the
     count's width), numbered from seq0: what records.decode reads."""
     out = []
+    head, names = _compiled(EVENTS_HEAD, order)
     for sb in subs:
         if sb.count <= 0xffff:      # the payload as read, its head filled in
-            sb.payload[:EVENTS_HEAD.size] = EVENTS_HEAD.pack(order, cpu=sb.cpu,
-                                                             count=sb.count)
+            fields = {"cpu": sb.cpu, "count": sb.count}
+            head.pack_into(sb.payload, 0, *(fields.get(n, 0) for n in names))
             out.append(frames.Frame(frames.T_EVENTS, seq0 + len(out), sb.payload, -1))
             continue
         start, count = 0, 0
