@@ -124,19 +124,18 @@ def test_the_consumer_reads_on_while_the_harness_holds_its_interpreter_lock(
         tmp_path, monkeypatch):
     """The broken variant, the consumer a thread of the harness's process
     (as it was), cannot poll until the lock is let go."""
-    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
-    try:
-        ch.drain()
-        assert _lock_held_while_rings_fill(ch, w) == 3
-    finally:
-        ch.close()
+    def reached() -> int:
+        ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
+        try:
+            ch.drain()
+            return _lock_held_while_rings_fill(ch, w)
+        finally:
+            ch.close()
+    assert reached() == 3
     monkeypatch.setattr(shm_channel, "_own_process", False)
-    ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
     try:
-        ch.drain()
-        assert _lock_held_while_rings_fill(ch, w) == 0
+        assert reached() == 0
     finally:
-        ch.close()
         gc.enable()             # the thread's serve() changed them here
         sys.setswitchinterval(0.005)
 
