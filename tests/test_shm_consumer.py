@@ -20,6 +20,7 @@ and says what it got.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import mmap
@@ -31,7 +32,7 @@ import pytest
 
 from bench.guest import shm_channel, shm_consumer
 from bench.wire import shm
-from test_shm import TABLE_AT, WORD, Writer
+from test_shm import TABLE_AT, WORD, Writer, _field
 
 RAM = 64 << 10
 
@@ -62,6 +63,20 @@ def _records(frames):
         body = bytes(f.payload)[shm.EVENTS_HEAD.size:]
         out += [body[off:off + size] for off, _k, size in shm.records_in(body, "<", WORD)]
     return out
+
+
+@contextlib.contextmanager
+def _unseen(w):
+    """The ring hidden from the consumer meanwhile (its CPU row's ring
+    address 0: a ring not set up yet), so what is written in it shows
+    all at once, however the host schedules the consumer."""
+    at = w.row + _field(shm.CPU, "ring")
+    was = bytes(w.ram[at:at + 8])
+    w.store(at, bytes(8))
+    try:
+        yield
+    finally:
+        w.store(at, was)
 
 
 def _fill(w, subbuffers, discard=False) -> int:
@@ -159,9 +174,11 @@ def _consumed_while_writes_block(tmp_path, monkeypatch) -> list[int]:
     monkeypatch.setattr(os, "writev", slow)        # in the child too: forked
     ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
     try:
-        _fill(w, 2)
+        with _unseen(w):
+            _fill(w, 2)
         seen = [_until(w.consumed, 2, 0.6)]
-        _fill(w, 2)
+        with _unseen(w):
+            _fill(w, 2)
         seen.append(_until(w.consumed, 4, 0.6))
         ch.drain()
         assert _records(got) == w.written
@@ -183,12 +200,12 @@ def test_a_write_that_blocks_does_not_stop_the_polls(tmp_path, monkeypatch):
 
 def _through_small_buffers(tmp_path, monkeypatch) -> tuple[bool, int]:
     """Copy buffers of 4 KiB (7 of this ring's sub-buffers each) and a
-    first write 0.3 s late: 30 sub-buffers polled meanwhile, then 40 more
+    first write 1 s late: 30 sub-buffers polled meanwhile, then 40 more
     drained one poll at a time. Whether every record came through as
     written, and how many buffers the consumer made."""
     monkeypatch.setattr(shm.Arena, "FIRST", 4096)
     monkeypatch.setattr(shm.Arena, "MOST", 4096)
-    real, late = os.writev, [0.3]
+    real, late = os.writev, [1.0]
 
     def first_late(fd, bufs):
         time.sleep(late.pop() if late else 0)
@@ -258,9 +275,9 @@ def test_a_stopped_consumer_costs_exactly_what_the_writer_counts(tmp_path, monke
 def test_a_protocol_error_reaches_the_harness(tmp_path, monkeypatch):
     ch, w, got = _channel(tmp_path, monkeypatch)
     try:
-        _fill(w, 2)
-        slot = w.slot(0)
-        w.store(slot, b"\xff\xff\xff\xff")          # a torn header's magic
+        with _unseen(w):
+            _fill(w, 2)
+            w.store(w.slot(0), b"\xff\xff\xff\xff")  # a torn header's magic
         with pytest.raises(shm.ShmError, match="torn or out-of-order"):
             ch.drain()
         with pytest.raises(shm.ShmError):
