@@ -40,7 +40,6 @@ import gc
 import json
 import os
 import select
-import struct
 import sys
 import threading
 import time
@@ -143,10 +142,9 @@ class Consumer:
 
     def _append(self, frames: list) -> None:
         """Hand the frames to the writer thread (write() writes them)."""
-        iov = []
-        for fr in frames:
-            iov += [struct.pack("<I", len(fr.payload)), fr.payload]
-        # (the payloads are iov[1::2]: given back to the arena once written)
+        # The log's buffers; the payloads, at iov[1::2], go back to the
+        # arena once written.
+        iov = wire_shm.log_iov(frames)
         self.seq += len(frames)
         with self.written:
             self.queued_end += sum(len(b) for b in iov)

@@ -352,14 +352,15 @@ def _frame(cpu: int, count: int, body: bytes, order: str, seq: int) -> frames.Fr
     return frames.Frame(frames.T_EVENTS, seq, head + body, -1)
 
 
-def write_log(path, events) -> None:
-    """The EVENTS frames as a run's NAME.shm log holds them: each payload
-    after its length, 4 bytes little-endian (bench/guest/shm_consumer.py
-    writes it, bench/export/logs.py reads it back)."""
-    with open(path, "wb") as f:
-        for fr in events:
-            f.write(struct.pack("<I", len(fr.payload)))
-            f.write(fr.payload)
+def log_iov(events) -> list:
+    """The EVENTS frames as a run's NAME.shm log holds them, as buffers to
+    write in order: each payload after its length, 4 bytes little-endian
+    (bench/guest/shm_consumer.py writes them, log_entries() and read_log()
+    read them back, as bench/export/logs.py does)."""
+    out = []
+    for fr in events:
+        out += [struct.pack("<I", len(fr.payload)), fr.payload]
+    return out
 
 
 def log_entries(data) -> tuple[list[memoryview], int]:
