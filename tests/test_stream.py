@@ -89,8 +89,10 @@ def frames_of(per_cpu: dict, expect: dict, dropped=None) -> list:
     return out
 
 
-def streamed(frame_list, cpus: int, cls=StreamVerifier, batch: int = 7):
-    sv = cls(PROBES, ORDER, WB, cpus)
+def streamed(frame_list, cpus: int, cls=StreamVerifier, batch: int = 7, probes=PROBES,
+             **kw):
+    """The frames fed batch at a time to a cls(probes, ..., **kw); it and its Report."""
+    sv = cls(probes, ORDER, WB, cpus, **kw)
     for i in range(0, len(frame_list), batch):
         sv.feed(frame_list[i:i + batch])
     return sv, sv.report()

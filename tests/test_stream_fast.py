@@ -21,6 +21,7 @@ from bench.trace.verify import verify
 from bench.wire import frames as wf
 from bench.wire.records import (DROPS, K_DROPS, K_ENTRY, K_IRQ, K_RETURN, K_SWITCH,
                                 NO_PROBE, SWITCH, decode)
+import test_stream
 from test_stream import ORDER, PROBES, WB, frames_of, same, workload
 
 ACS = [Probe(90, SWITCH_FUNCTION, "entry", 0x9000), Probe(91, SWITCH_FUNCTION, "return", 0x9001)]
@@ -28,10 +29,7 @@ ALL = PROBES + ACS
 
 
 def streamed(fl, cpus, fast=True, cls=StreamVerifier, probes=PROBES, batch=5):
-    sv = cls(probes, ORDER, WB, cpus, fast=fast)
-    for i in range(0, len(fl), batch):
-        sv.feed(fl[i:i + batch])
-    return sv, sv.report()
+    return test_stream.streamed(fl, cpus, cls, batch, probes, fast=fast)
 
 
 def identical(a, b, sa, sb) -> None:
