@@ -13,7 +13,7 @@ from bench import arches
 from bench.guest.cputime import vcpu_ns
 from bench.suite.perf import core
 from bench.suite.perf.paired import alone, alternate, per_pair, put_ratios
-from bench.suite.perf.table import judge
+from bench.suite.perf.table import judge, spread
 
 PROBED_MS, HOOKED_MS = 12.0, 10.0          # the true ratio: 1.2
 REPS = 9
@@ -60,7 +60,8 @@ def _ratios(order) -> list[float]:
 def test_the_paired_ratio_ignores_a_slowdown_of_seconds():
     ratios = _ratios(alternate)
     assert statistics.median(ratios) == pytest.approx(1.2), ratios
-    # Every pair but the one the slowdown's edges cut reads the truth.
+    # Every pair reads the truth here (none straddles an edge of the
+    # slowdown; one that did, at each edge, would read between).
     assert sum(abs(r - 1.2) > 1e-9 for r in ratios) <= 2, ratios
 
 
@@ -152,6 +153,19 @@ def test_each_lossless_mechanism_against_the_hooks_is_judged_where_it_rides():
     put_ratios(b, "calltree", "opt", _rows([1.2, 2.5, 1.1], [0.6] * 3, missed=4), hooks)
     assert b.notes == ["calltree paired under opt: 12 firings missed in the pairs' "
                        "runs (their ratio counts a lossy run)"], b.notes
+
+
+def test_a_qemu_whose_vcpu_time_is_unknown_leaves_its_row_without_a_value():
+    """A remote domain, or a QEMU that names no thread: the CPU-time ratio
+    has no value, and the table says so instead of failing."""
+    b = core.Bench(arches.get("i386"), 3, core.Sizes.small(), on_line=[].append)
+    put_ratios(b, "calltree", "opt", _rows([1.2, 2.5, 1.1], [None] * 3),
+               _rows([1.0, 2.0, 1.0], [None] * 3))
+    cpu = b.figures["ratio_calltree_opt_over_finstrument_cpu"]
+    assert cpu["median"] is None and cpu["unresolved"] == 3, cpu
+    assert spread(cpu, ".2f") == "no value (3 unresolved)"
+    assert spread(b.figures["ratio_calltree_opt_over_finstrument"], ".2f") == \
+        "1.20 [1.10..1.25]"
 
 
 def _proc(tmp_path, threads):

@@ -67,7 +67,7 @@ def fbt(b: Bench, g: Guest, workloads, mechanisms, hooks: bool = False,
             rows = [start(g, s, cmd, mechanism, hooks, vprobes)()
                     for _ in range(b.reps)]
             key = f"fbt_{wl}_{mechanism}{tag}"
-            b.figures[key] = _figure(b, rows, cmd, mechanism, g.hello["ncpus"])
+            b.figures[key] = _figure(rows, cmd, mechanism, g.hello["ncpus"])
             med = b.figures[key]
             b.say(f"  {wl}{tag} {mechanism}: {med['guest_seconds']['median'] * 1e3:,.1f} ms, "
                   f"{med['events']['median']:,.0f} records"
@@ -98,8 +98,9 @@ def prepare(b: Bench, g: Guest, s, wl: str, spec: str, mechanism: str,
         s.enable(True)
         s.enable(False)
         for n in s.notes:
-            if f"{wl} {mechanism}: {n}" not in b.notes:    # planted before
-                b.notes.append(f"{wl} {mechanism}: {n}")
+            note = f"{wl} {mechanism}: {n}"
+            if note not in b.notes:     # planted before (paired.py)
+                b.notes.append(note)
     return list(s.probes) if traced else None
 
 
@@ -137,11 +138,11 @@ def start(g: Guest, s, cmd: str, mechanism: str, hooks: bool,
         cap = g.capture(mark)
         rep = verify(cap, vprobes or [], (), allow_missing=True)
         cycles = r.results[-1]["cycles"]
-        hz = g.hello["cycles_hz"]
+        secs = cycles / g.hello["cycles_hz"]
         ev = len(cap.events)
         return {
-            "wall": wall, "cycles": cycles, "seconds": cycles / hz, "events": ev,
-            "events_per_s": ev / (cycles / hz),
+            "wall": wall, "cycles": cycles, "seconds": secs, "events": ev,
+            "events_per_s": ev / secs,
             "cpu": (cpu1 - cpu0) / 1e9 if None not in (cpu0, cpu1) else None,
             "missed": rep.missed if traced else None,
             "dropped": rep.dropped if traced else None,
@@ -152,7 +153,7 @@ def start(g: Guest, s, cmd: str, mechanism: str, hooks: bool,
     return finish
 
 
-def _figure(b: Bench, rows: list[dict], cmd: str, mechanism: str, ncpus: int) -> dict:
+def _figure(rows: list[dict], cmd: str, mechanism: str, ncpus: int) -> dict:
     def col(k):
         return [row[k] for row in rows]
     return {

@@ -30,8 +30,7 @@ from .fbt import prepare, session, start, workloads
 Run = Callable[[], Callable[[], object]]
 # Pairs run and dropped before the measured ones: a guest's first run
 # after its probes are planted, or after boot, is QEMU translating the
-# workload's code afresh (measured: the hooks' first calltree 20 ms of
-# vCPU time, the next ones 15).
+# workload's code afresh.
 WARMUP = 1
 
 
@@ -103,6 +102,8 @@ def paired(b: Bench, g: Guest) -> None:
     is booted beside it for the experiment's length."""
     wl, spec, cmd = workloads(b.sizes)[1]
     with b.guest("B-plain") as plain:
+        b.boots.append({"label": "B-plain", "smp": 1, "instrumented": False,
+                        "cycles_hz": plain.hello["cycles_hz"]})
         hooked_s, plain_s = session(g), session(plain)
         hook_probes = prepare(b, g, hooked_s, wl, spec, "finstrument", hooks=True)
         if not (g.freeze(False) and plain.freeze(False)):

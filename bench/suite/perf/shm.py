@@ -6,13 +6,13 @@ one boot: the guest's cycles per record from the firing to the record
 being committed, its channel's drain included (`drain fire` + `drain
 payload`: under shm the payload is only the flush's commit). shm_raw fills
 the 16 MiB rings with the consumer stopped, then times the consumer
-reading them all out of guest RAM (its host seconds: copy, checks, EVENTS
-frames), against the virtio port's raw rate of the same boot, per
-repetition; shm_raw_handed_on times the same bytes as far as the harness
-(the request, the copy, the stream file written and read back). probed_virtio and hooked_virtio run calltree once more over
-the virtio port (the untagged fbt rows are over the boot's default, shm),
-so the table can give probed / -finstrument-functions per mechanism and
-channel.
+reading them all out of guest RAM (its seconds of checks and copies),
+against the virtio port's raw rate of the same boot, per repetition;
+shm_raw_handed_on times the same bytes as far as the harness (the
+request, the copy, the stream file written and read back). probed_virtio
+and hooked_virtio run calltree once more over the virtio port (the
+untagged fbt rows are over the boot's default, shm), so the table can
+give probed / -finstrument-functions per mechanism and channel.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def record_cost(b: Bench, g: Guest) -> None:
 
 
 def shm_raw(b: Bench, g: Guest) -> None:
-    """Figures shm_raw (bytes/s the host reads out of guest RAM) and
+    """Figures shm_raw (bytes/s the consumer copies out of guest RAM),
+    shm_raw_handed_on (the same bytes as far as the harness) and
     shm_raw_over_virtio (per repetition, against this boot's virtio_raw)."""
     g.command("channel shm")
     g.command(f"trace buffer {RING}", timeout=60)

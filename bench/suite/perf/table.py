@@ -27,6 +27,8 @@ def judge(fig: dict) -> str:
 
 
 def spread(f: dict, fmt: str) -> str:
+    if f["median"] is None:     # every repetition unresolved (figure())
+        return f"no value ({f.get('unresolved', 0)} unresolved)"
     lo, hi = f["spread"]
     return f"{format(f['median'], fmt)} [{format(lo, fmt)}..{format(hi, fmt)}]"
 
