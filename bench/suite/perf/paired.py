@@ -102,8 +102,6 @@ def paired(b: Bench, g: Guest) -> None:
     is booted beside it for the experiment's length."""
     wl, spec, cmd = workloads(b.sizes)[1]
     with b.guest("B-plain") as plain:
-        b.boots.append({"label": "B-plain", "smp": 1, "instrumented": False,
-                        "cycles_hz": plain.hello["cycles_hz"]})
         hooked_s, plain_s = session(g), session(plain)
         hook_probes = prepare(b, g, hooked_s, wl, spec, "finstrument", hooks=True)
         if not (g.freeze(False) and plain.freeze(False)):
