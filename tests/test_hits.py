@@ -2,9 +2,9 @@
 a probe in a row of its own and `probe list` reports the sum, with each
 CPU's share in `cpus=`. A 2-CPU i386 boot per mechanism that counts in a
 path of its own (int3's trap hook, opt's detour): calltree on 4 threads
-with null-action probes on its entries, every count against the
-workload's own (EXPECT frames) and each CPU's fired count against its
-share, both CPUs having fired; then a maximum hit count on two
+pinned two to a CPU (spread=1) with null-action probes on its entries,
+every count against the workload's own (EXPECT frames) and each CPU's
+fired count against its share, both CPUs having fired; then a maximum hit count on two
 CPUs, whose hit ordinals are shared: exactly maxhits firings act, the rest
 count in `over`."""
 
@@ -47,7 +47,7 @@ def test_hits_are_counted_per_cpu_and_summed(image, mechanism):
         assert g.command("probe action all null").ok
         assert g.command("probe enable all").ok
         since = len(g.trace_frames)
-        r = g.command("run calltree threads=4 iters=40")
+        r = g.command("run calltree threads=4 iters=40 spread=1")
         assert r.ok, r.message
         assert g.command("probe disable all").ok
         assert g.command("trace stats").ok
@@ -63,7 +63,8 @@ def test_hits_are_counted_per_cpu_and_summed(image, mechanism):
         for k in (0, 1):
             share = sum(int(rows[i]["cpus"].split(",")[k]) for i in range(len(FUNCS)))
             assert cap.stats[k]["fired"] == share, (k, cap.stats[k], rows)
-        # Both CPUs fired: the rows are separate and both are read.
+        # Both CPUs fired (spread=1 pins two threads to each): the rows
+        # are separate and both are read.
         assert all(sum(int(rows[i]["cpus"].split(",")[k]) for i in range(5)) > 0
                    for k in (0, 1)), rows
 

@@ -337,7 +337,8 @@ unsigned thread_run_all(const char *name, unsigned n, void (*fn)(void *),
 	if (n > THREAD_RUN_MAX)
 		panic("thread_run_all: %u threads, at most %d", n, THREAD_RUN_MAX);
 	for (; made < n; made++) {
-		t[made] = thread_create(name, fn, (char *)args + made * stride, cpu);
+		unsigned on = cpu == THREAD_SPREAD ? made % cpu_count() : cpu;
+		t[made] = thread_create(name, fn, (char *)args + made * stride, on);
 		if (!t[made])
 			break;
 	}

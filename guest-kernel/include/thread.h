@@ -81,10 +81,12 @@ struct thread *thread_create(const char *name, void (*fn)(void *), void *arg,
 			     unsigned cpu);
 _Noreturn void thread_exit(void);
 
-/* Run fn(args + i * stride) for i < n in n threads (on cpu, or placed by
- * the scheduler with THREAD_ANY_CPU) and join them all. Returns how many
- * ran: fewer than n only if threads ran out. n <= THREAD_RUN_MAX. */
+/* Run fn(args + i * stride) for i < n in n threads (on cpu, placed by the
+ * scheduler with THREAD_ANY_CPU, or thread i pinned to CPU i mod the CPU
+ * count with THREAD_SPREAD) and join them all. Returns how many ran: fewer
+ * than n only if threads ran out. n <= THREAD_RUN_MAX. */
 #define THREAD_RUN_MAX 32
+#define THREAD_SPREAD (~1u)
 unsigned thread_run_all(const char *name, unsigned n, void (*fn)(void *),
 			void *args, size_t stride, unsigned cpu);
 void thread_join(struct thread *t);

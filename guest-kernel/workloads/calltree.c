@@ -18,6 +18,10 @@
  * Each thread's record is a cache line of its own: records sharing a
  * line that two threads write on every call took calltree's 2-thread/
  * 1-thread ratio from 1.87 to 1.07 under QEMU (`make bench`'s scaling).
+ *
+ * spread=1 pins thread i to CPU i mod the CPU count, so every CPU runs
+ * some of the tree however late the host schedules its vCPU (the
+ * scheduler would otherwise let one CPU steal a short run's threads).
  */
 #include "thread.h"
 #include "workload.h"
@@ -98,7 +102,8 @@ static void run_calltree(const uint64_t *v, struct workload_result *res)
 	for (unsigned i = 0; i < n; i++)
 		counts[i] = (struct ct_counts){ .iters = v[1], .depth = v[2] };
 	unsigned ran = thread_run_all("calltree", n, ct_thread, counts,
-				      sizeof counts[0], THREAD_ANY_CPU);
+				      sizeof counts[0],
+				      v[4] ? THREAD_SPREAD : THREAD_ANY_CPU);
 	res->ok = ran == n && (!alone || ct_counts_ok(&ref));
 	res->value = 0;
 	struct ct_counts all = ref;     /* the reference run is traced too (0s if none) */
@@ -127,6 +132,7 @@ static const struct workload_param calltree_params[] = {
 	{ "iters", 1000, 1, 100000000, "iterations per thread" },
 	{ "depth", 4, 0, 64, "recursion depth of ct_rec" },
 	{ "ref", 1, 0, 1, "1: first run the tree alone, the answer the threads must give" },
+	{ "spread", 0, 0, 1, "1: thread i pinned to CPU i mod the CPU count (0: the scheduler places them)" },
 	{ 0, 0, 0, 0, 0 },
 };
 
