@@ -81,6 +81,42 @@
 	addl	OPT_PROBE_ID(\probe), \row
 	incl	tracer_hits(,\row,4)
 .endm
+
+/* To \fail unless the probe at \ret is a return probe, enabled, under
+ * opt and riding on its entry (kind, nargs, state and mechanism side by
+ * side, tested as one word: under TCG each branch ends a block). \scratch
+ * is spent. */
+.macro OPT_RIDING ret, scratch, fail
+	movl	OPT_PROBE_KIND(\ret), \scratch   /* kind, nargs, state, mechanism */
+	andl	$0xffff00ff, \scratch
+	cmpl	$OPT_RIDING_RETURN, \scratch
+	jne	\fail              /* enabled, a return, under opt ... */
+	cmpw	$0, OPT_PROBE_RIDE(\ret)
+	je	\fail              /* ... riding */
+.endm
+
+/* A riding entry's call trampolined, as opt_return_enter does: a frame
+ * pushed on the shadow stack at \stack (\ret the return probe, its
+ * address, the slot \slot of the real return address and the address
+ * itself), the slot pointed at opt_return_trampoline, and the CPU's
+ * opt_return_calls counted. \frame holds the stack's depth (room
+ * checked) and is left holding this CPU's id; \scratch is spent, and may
+ * be \ret. */
+.macro OPT_RIDE_PUSH ret, stack, frame, scratch, slot
+	shll	$4, \frame          /* OPT_RET_FRAME */
+	leal	OPT_RET_FRAMES(\stack,\frame), \frame   /* the frame pushed */
+	movl	\ret, OPT_FRAME_RET(\frame)
+	movl	(\ret), \scratch
+	movl	\scratch, OPT_FRAME_RET_ADDR(\frame)
+	leal	\slot, \scratch
+	movl	\scratch, OPT_FRAME_SLOT(\frame)
+	movl	\slot, \scratch
+	movl	\scratch, (\frame)  /* the real return address */
+	incl	OPT_RET_DEPTH(\stack)
+	movl	$opt_return_trampoline, \slot
+	movl	%fs:OPT_CPU_ID, \frame
+	incl	opt_return_calls(,\frame,4)
+.endm
 #endif
 
 #ifndef __ASSEMBLY__

@@ -128,12 +128,7 @@ opt_ride_entry:
 	jne	1f                 /* late: C says so */
 	movl	$0, %eax
 opt_ride_return:
-	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
-	andl	$0xffff00ff, %ebx
-	cmpl	$OPT_RIDING_RETURN, %ebx
-	jne	1f                 /* enabled, a return, under opt ... */
-	cmpw	$0, OPT_PROBE_RIDE(%eax)
-	je	1f                 /* ... riding */
+	OPT_RIDING %eax, %ebx, 1f
 	/* On the current thread's own stack (opt_return_own_stack: its
 	 * pages, or the boot thread's boot stack, mapped either way; a
 	 * secondary CPU's idle thread goes to C), with a shadow stack that
@@ -166,19 +161,7 @@ opt_ride_return:
 	.byte	0xe9               /* jmp slow */
 	.long	0
 opt_ride_to_slow:
-2:	shll	$4, %ecx           /* OPT_RET_FRAME */
-	leal	OPT_RET_FRAMES(%ebx,%ecx), %ecx     /* the frame pushed */
-	movl	%eax, OPT_FRAME_RET(%ecx)
-	movl	(%eax), %eax
-	movl	%eax, OPT_FRAME_RET_ADDR(%ecx)
-	leal	20(%esp), %eax
-	movl	%eax, OPT_FRAME_SLOT(%ecx)
-	movl	20(%esp), %eax
-	movl	%eax, (%ecx)       /* the real return address */
-	incl	OPT_RET_DEPTH(%ebx)
-	movl	$opt_return_trampoline, 20(%esp)
-	movl	%fs:OPT_CPU_ID, %ecx
-	incl	opt_return_calls(,%ecx,4)
+2:	OPT_RIDE_PUSH %eax, %ebx, %ecx, %eax, 20(%esp)
 	OPT_COUNT_FIRING %edx, %ecx, %eax
 	popl	%edx
 	popl	%ecx

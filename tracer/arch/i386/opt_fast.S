@@ -59,12 +59,7 @@ opt_fast_entry:
 	jz	.Lrecord
 	imull	$OPT_PROBE_BYTES, %edi, %edi
 	leal	tracer_probes - OPT_PROBE_BYTES(%edi), %edi   /* its return probe */
-	movl	OPT_PROBE_KIND(%edi), %eax      /* kind, nargs, state, mechanism */
-	andl	$0xffff00ff, %eax
-	cmpl	$OPT_RIDING_RETURN, %eax
-	jne	.Lno
-	cmpw	$0, OPT_PROBE_RIDE(%edi)
-	je	.Lno
+	OPT_RIDING %edi, %eax, .Lno
 	movl	ret_slot, %eax
 	movl	OPT_THREAD_SLOT(%ecx,%eax,4), %eax  /* shadow stack index + 1 */
 	testl	%eax, %eax
@@ -102,19 +97,7 @@ opt_fast_entry:
 	imull	$OPT_RET_STACK, %eax, %eax
 	leal	ret_stacks - OPT_RET_STACK(%eax), %ebx        /* its ret_stack */
 	movl	OPT_RET_DEPTH(%ebx), %ecx
-	shll	$4, %ecx                        /* OPT_RET_FRAME */
-	leal	OPT_RET_FRAMES(%ebx,%ecx), %ecx /* the frame pushed */
-	movl	%edi, OPT_FRAME_RET(%ecx)
-	movl	(%edi), %eax
-	movl	%eax, OPT_FRAME_RET_ADDR(%ecx)
-	leal	SITE_SP(%esp), %eax
-	movl	%eax, OPT_FRAME_SLOT(%ecx)
-	movl	SITE_SP(%esp), %eax
-	movl	%eax, (%ecx)                    /* the real return address */
-	incl	OPT_RET_DEPTH(%ebx)
-	movl	$opt_return_trampoline, SITE_SP(%esp)
-	movl	%fs:OPT_CPU_ID, %ecx
-	incl	opt_return_calls(,%ecx,4)
+	OPT_RIDE_PUSH %edi, %ebx, %ecx, %eax, SITE_SP(%esp)
 .Lyes:	cmpl	%eax, %eax              /* ZF: recorded */
 	jmp	.Lout
 .Lno:	testl	%esp, %esp              /* ZF clear: into C */

@@ -55,7 +55,8 @@
 
 #ifdef __ASSEMBLY__
 /* Where a record of \nwords words (a register, spent) goes in this CPU's
- * ring, into %edi; %eax, %ebx, %ecx, %edx are spent too. It fails to
+ * ring, into %edi, and this CPU's struct tracer_cpu into %ebx, both for
+ * the commit; %eax, %ecx, %edx are spent. It fails to
  * \fail with nothing stored unless the C writer would do no more than
  * write it there: no stage stamps, not inside a firing (in_fire), no
  * reentry test, the ring written by virtual address, no DROPS record
@@ -111,7 +112,8 @@
 .endm
 
 /* The header of a \kind record of %ecx words (spent) for
- * the probe at %esi, at %edi (its words written already), and its
+ * the probe at %esi, at %edi (its words written already) in the ring of
+ * the tracer_cpu at %ebx (both as the reservation left them), and its
  * publication as put() or subbuf_put() publishes it: a byte ring's head
  * after the record (x86 keeps stores in order, as the C's compiler
  * barrier does); a sub-buffer's count, first, last, last_off and off,
@@ -128,9 +130,6 @@
 	movw	%ax, 2(%edi)                /* thread */
 	movl	OPT_PROBE_ID(%esi), %eax
 	movl	%eax, 4(%edi)               /* probe */
-	movl	%fs:OPT_CPU_ID, %ebx
-	imull	$OPT_T_BYTES, %ebx, %ebx
-	addl	$tcpu, %ebx
 	rdtsc                               /* cycles: arch_cycles */
 	movl	%eax, 8(%edi)
 	movl	%edx, 12(%edi)

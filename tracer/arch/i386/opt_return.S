@@ -72,12 +72,7 @@ opt_return_trampoline:
 	movl	OPT_FRAME_RET_ADDR(%ecx), %ebx
 	cmpl	%ebx, (%eax)
 	jne	.Lto_c              /* cleared and added again elsewhere */
-	movl	OPT_PROBE_KIND(%eax), %ebx          /* kind, nargs, state, mechanism */
-	andl	$0xffff00ff, %ebx
-	cmpl	$OPT_RIDING_RETURN, %ebx
-	jne	.Lto_c              /* enabled, a return, under opt ... */
-	cmpw	$0, OPT_PROBE_RIDE(%eax)
-	je	.Lto_c              /* ... riding */
+	OPT_RIDING %eax, %ebx, .Lto_c
 	/* The null action and no gate: one word. */
 	cmpw	$OPT_ACTION_NULL, OPT_PROBE_ACTION(%eax)
 	jne	.Lrecord
