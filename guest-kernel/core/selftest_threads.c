@@ -105,10 +105,27 @@ static void test_join_frees(void)
 	       "(%zu free before, %zu after)", before, pages_free_count());
 }
 
+/* Where a worker ran, and until when the workers wait for a CPU that has
+ * run none yet: a vCPU the host wakes late (a loaded host: 100 ms and
+ * more) would otherwise find every worker stolen by the CPUs that were
+ * awake, and the test would be about the host, not the scheduler. */
+static volatile unsigned char worker_ran[KERNEL_MAX_CPUS];
+static uint64_t workers_wait_until;
+
+static bool every_cpu_ran_a_worker(void)
+{
+	for (unsigned i = 0; i < cpu_count(); i++)
+		if (!worker_ran[i])
+			return false;
+	return true;
+}
+
 static void worker(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < 50; i++) {
+	for (int i = 0; i < 50 || (!every_cpu_ran_a_worker() &&
+				   arch_cycles() < workers_wait_until); i++) {
+		worker_ran[this_cpu()->id] = 1;
 		uint64_t until = arch_cycles() + arch_cycles_hz() / 2000;  /* 0.5 ms */
 		while (arch_cycles() < until)
 			;
@@ -120,16 +137,17 @@ static void test_every_cpu_runs(void)
 {
 	unsigned n = cpu_count();
 	uint64_t before[KERNEL_MAX_CPUS];
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		before[i] = cpus[i].thread_runs;
+		worker_ran[i] = 0;
+	}
+	workers_wait_until = arch_cycles() + 10 * arch_cycles_hz();
 	run_threads(worker, 4 * n, "worker");
-	bool all = true;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t runs = cpus[i].thread_runs - before[i];
 		report_info("cpu%u ran threads %llu times", i, (unsigned long long)runs);
-		all = all && runs > 0;
 	}
-	report(all, "every one of %u CPUs ran threads", n);
+	report(every_cpu_ran_a_worker(), "every one of %u CPUs ran threads", n);
 }
 
 static volatile unsigned long called_on[KERNEL_MAX_CPUS];
