@@ -29,7 +29,7 @@ from bench.trace import stacks
 from bench.trace.session import open_session
 
 SVG = "{http://www.w3.org/2000/svg}"
-LINE = "calltree threads=2 iters=30 depth=3"
+LINE = "calltree threads=2 iters=30 depth=3 spread=1"   # a thread on each CPU
 
 
 def svg_frames(text: str) -> list[tuple]:
