@@ -164,12 +164,14 @@ def _until(what, want, within: float):
 
 
 def _consumed_while_writes_block(tmp_path, monkeypatch) -> list[int]:
-    """Every write to the stream 1 s late; two sub-buffers filled, and two
-    more once the consumer took those: where it was 0.6 s after each."""
+    """Every write to the stream 2 s late; two sub-buffers filled, and two
+    more once the consumer took those: where it was 0.6 s after each (the
+    1.4 s left over is for this process to be late on a loaded host: the
+    broken variant's second poll comes 2 s after its first)."""
     real = os.writev
 
     def slow(fd, bufs):
-        time.sleep(1.0)
+        time.sleep(2.0)
         return real(fd, bufs)
     monkeypatch.setattr(os, "writev", slow)        # in the child too: forked
     ch, w, got = _channel(tmp_path, monkeypatch, nsub=4)
