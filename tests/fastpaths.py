@@ -11,9 +11,10 @@ from bench.trace.verify import verify
 ENTRY, RETURN = 1, 2
 
 
-def poke(g, s, name: str, value: int, order: str) -> None:
-    """The 4-byte word at symbol `name` set to value (byte order "little"
-    or "big"), the guest halted meanwhile."""
+def poke(g, s, name: str, value: int) -> None:
+    """The 4-byte word at symbol `name` set to value (in the guest's byte
+    order, as its HELLO gave it), the guest halted meanwhile."""
+    order = "big" if g.byte_order == ">" else "little"
     with rsp.RSPClient.connect_unix(g.wait_gdb_socket()) as stub:
         stub.halt()
         stub.write_identity(s.image.symbols[name], value.to_bytes(4, order))

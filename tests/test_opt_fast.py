@@ -37,10 +37,6 @@ def i386(built):
     return arches.get(ARCH)
 
 
-def _set(g, s, name, value):
-    fastpaths.poke(g, s, name, value, "little")
-
-
 def _fast_records(g, s) -> int:
     """Records the recording paths wrote so far (opt_fast_recorded, 4 CPUs)."""
     raw = fastpaths.peek(g, s, "opt_fast_recorded", 0, 16)
@@ -89,13 +85,13 @@ def test_recording_path_writes_the_c_paths_records_and_a_wrong_value_is_caught(i
             before = _fast_records(g, s)
             fast = _traced(g, s)
             taken = _fast_records(g, s) - before
-            _set(g, s, "opt_fast_off", 1)
+            fastpaths.poke(g, s, "opt_fast_off", 1)
             slow = _traced(g, s)
             assert _fast_records(g, s) - before == taken    # off: none
-            _set(g, s, "opt_fast_off", 0)
-            _set(g, s, "opt_fast_broken", 1)
+            fastpaths.poke(g, s, "opt_fast_off", 0)
+            fastpaths.poke(g, s, "opt_fast_broken", 1)
             broken = _traced(g, s)
-            _set(g, s, "opt_fast_broken", 0)
+            fastpaths.poke(g, s, "opt_fast_broken", 0)
             assert _sub_buffers(g, s) == (channel == "shm"), channel
             # Nearly every record took the path: all but a thread's first
             # call (its shadow stack claimed in C), a flush's first record

@@ -37,10 +37,6 @@ def sparc64(built):
     return arches.get(ARCH)
 
 
-def _set(g, s, name, value):
-    fastpaths.poke(g, s, name, value, "big")
-
-
 def _sub_buffers(g, s) -> bool:
     return fastpaths.sub_buffers(g, s, SB_ON)
 
@@ -71,12 +67,12 @@ def test_recording_path_writes_the_c_paths_records_and_a_wrong_value_is_caught(s
         for channel in ("shm", "virtio"):       # sub-buffers, then the byte ring (put())
             s.must(f"channel {channel}")
             fast = _traced(g, s)
-            _set(g, s, "tramp_fast_off", 1)
+            fastpaths.poke(g, s, "tramp_fast_off", 1)
             slow = _traced(g, s)
-            _set(g, s, "tramp_fast_off", 0)
-            _set(g, s, "tramp_fast_broken", 1)
+            fastpaths.poke(g, s, "tramp_fast_off", 0)
+            fastpaths.poke(g, s, "tramp_fast_broken", 1)
             broken = _traced(g, s)
-            _set(g, s, "tramp_fast_broken", 0)
+            fastpaths.poke(g, s, "tramp_fast_broken", 0)
             assert _sub_buffers(g, s) == (channel == "shm"), channel
             _same_and_caught(fast, slow, broken)
         g.exit(0)
