@@ -132,9 +132,10 @@ def test_verdict_catches_each_broken_run(i386_image, kind, values, hits, threads
 
 def _run(capsys, *argv, arch="i386"):
     rc = cli.main(["run", "--arch", arch, *argv])
-    out = capsys.readouterr().out
+    got = capsys.readouterr()
+    out = got.out
     m = re.search(r"^watch: fired=(\d+) expected=(\d+) values_ok=(\w+)$", out, re.M)
-    assert m, out[-2000:]
+    assert m, (rc, out[-2000:], got.err[-2000:])
     return rc, int(m.group(1)), int(m.group(2)), m.group(3), out
 
 

@@ -20,6 +20,7 @@ extern char trampoline_start[], trampoline_end[];
 extern char tramp_gdtr[], tramp_cr3[], tramp_stack[], tramp_entry[];
 
 #define AP_STACK_PAGES 4
+#define AP_WAIT_US     10000000UL   /* after the second STARTUP */
 
 static struct cpu *volatile booting;
 
@@ -80,9 +81,14 @@ bool arch_cpu_start(struct cpu *c)
 	booting = c;
 	arch_barrier();
 
+	/* Two STARTUPs, as the hardware's protocol has it; then as long as
+	 * Linux waits (10 s). Under TCG each vCPU is a host thread: a loaded
+	 * host can leave the new one unscheduled for well over the 200 ms
+	 * this once allowed (a CI boot panicked so at -smp 2). */
 	for (int attempt = 0; attempt < 2 && !c->online; attempt++) {
 		lapic_send_startup(c->hw_id, TRAMPOLINE_BASE >> 12);
-		for (int waited = 0; waited < 100000 && !c->online; waited += 10)
+		unsigned long wait_us = attempt ? AP_WAIT_US : 100000;
+		for (unsigned long waited = 0; waited < wait_us && !c->online; waited += 10)
 			udelay(10);
 	}
 	return c->online;
