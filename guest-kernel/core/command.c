@@ -270,9 +270,11 @@ static int cmd_info(int argc, char **argv, const char *rest, struct command_repl
 	if (argc != 1)
 		return command_reply(r, WIRE_REPLY_BAD_ARGS, "usage: info");
 	return command_reply(r, WIRE_REPLY_OK,
-			     "arch=%s cpus=%u hz=%u ticks=%llu cycles=%llu rx_overruns=%lu",
+			     "arch=%s cpus=%u hz=%u ticks=%llu skipped=%llu cycles=%llu "
+			     "rx_overruns=%lu",
 			     arch_name, cpu_count(), timer_hz(),
 			     (unsigned long long)timer_ticks(),
+			     (unsigned long long)timer_ticks_skipped(),
 			     (unsigned long long)arch_cycles(), serial_rx_overruns());
 }
 

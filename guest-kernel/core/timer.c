@@ -6,7 +6,7 @@
 #include "cpu.h"
 #include "thread.h"
 
-static volatile uint64_t ticks;
+static volatile uint64_t ticks, skipped;
 static unsigned hz;
 
 /* On every CPU's tick; the boot CPU's ticks are the kernel's clock. */
@@ -17,16 +17,32 @@ void timer_tick(void)
 	sched_tick();
 }
 
-/* The boot CPU writes ticks; any CPU reads it. On a 32-bit CPU a 64-bit
- * read can tear across a carry, so read until two reads agree. */
-uint64_t timer_ticks(void)
+void timer_skipped(uint64_t n)
+{
+	if (this_cpu()->id == 0)
+		skipped += n;
+}
+
+/* The boot CPU writes both counts; any CPU reads them. On a 32-bit CPU a
+ * 64-bit read can tear across a carry, so read until two reads agree. */
+static uint64_t read_count(const volatile uint64_t *count)
 {
 	uint64_t a, b;
 	do {
-		a = ticks;
-		b = ticks;
+		a = *count;
+		b = *count;
 	} while (a != b);
 	return a;
+}
+
+uint64_t timer_ticks(void)
+{
+	return read_count(&ticks);
+}
+
+uint64_t timer_ticks_skipped(void)
+{
+	return read_count(&skipped);
 }
 
 unsigned timer_hz(void)

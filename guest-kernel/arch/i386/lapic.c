@@ -26,6 +26,7 @@
 #include "x86.h"
 #include "notrace.h"
 #include "sample.h"
+#include "timer.h"
 
 #define LAPIC_ID       0x020
 #define LAPIC_TPR      0x080
@@ -187,21 +188,26 @@ bool arch_sample_set(unsigned hz, bool every_cpu)
 }
 
 /* How many deadlines *next, period apart, now has passed, within half of
- * the timer's period: each is due (a tick skips those it fell behind by,
- * as ever; samples are all taken, as illumos' cyclics fire each pending
- * expiration), *late the first one's lateness; *next the one after. */
+ * the timer's period: each is due, up to most (a tick skips those it fell
+ * behind by, as ever; samples are all taken, as illumos' cyclics fire
+ * each pending expiration, up to LAPIC_MAX_PENDING), *late the first
+ * one's lateness, *skipped how many passed deadlines were not; *next the
+ * one after. */
 static unsigned deadlines_met(uint64_t *next, uint64_t period, uint64_t now,
-			      uint64_t *late, unsigned most)
+			      uint64_t *late, unsigned most, uint64_t *skipped)
 {
 	uint64_t base = sample_hz > tick_hz ? sample_hz : tick_hz;
 	unsigned n = 0;
 	*late = now > *next ? now - *next : 0;
+	*skipped = 0;
 	while ((int64_t)(now + tsc_rate / base / 2 - *next) >= 0 && n < most) {
 		*next += period;
 		n++;
 	}
-	if (*next + period < now)
-		*next = now + period;             /* fell further behind: no burst */
+	if (*next + period < now) {               /* fell further behind: no burst */
+		*skipped = (now - *next) / period + 1;
+		*next = now + period;
+	}
 	return n;
 }
 
@@ -213,7 +219,7 @@ uint64_t lapic_sample_period(void)
 unsigned lapic_timer_interrupt(uint64_t *late, unsigned *samples)
 {
 	unsigned id = this_cpu()->id;
-	uint64_t now = rdtsc(), tick_late;
+	uint64_t now = rdtsc(), tick_late, skipped;
 	*samples = 0;
 	if (seen_gen[id] != timer_gen) {
 		seen_gen[id] = timer_gen;
@@ -224,11 +230,14 @@ unsigned lapic_timer_interrupt(uint64_t *late, unsigned *samples)
 	if (!sample_hz)
 		return LAPIC_DUE_TICK;
 	unsigned due = 0;
-	if (deadlines_met(&next_tick[id], tsc_rate / tick_hz, now, &tick_late, 1))
+	if (deadlines_met(&next_tick[id], tsc_rate / tick_hz, now, &tick_late, 1,
+			  &skipped))
 		due |= LAPIC_DUE_TICK;
+	if (skipped)
+		timer_skipped(skipped);
 	if (sample_every || id == 0)
 		*samples = deadlines_met(&next_sample[id], tsc_rate / sample_hz, now, late,
-					 LAPIC_MAX_PENDING);
+					 LAPIC_MAX_PENDING, &skipped);
 	return due;
 }
 

@@ -27,6 +27,7 @@
 #include "wire.h"
 #include "notrace.h"
 #include "sample.h"
+#include "timer.h"
 
 const uint8_t arch_wire_id = WIRE_ARCH_SPARC64;
 const uint8_t arch_byte_order = WIRE_ORDER_BIG;
@@ -134,8 +135,10 @@ void timer_interrupt(const struct trapframe *tf)
 		 * delivering a burst of late ticks. */
 		uint64_t now = rd_tick();
 		tick_next += tick_period;
-		if (tick_next <= now)
+		if (tick_next <= now) {
+			timer_skipped((now - tick_next) / tick_period + 1);
 			tick_next = now + tick_period;
+		}
 		wr_tick_cmpr(tick_next);
 		interrupts_taken++;
 		timer_tick();
