@@ -171,6 +171,7 @@ static unsigned hz = 100;
 unsigned timer_hz(void) { return hz; }
 bool timer_set_hz(unsigned h) { if (h < 10) return false; hz = h; return true; }
 uint64_t timer_ticks(void) { return 1; }
+uint64_t timer_ticks_skipped(void) { return 0; }
 
 /* What never returns in a guest ends the target's current input. */
 jmp_buf stub_stop;
