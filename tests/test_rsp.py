@@ -6,6 +6,7 @@ stub)."""
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -297,4 +298,24 @@ def test_halt_running_or_stopped():
         stop = c.halt(settle=0.2)
         assert (stop.kind, stop.signal) == ("S", 5)
     assert stub.got == [b"\x03", b"?"]
+    stub.close()
+    # Running, but its stop reply later than halt() waits: it comes
+    # before the ack of '?' (seen under load), is acked and kept; '?'
+    # gets its own answer.
+    stub = FakeStub({b"\x03": b"", b"?": pkt(b"T02thread:01;") + b"+" + pkt(b"T05thread:01;")},
+                    ack=False)
+    with stub.client() as c:
+        stop = c.halt(settle=0.2)
+        assert (stop.kind, stop.signal) == ("T", 5)
+        assert [s.signal for s in c.late_stops] == [2]
+    deadline = time.monotonic() + 5          # the fake's thread reads the acks
+    while len(stub.acks) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stub.got == [b"\x03", b"?"] and bytes(stub.acks) == b"++", stub.acks
+    stub.close()
+    # Any other packet before an ack is still an error.
+    stub = FakeStub({b"?": pkt(b"OK") + b"+" + pkt(b"S05")}, ack=False)
+    with stub.client() as c:
+        with pytest.raises(rsp.StubProtocolError, match="got the packet 'OK'"):
+            c.halt_reason()
     stub.close()

@@ -138,6 +138,7 @@ class RSPClient:
         self.retries = retries
         self._buf = bytearray()
         self.log: list[str] = []       # packets both ways, for error messages
+        self.late_stops: list[StopReply] = []   # _read_ack's
 
     @classmethod
     def connect_unix(cls, path, timeout: float = 10.0) -> "RSPClient":
@@ -200,11 +201,22 @@ class RSPClient:
             raise StubClosed(f"cannot write to the GDB stub: {e}") from None
 
     def _read_ack(self, deadline: float, packet: bytes) -> bool:
-        """True for '+', False for '-'. Stray bytes before it are errors."""
+        """True for '+', False for '-'. A stop reply before it is the
+        stub's answer to an interrupt that came later than halt() waited
+        (a loaded host: QEMU sent it before it read our packet); it is
+        acked and kept in late_stops. Other stray bytes are errors."""
         while True:
             while not self._buf:
                 self._fill(deadline, f"ack for {packet[:40]!r}")
             b = self._buf[0]
+            if b == 0x24:
+                reply = self._read_packet(deadline, f"a packet before the ack for "
+                                                    f"{packet[:40]!r}")
+                if not re.match(r"[ST][0-9a-fA-F]{2}", reply):
+                    raise StubProtocolError(f"expected + or - after {packet[:40]!r}, "
+                                            f"got the packet {reply[:40]!r}")
+                self.late_stops.append(parse_stop(reply))
+                continue
             del self._buf[0]
             if b == 0x2B:
                 return True
