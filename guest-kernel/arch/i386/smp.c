@@ -20,7 +20,8 @@ extern char trampoline_start[], trampoline_end[];
 extern char tramp_gdtr[], tramp_cr3[], tramp_stack[], tramp_entry[];
 
 #define AP_STACK_PAGES 4
-#define AP_WAIT_US     10000000UL   /* after the second STARTUP */
+#define AP_FIRST_WAIT_US 100000UL   /* after the first STARTUP */
+#define AP_WAIT_US     10000000UL   /* after the second */
 
 static struct cpu *volatile booting;
 
@@ -87,7 +88,7 @@ bool arch_cpu_start(struct cpu *c)
 	 * this once allowed (a CI boot panicked so at -smp 2). */
 	for (int attempt = 0; attempt < 2 && !c->online; attempt++) {
 		lapic_send_startup(c->hw_id, TRAMPOLINE_BASE >> 12);
-		unsigned long wait_us = attempt ? AP_WAIT_US : 100000;
+		unsigned long wait_us = attempt ? AP_WAIT_US : AP_FIRST_WAIT_US;
 		for (unsigned long waited = 0; waited < wait_us && !c->online; waited += 10)
 			udelay(10);
 	}
