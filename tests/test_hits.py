@@ -4,9 +4,9 @@ CPU's share in `cpus=`. A 2-CPU i386 boot per mechanism that counts in a
 path of its own (int3's trap hook, opt's detour): calltree on 4 threads
 pinned two to a CPU (spread=1) with null-action probes on its entries,
 every count against the workload's own (EXPECT frames) and each CPU's
-fired count against its share, both CPUs having fired; then a maximum hit count on two
-CPUs, whose hit ordinals are shared: exactly maxhits firings act, the rest
-count in `over`."""
+fired count against its share, both CPUs having fired; then a maximum
+hit count on two CPUs, whose hit ordinals are shared: exactly maxhits
+firings act, the rest count in `over`."""
 
 import re
 

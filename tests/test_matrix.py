@@ -223,7 +223,8 @@ def test_a_hung_cell_is_killed_with_what_it_started(tmp_path):
             except KeyboardInterrupt:
                 pass                 # ignores SIGINT: must be killed
         """
-    res, _ = run_fakes([fake(hang, name="hang", timeout=5)], tmp_path)  # 5 s: time to print the child on a loaded host
+    # 5 s: time enough to print the child's pid on a loaded host.
+    res, _ = run_fakes([fake(hang, name="hang", timeout=5)], tmp_path)
     assert verdicts(res) == {"hang": "TIMEOUT"} and not res.ok
     child = int(re.search(r"child (\d+)",
                           (tmp_path / "logs" / "hang.log").read_text()).group(1))
